@@ -1,0 +1,152 @@
+"""`BatchEventProcessor`: the consumer loop that hands each published event to an EventHandler."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Protocol
+
+from tuplemesh.disruptor.barrier import SequenceBarrier
+from tuplemesh.disruptor.ring_buffer import RingBuffer
+from tuplemesh.disruptor.sequence import Sequence
+from tuplemesh.errors import AlertError, WaitTimeoutError
+
+__all__ = ["BatchEventProcessor", "EventHandler", "ExceptionHandler", "LoggingExceptionHandler"]
+
+log = logging.getLogger(__name__)
+
+
+class EventHandler(Protocol):
+    """User code run by the processor thread. Optional hooks: ``on_start()``, ``on_shutdown()``,
+    ``on_timeout(sequence)`` (timeout wait strategy), ``on_batch_start(size)``."""
+
+    def on_event(self, event: Any, sequence: int, end_of_batch: bool) -> None: ...
+
+
+class ExceptionHandler(Protocol):
+    """Where the processor routes exceptions so that its loop survives them."""
+
+    def handle_event_exception(self, exc: BaseException, sequence: int, event: Any) -> None: ...
+
+    def handle_lifecycle_exception(self, exc: BaseException, hook: str) -> None: ...
+
+
+class LoggingExceptionHandler:
+    """Default handler: log with traceback and carry on with the next event."""
+
+    def __init__(self, logger: logging.Logger = log) -> None:
+        self.logger = logger
+
+    def handle_event_exception(self, exc: BaseException, sequence: int, event: Any) -> None:
+        self.logger.error("exception processing sequence %d: %r", sequence, exc, exc_info=exc)
+
+    def handle_lifecycle_exception(self, exc: BaseException, hook: str) -> None:
+        self.logger.error("exception in %s: %r", hook, exc, exc_info=exc)
+
+
+class BatchEventProcessor:
+    """Consumes a ring through a barrier; one thread runs it.
+
+    ``halt`` (any thread) stops the loop and also alerts the ring's producers, so neither a
+    consumer parked on an empty ring nor a producer blocked on a full one stays stuck.
+    """
+
+    def __init__(
+        self,
+        ring: RingBuffer[Any],
+        barrier: SequenceBarrier,
+        handler: EventHandler,
+        exception_handler: ExceptionHandler | None = None,
+    ) -> None:
+        self.ring = ring
+        self.barrier = barrier
+        self.handler = handler
+        self.exception_handler: ExceptionHandler = exception_handler or LoggingExceptionHandler()
+        self.sequence = Sequence()
+        self._running = False
+        self._started = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._on_timeout = getattr(handler, "on_timeout", None)
+        self._on_batch_start = getattr(handler, "on_batch_start", None)
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def start(self, name: str | None = None, daemon: bool = True) -> threading.Thread:
+        """Run the loop on a new thread; returns once the loop has started."""
+        thread = threading.Thread(target=self.run, name=name or "batch-event-processor", daemon=daemon)
+        self._thread = thread
+        thread.start()
+        self._started.wait()
+        return thread
+
+    def halt(self) -> None:
+        """Stop the loop after the event in hand; wake its waiters. Any thread."""
+        self._running = False
+        self.barrier.alert()
+        self.ring.sequencer.alert()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread started by ``start``; True when it has ended."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _hook(self, name: str, *args: Any) -> None:
+        hook = getattr(self.handler, name, None)
+        if hook is None:
+            return
+        try:
+            hook(*args)
+        except Exception as exc:  # the loop must survive user hooks
+            self.exception_handler.handle_lifecycle_exception(exc, name)
+
+    def run(self) -> None:
+        """The processing loop. Returns after ``halt``."""
+        if self._running:
+            raise RuntimeError("processor is already running")
+        self._running = True
+        self.barrier.clear_alert()
+        self.ring.sequencer.clear_alert()
+        self._started.set()
+        self._hook("on_start")
+        try:
+            self._loop()
+        finally:
+            self._hook("on_shutdown")
+            self._running = False
+            self._started.clear()
+
+    def _loop(self) -> None:
+        entries = self.ring.entries
+        mask = self.ring.buffer_size - 1
+        on_event = self.handler.on_event
+        barrier = self.barrier
+        sequence = self.sequence
+        next_seq = sequence.value + 1
+        event: Any = None
+        while True:
+            try:
+                available = barrier.wait_for(next_seq)
+                if self._on_batch_start is not None and available >= next_seq:
+                    self._on_batch_start(available - next_seq + 1)
+                while next_seq <= available:
+                    event = entries[next_seq & mask]
+                    on_event(event, next_seq, next_seq == available)
+                    next_seq += 1
+                sequence.value = available
+            except WaitTimeoutError:
+                if self._on_timeout is not None:
+                    try:
+                        self._on_timeout(sequence.value)
+                    except Exception as exc:
+                        self.exception_handler.handle_lifecycle_exception(exc, "on_timeout")
+            except AlertError:
+                if not self._running:
+                    return
+            except Exception as exc:
+                self.exception_handler.handle_event_exception(exc, next_seq, event)
+                sequence.value = next_seq
+                next_seq += 1

@@ -1,0 +1,219 @@
+"""How a consumer waits for a sequence to be published (LMAX's WaitStrategy family).
+
+CPython note: a thread that spins holds the GIL, so the producer it waits for cannot run until
+the interpreter's switch interval forces a hand-over. ``BusySpinWaitStrategy`` is therefore only
+sensible with a free core and no GIL contention; ``Yielding``/``Sleeping`` give the GIL away, and
+``Blocking`` parks on a condition that producers signal only while someone is parked.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence as SeqOf
+from typing import Protocol
+
+from tuplemesh.disruptor.sequence import Sequence, minimum_sequence
+from tuplemesh.errors import PluginError, WaitTimeoutError
+
+__all__ = [
+    "BlockingWaitStrategy",
+    "BusySpinWaitStrategy",
+    "SleepingWaitStrategy",
+    "TimeoutBlockingWaitStrategy",
+    "WAIT_STRATEGIES",
+    "WaitStrategy",
+    "YieldingWaitStrategy",
+    "make_wait_strategy",
+]
+
+
+class Alertable(Protocol):
+    """What a wait strategy checks between polls: the barrier it waits on."""
+
+    def check_alert(self) -> None: ...
+
+
+def _available(cursor: Sequence, dependents: SeqOf[Sequence]) -> int:
+    if not dependents:
+        return cursor.value
+    return minimum_sequence(dependents, cursor.value)
+
+
+class WaitStrategy(Protocol):
+    """Waits until ``sequence`` is available; returns the highest available sequence."""
+
+    def wait_for(
+        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
+    ) -> int:
+        """Block the calling consumer thread. Raises AlertError / WaitTimeoutError."""
+        ...
+
+    #: Number of consumers parked right now; producers call ``signal_all_when_blocking`` only
+    #: when it is non-zero, which keeps the publish hot path free of a method call.
+    waiters: int
+
+    def signal_all_when_blocking(self) -> None:
+        """Wake parked consumers. Called by producers after each publish; any thread."""
+        ...
+
+
+class BusySpinWaitStrategy:
+    """Poll without pause. Lowest latency with a dedicated core; burns CPU and the GIL."""
+
+    waiters = 0  # never parks: producers need not signal
+
+    def wait_for(
+        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
+    ) -> int:
+        while True:
+            available = _available(cursor, dependents)
+            if available >= sequence:
+                return available
+            barrier.check_alert()
+
+    def signal_all_when_blocking(self) -> None:
+        return None
+
+
+class YieldingWaitStrategy:
+    """Spin ``spin_tries`` times, then give the GIL and the core away on every poll."""
+
+    waiters = 0  # never parks: producers need not signal
+
+    def __init__(self, spin_tries: int = 100) -> None:
+        self.spin_tries = spin_tries
+
+    def wait_for(
+        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
+    ) -> int:
+        counter = self.spin_tries
+        sleep = time.sleep
+        while True:
+            available = _available(cursor, dependents)
+            if available >= sequence:
+                return available
+            barrier.check_alert()
+            if counter > 0:
+                counter -= 1
+            else:
+                sleep(0)
+
+    def signal_all_when_blocking(self) -> None:
+        return None
+
+
+class SleepingWaitStrategy:
+    """Spin, then yield, then sleep ``sleep_seconds`` per poll: low CPU when idle, no signalling."""
+
+    waiters = 0  # never parks: producers need not signal
+
+    def __init__(self, retries: int = 200, sleep_seconds: float = 0.0001) -> None:
+        self.retries = retries
+        self.sleep_seconds = sleep_seconds
+
+    def wait_for(
+        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
+    ) -> int:
+        counter = self.retries
+        sleep = time.sleep
+        while True:
+            available = _available(cursor, dependents)
+            if available >= sequence:
+                return available
+            barrier.check_alert()
+            if counter > 100:
+                counter -= 1
+            elif counter > 0:
+                counter -= 1
+                sleep(0)
+            else:
+                sleep(self.sleep_seconds)
+
+    def signal_all_when_blocking(self) -> None:
+        return None
+
+
+class BlockingWaitStrategy:
+    """Yield the GIL a few times, then park on a condition; producers signal only while parked.
+
+    The short yielding phase matters in CPython: a consumer that parks the moment it catches up
+    makes the producer pay a lock + notify on nearly every publish. The waiter count is read by producers without the lock. That is safe under the GIL: a
+    consumer increments it *before* re-checking the cursor, a producer stores the cursor *before*
+    reading it, so either the producer sees the waiter or the waiter sees the new cursor.
+    """
+
+    def __init__(self, timeout_seconds: float | None = None, yield_tries: int = 20) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self.waiters = 0
+        self.timeout_seconds = timeout_seconds
+        self.yield_tries = yield_tries
+
+    def wait_for(
+        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
+    ) -> int:
+        tries = self.yield_tries
+        while cursor.value < sequence and tries > 0:
+            barrier.check_alert()
+            time.sleep(0)
+            tries -= 1
+        if cursor.value < sequence:
+            deadline = None if self.timeout_seconds is None else time.monotonic() + self.timeout_seconds
+            with self._cond:
+                self.waiters += 1
+                try:
+                    while cursor.value < sequence:
+                        barrier.check_alert()
+                        if deadline is None:
+                            self._cond.wait()
+                        else:
+                            remaining = deadline - time.monotonic()
+                            if remaining <= 0:
+                                raise WaitTimeoutError(
+                                    f"no sequence >= {sequence} within {self.timeout_seconds}s"
+                                )
+                            self._cond.wait(remaining)
+                finally:
+                    self.waiters -= 1
+        # The cursor is published; dependents (earlier consumers) may still lag: yield to them.
+        while True:
+            available = _available(cursor, dependents)
+            if available >= sequence:
+                return available
+            barrier.check_alert()
+            time.sleep(0)
+
+    def signal_all_when_blocking(self) -> None:
+        if self.waiters:
+            with self._cond:
+                self._cond.notify_all()
+
+
+class TimeoutBlockingWaitStrategy(BlockingWaitStrategy):
+    """Blocking, but raises WaitTimeoutError after ``timeout_seconds`` (drives ``on_timeout``)."""
+
+    def __init__(self, timeout_seconds: float = 0.001) -> None:
+        if timeout_seconds <= 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds!r}")
+        super().__init__(timeout_seconds)
+
+
+WAIT_STRATEGIES: dict[str, Callable[..., WaitStrategy]] = {
+    "blocking": BlockingWaitStrategy,
+    "sleeping": SleepingWaitStrategy,
+    "yielding": YieldingWaitStrategy,
+    "busy-spin": BusySpinWaitStrategy,
+    "timeout-blocking": TimeoutBlockingWaitStrategy,
+}
+
+
+def make_wait_strategy(name: str, timeout_seconds: float = 0.001) -> WaitStrategy:
+    """Build a wait strategy from its config name (``blocking``, ``sleeping``, ...)."""
+    try:
+        factory = WAIT_STRATEGIES[name]
+    except KeyError:
+        known = ", ".join(sorted(WAIT_STRATEGIES))
+        raise PluginError(f"unknown wait strategy {name!r}; known: {known}") from None
+    if name == "timeout-blocking":
+        return factory(timeout_seconds)
+    return factory()

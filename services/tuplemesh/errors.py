@@ -1,0 +1,82 @@
+"""Every exception tuplemesh raises, in one tree.
+
+    TuplemeshError
+    ├── ConfigError              a config key has a bad value (names key and value)
+    ├── TopologyError            the topology is malformed (names component, stream or field)
+    ├── PluginError              a transport/serializer name does not resolve (lists known ones)
+    ├── SerializationError       a payload could not be encoded or decoded
+    ├── TransportError           a transport plugin failed (backend errors are translated to this)
+    │   └── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    └── DisruptorError
+        ├── AlertError           a barrier or sequencer was alerted (halt); control flow
+        ├── WaitTimeoutError     a timeout wait strategy gave up waiting; control flow
+        └── InsufficientCapacityError  try_next found the ring full
+
+Backend exception types (grpc.RpcError, zmq.ZMQError, ...) never leave a plugin: they are
+translated at the edge with ``raise TransportError(...) from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AlertError",
+    "ConfigError",
+    "DisruptorError",
+    "InsufficientCapacityError",
+    "MessageTooLargeError",
+    "PluginError",
+    "SerializationError",
+    "TopologyError",
+    "TransportError",
+    "TuplemeshError",
+    "WaitTimeoutError",
+]
+
+
+class TuplemeshError(Exception):
+    """Base of every error tuplemesh raises on purpose."""
+
+
+class ConfigError(TuplemeshError, ValueError):
+    """A configuration key is unknown or its value is invalid."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        self.key = key
+        self.value = value
+        super().__init__(f"config key {key!r}: {reason} (got {value!r})")
+
+
+class TopologyError(TuplemeshError, ValueError):
+    """The topology definition is inconsistent; raised when it is built, never at run time."""
+
+
+class PluginError(TuplemeshError, LookupError):
+    """A plugin name (transport, serializer, wait strategy) does not resolve."""
+
+
+class SerializationError(TuplemeshError):
+    """A tuple could not be serialized, or a payload could not be deserialized."""
+
+
+class TransportError(TuplemeshError):
+    """A transport failed to deliver or to accept a batch."""
+
+
+class MessageTooLargeError(TransportError):
+    """A tuple or batch is larger than the transport's configured maximum message size."""
+
+
+class DisruptorError(TuplemeshError):
+    """Base of the ring buffer's signals."""
+
+
+class AlertError(DisruptorError):
+    """Raised in a thread waiting on a barrier or on ring capacity after ``alert``/``halt``."""
+
+
+class WaitTimeoutError(DisruptorError):
+    """Raised by a timeout wait strategy when no sequence became available in time."""
+
+
+class InsufficientCapacityError(DisruptorError):
+    """``try_next`` could not claim the requested slots without blocking."""

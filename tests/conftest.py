@@ -1,0 +1,8 @@
+"""Shared test settings: hypothesis profile tuned for a 2-core CI machine."""
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ci")

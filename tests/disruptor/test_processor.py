@@ -1,0 +1,195 @@
+"""BatchEventProcessor: batches, end_of_batch, exceptions, timeouts, dependent consumers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tuplemesh.disruptor import (
+    WAIT_STRATEGIES,
+    BatchEventProcessor,
+    RingBuffer,
+    TimeoutBlockingWaitStrategy,
+    make_wait_strategy,
+)
+from tuplemesh.errors import PluginError
+
+
+class Recorder:
+    def __init__(self, expect: int) -> None:
+        self.events: list[tuple[object, int, bool]] = []
+        self.expect = expect
+        self.done = threading.Event()
+
+    def on_event(self, event, sequence, end_of_batch):
+        self.events.append((event, sequence, end_of_batch))
+        if len(self.events) == self.expect:
+            self.done.set()
+
+
+def run_processor(ring, handler, *deps):
+    processor = BatchEventProcessor(ring, ring.new_barrier(*deps), handler)
+    processor.start()
+    return processor
+
+
+@pytest.mark.parametrize("strategy", sorted(WAIT_STRATEGIES))
+def test_every_wait_strategy_delivers_in_order(strategy):
+    ring = RingBuffer.single_producer(64, wait_strategy=make_wait_strategy(strategy, 0.05))
+    rec = Recorder(500)
+    processor = run_processor(ring, rec)
+    ring.add_gating_sequences(processor.sequence)
+    for i in range(500):
+        ring.put(i)
+    assert rec.done.wait(10)
+    processor.halt()
+    assert processor.join(2)
+    assert [e for e, _, _ in rec.events] == list(range(500))
+    assert [s for _, s, _ in rec.events] == list(range(500))
+    assert rec.events[-1][2] is True
+
+
+def test_unknown_wait_strategy_names_the_value_and_known_ones():
+    with pytest.raises(PluginError, match=r"'spinny'.*blocking.*busy-spin"):
+        make_wait_strategy("spinny")
+
+
+def test_end_of_batch_marks_last_available_event():
+    ring = RingBuffer.single_producer(16)
+    rec = Recorder(5)
+    processor = BatchEventProcessor(ring, ring.new_barrier(), rec)
+    ring.add_gating_sequences(processor.sequence)
+    ring.put_many([0, 1, 2, 3, 4])  # published before the consumer starts: one batch
+    processor.start()
+    assert rec.done.wait(5)
+    processor.halt()
+    assert [eob for _, _, eob in rec.events] == [False, False, False, False, True]
+
+
+def test_exception_is_routed_to_handler_and_loop_survives():
+    ring = RingBuffer.single_producer(16)
+    seen: list[int] = []
+    errors: list[tuple[str, int, object]] = []
+    done = threading.Event()
+
+    class Flaky:
+        def on_event(self, event, sequence, end_of_batch):
+            if event == 2:
+                raise RuntimeError("boom")
+            seen.append(event)
+            if event == 4:
+                done.set()
+
+    class Errors:
+        def handle_event_exception(self, exc, sequence, event):
+            errors.append((str(exc), sequence, event))
+
+        def handle_lifecycle_exception(self, exc, hook):
+            errors.append((str(exc), -1, hook))
+
+    processor = BatchEventProcessor(ring, ring.new_barrier(), Flaky(), Errors())
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    ring.put_many([0, 1, 2, 3, 4])
+    assert done.wait(5)
+    processor.halt()
+    assert seen == [0, 1, 3, 4]
+    assert errors == [("boom", 2, 2)]
+    assert processor.sequence.value == 4
+
+
+def test_lifecycle_hook_exception_does_not_stop_processing():
+    ring = RingBuffer.single_producer(8)
+    lifecycle: list[str] = []
+
+    class Handler(Recorder):
+        def on_start(self):
+            raise ValueError("start failed")
+
+    class Errors:
+        def handle_event_exception(self, exc, sequence, event):
+            raise AssertionError("unexpected")
+
+        def handle_lifecycle_exception(self, exc, hook):
+            lifecycle.append(hook)
+
+    rec = Handler(3)
+    processor = BatchEventProcessor(ring, ring.new_barrier(), rec, Errors())
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    ring.put_many(["a", "b", "c"])
+    assert rec.done.wait(5)
+    processor.halt()
+    assert lifecycle == ["on_start"]
+
+
+def test_timeout_strategy_calls_on_timeout():
+    ring = RingBuffer.single_producer(8, wait_strategy=TimeoutBlockingWaitStrategy(0.01))
+    timeouts: list[int] = []
+    fired = threading.Event()
+
+    class Handler:
+        def on_event(self, event, sequence, end_of_batch):
+            pass
+
+        def on_timeout(self, sequence):
+            timeouts.append(sequence)
+            if len(timeouts) >= 3:
+                fired.set()
+
+    processor = BatchEventProcessor(ring, ring.new_barrier(), Handler())
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    assert fired.wait(5)
+    processor.halt()
+    assert set(timeouts) == {-1}
+
+
+def test_timeout_must_be_positive():
+    with pytest.raises(ValueError):
+        TimeoutBlockingWaitStrategy(0)
+
+
+def test_dependent_consumer_never_overtakes_upstream():
+    ring = RingBuffer.single_producer(32)
+    upstream_seen: list[int] = []
+    overtakes: list[int] = []
+    done = threading.Event()
+
+    class Upstream:
+        def on_event(self, event, sequence, end_of_batch):
+            time.sleep(0.0005)
+            upstream_seen.append(sequence)
+
+    first = BatchEventProcessor(ring, ring.new_barrier(), Upstream())
+
+    class Downstream:
+        def on_event(self, event, sequence, end_of_batch):
+            if first.sequence.value < sequence:
+                overtakes.append(sequence)
+            if sequence == 199:
+                done.set()
+
+    second = BatchEventProcessor(ring, ring.new_barrier(first.sequence), Downstream())
+    ring.add_gating_sequences(second.sequence)
+    first.start()
+    second.start()
+    for i in range(200):
+        ring.put(i)
+    assert done.wait(10)
+    first.halt()
+    second.halt()
+    assert overtakes == []
+    assert upstream_seen == list(range(200))
+
+
+def test_processor_cannot_run_twice():
+    ring = RingBuffer.single_producer(8)
+    processor = BatchEventProcessor(ring, ring.new_barrier(), Recorder(1))
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    with pytest.raises(RuntimeError):
+        processor.run()
+    processor.halt()
