@@ -6,6 +6,7 @@ and `BatchEventProcessor` is the consumer loop calling ``on_event(event, sequenc
 """
 
 from tuplemesh.disruptor.barrier import SequenceBarrier
+from tuplemesh.disruptor.poller import EventPoller
 from tuplemesh.disruptor.processor import (
     BatchEventProcessor,
     EventHandler,
@@ -32,6 +33,7 @@ __all__ = [
     "BlockingWaitStrategy",
     "BusySpinWaitStrategy",
     "EventHandler",
+    "EventPoller",
     "ExceptionHandler",
     "LoggingExceptionHandler",
     "MultiProducerSequencer",

@@ -1,0 +1,128 @@
+"""Word count: sentence spout -> split bolt (shuffle) -> count bolt (fields on "word").
+
+The spout replays a fixed corpus ``wordcount.repeat`` times, so the exact answer is known and the
+run checks itself: ``tuplemesh run examples.wordcount:topology --workers 3``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+
+CORPUS = [
+    "the cow jumped over the moon",
+    "an apple a day keeps the doctor away",
+    "four score and seven years ago",
+    "snow white and the seven dwarfs",
+    "i am at two with nature",
+    "storm moves tuples between workers",
+    "every worker has a receive thread and a transfer thread",
+    "each executor has its own ring buffer",
+    "the disruptor is a bounded queue without locks",
+    "batches travel between workers over the network",
+    "a slow consumer slows down its producer and nothing is dropped",
+    "the quick brown fox jumps over the lazy dog",
+]
+
+#: How many times each spout task set replays the corpus (env var overrides, for ``make run``).
+DEFAULT_REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "4000"))
+
+
+class SentenceSpout(Spout):
+    """Emits the corpus ``repeat`` times in total across all of its tasks, then is finished."""
+
+    def __init__(self, repeat: int = DEFAULT_REPEAT) -> None:
+        self.repeat = repeat
+        self.emitted = 0
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["sentence"])
+
+    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        tasks = context.component_tasks
+        total = len(CORPUS) * int(conf.get("wordcount.repeat", self.repeat))
+        # Task i emits sentences i, i + n, i + 2n, ...: together the tasks emit each exactly once.
+        self.indices = iter(range(context.task_index, total, len(tasks)))
+        self.done = False
+
+    def next_tuple(self) -> None:
+        emit = self.collector.emit
+        for _ in range(16):  # a few per call: amortises the executor loop
+            i = next(self.indices, None)
+            if i is None:
+                self.done = True
+                return
+            emit([CORPUS[i % len(CORPUS)]])
+            self.emitted += 1
+
+    def is_finished(self) -> bool:
+        return self.done
+
+    def report(self) -> Any:
+        return {"emitted": self.emitted}
+
+
+class SplitBolt(Bolt):
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["word"])
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.emit = collector.emit
+
+    def execute(self, tup: Tuple) -> None:
+        emit = self.emit
+        for word in tup.values[0].split():
+            emit([word])
+
+
+class CountBolt(Bolt):
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def execute(self, tup: Tuple) -> None:
+        self.counts[tup.values[0]] += 1
+
+    def report(self) -> Any:
+        return {"counts": dict(self.counts)}
+
+
+def expected_counts(repeat: int) -> Counter[str]:
+    counts: Counter[str] = Counter()
+    for sentence in CORPUS:
+        counts.update(sentence.split())
+    return Counter({word: n * repeat for word, n in counts.items()})
+
+
+def make_check(repeat: int) -> Any:
+    def check(reports: Mapping[str, list[Any]]) -> tuple[bool, str]:
+        merged: Counter[str] = Counter()
+        for report in reports.get("count", []):
+            counts = report["counts"]
+            overlap = merged.keys() & counts.keys()
+            if overlap:
+                return False, f"word(s) counted by two tasks (fields grouping broken): {sorted(overlap)[:5]}"
+            merged.update(counts)
+        expected = expected_counts(repeat)
+        if merged == expected:
+            return True, f"{len(expected)} distinct words, {sum(expected.values())} in total: all counts exact"
+        wrong = sorted(w for w in expected.keys() | merged.keys() if expected[w] != merged[w])
+        sample = ", ".join(f"{w}: got {merged[w]} want {expected[w]}" for w in wrong[:5])
+        return False, f"{len(wrong)} word count(s) wrong ({sample})"
+
+    return check
+
+
+def build(repeat: int = DEFAULT_REPEAT, spouts: int = 1, splitters: int = 3, counters: int = 3) -> Any:
+    builder = TopologyBuilder("wordcount")
+    builder.set_spout("sentences", SentenceSpout(repeat), parallelism=spouts)
+    builder.set_bolt("split", SplitBolt(), parallelism=splitters).shuffle_grouping("sentences")
+    builder.set_bolt("count", CountBolt(), parallelism=counters).fields_grouping("split", ["word"])
+    return builder.build(conf={"wordcount.repeat": repeat}, check=make_check(repeat))
+
+
+topology = build()

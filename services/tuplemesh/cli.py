@@ -1,0 +1,159 @@
+"""The ``tuplemesh`` command: ``run`` a topology, ``bench`` the queues, print ``config`` keys.
+
+Every flag can also be given as an environment variable ``TUPLEMESH_<FLAG>`` (``--workers`` ->
+``TUPLEMESH_WORKERS``); a flag on the command line wins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from tuplemesh.config import Config, describe_keys
+from tuplemesh.errors import TuplemeshError
+from tuplemesh.plugins import import_from_string
+from tuplemesh.topology import Topology
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A usage problem: printed as ``tuplemesh: error: ...`` with exit code 2."""
+
+
+def _env(flag: str, default: Any = None) -> Any:
+    return os.environ.get("TUPLEMESH_" + flag.upper().replace("-", "_"), default)
+
+
+def _positive_int(flag: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{flag} must be an integer, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"--{flag} must be >= 1, got {value}")
+        return value
+
+    return parse
+
+
+def _positive_float(flag: str) -> Any:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{flag} must be a number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"--{flag} must be > 0, got {value}")
+        return value
+
+    return parse
+
+
+def load_topology(target: str) -> Topology:
+    """Resolve ``module:attr`` to a Topology (or a zero-argument callable returning one).
+
+    The working directory is importable, as with ``python -m`` (uvicorn's ``--app-dir .``).
+    """
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    obj = import_from_string(target)
+    if callable(obj) and not isinstance(obj, Topology):
+        obj = obj()
+    if not isinstance(obj, Topology):
+        raise CliError(f"{target!r} is a {type(obj).__name__}, not a Topology (build it with TopologyBuilder.build())")
+    return obj
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tuplemesh", description=__doc__.splitlines()[0])
+    parser.add_argument("--log-level", default=_env("log-level", "WARNING"), help="logging level (default WARNING)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
+    run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
+    run.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "3"))
+    run.add_argument("--transport", default=_env("transport"), help="messaging.transport (default from config)")
+    run.add_argument("--config", default=_env("config"), help="YAML config file")
+    run.add_argument("--timeout", type=_positive_float("timeout"), default=_env("timeout", "300"),
+                     help="seconds before an unfinished run counts as failed")
+    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+    bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
+    bench.add_argument("part", choices=["ring", "e2e", "all"], help="which benchmark")
+    bench.add_argument("--json", action="store_true", help="print the records as JSON")
+    bench.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
+    bench.add_argument("--output", default=_env("bench-output", "bench/results.json"),
+                       help="where to write the records (default bench/results.json)")
+
+    sub.add_parser("config", help="print every configuration key, its env var and default")
+    return parser
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    print(f"topology {summary['topology']} on {summary['workers']} worker(s) over {summary['transport']}: "
+          f"{summary['seconds']:.3f} s")
+    print(f"{'component':<16}{'emitted':>12}{'executed':>12}{'errors':>8}{'tuples/s':>14}")
+    for name, c in summary["components"].items():
+        print(f"{name:<16}{c['emitted']:>12}{c['executed']:>12}{c['errors']:>8}{c['per_second']:>14,.0f}")
+    t = summary["transfer"]
+    print(f"transfer: {t['messages']} tuples in {t['batches']} batches, lost {t['lost']}, "
+          f"unknown-task {t['unknown_task']}")
+    verdict = {True: "RESULT OK", False: "RESULT WRONG", None: "RESULT UNCHECKED"}[summary["matched"]]
+    print(f"{verdict}: {summary['message']}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from tuplemesh.worker import LocalCluster
+
+    topology = load_topology(args.target)
+    overrides: dict[str, Any] = {"topology.workers": args.workers}
+    if args.transport:
+        overrides["messaging.transport"] = args.transport
+    conf = Config.load(args.config, overrides=overrides)
+    if conf["messaging.transport"] != "local":
+        raise CliError(
+            f"--transport {conf['messaging.transport']!r}: only 'local' (in-process workers) is available in this "
+            "release"
+        )
+    summary = LocalCluster(topology, args.workers, conf).run(args.timeout).as_dict()
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        _print_summary(summary)
+    return 0 if summary["completed"] and summary["matched"] is not False else 1
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from tuplemesh.bench import run_benchmarks
+
+    return run_benchmarks(args.part, as_json=args.json, quick=args.quick, output=args.output)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "run":
+            return _run(args)
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "config":
+            sys.stdout.write(describe_keys())
+            return 0
+    except (CliError, TuplemeshError) as exc:
+        print(f"tuplemesh: error: {exc}", file=sys.stderr)
+        return 2
+    parser.error(f"unknown command {args.command!r}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,267 @@
+"""The one validated configuration object: Storm's keys, their defaults, YAML and env loading.
+
+Every key below is documented in one place (``KEYS``; ``docs/configuration.md`` is generated
+from the same table by ``tuplemesh config``). Values are checked when a ``Config`` is built, so a
+bad value fails at start-up with the key and value named, never at first use.
+
+Precedence, lowest first: defaults < YAML file < ``TUPLEMESH_*`` environment < explicit overrides.
+The environment name of a key is ``TUPLEMESH_`` + the key upper-cased with ``.`` and ``-`` as ``_``
+(``topology.producer.batch.size`` -> ``TUPLEMESH_TOPOLOGY_PRODUCER_BATCH_SIZE``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuplemesh.errors import ConfigError
+
+__all__ = ["KEYS", "Config", "ConfigKey", "env_name"]
+
+# Namespaces that belong to tuplemesh: an unknown key inside them is a typo, not user config.
+_OWN_PREFIXES = ("topology.", "messaging.", "storm.", "zmq.", "task.", "worker.", "tuplemesh.")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One configuration key: its type, default, meaning, and an optional extra check."""
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    check: Callable[[Any], str | None] | None = None
+
+
+def _positive(value: Any) -> str | None:
+    return None if value > 0 else "must be > 0"
+
+
+def _non_negative(value: Any) -> str | None:
+    return None if value >= 0 else "must be >= 0"
+
+
+def _power_of_two(value: Any) -> str | None:
+    if value < 1 or value & (value - 1):
+        return "must be a power of two >= 1 (ring buffers index by mask)"
+    return None
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value in choices or ":" in value:
+            return None
+        return f"must be one of {', '.join(choices)} or 'module:attr'"
+
+    return check
+
+
+_WAIT_STRATEGY = _one_of("blocking", "sleeping", "yielding", "busy-spin", "timeout-blocking")
+
+KEYS: dict[str, ConfigKey] = {
+    k.name: k
+    for k in [
+        ConfigKey("topology.workers", int, 1, "Number of worker processes (or in-process workers in local mode).", _positive),
+        ConfigKey(
+            "topology.executor.receive.buffer.size", int, 1024,
+            "Slots in each executor's inbox ring; each slot holds one batch of tuples.", _power_of_two,
+        ),
+        ConfigKey(
+            "topology.executor.send.buffer.size", int, 1024,
+            "Most tuples an executor holds in its emit buffers (all destinations) before it flushes them all.",
+            _positive,
+        ),
+        ConfigKey(
+            "topology.transfer.buffer.size", int, 1024,
+            "Slots in the worker's transfer queue ring; each slot holds one batch bound for another worker.",
+            _power_of_two,
+        ),
+        ConfigKey(
+            "topology.receiver.buffer.size", int, 8,
+            "Batches a transport holds for a receiving worker before its senders block.", _positive,
+        ),
+        ConfigKey(
+            "topology.producer.batch.size", int, 100,
+            "Tuples an executor buffers per destination before it publishes them as one batch.", _positive,
+        ),
+        ConfigKey(
+            "topology.transfer.batch.size", int, 1000,
+            "Most tuples in one batch handed to the transport for one peer worker.", _positive,
+        ),
+        ConfigKey(
+            "topology.batch.flush.interval.millis", float, 1.0,
+            "Longest time an emitted tuple waits in a partial batch before it is flushed.", _positive,
+        ),
+        ConfigKey(
+            "topology.disruptor.wait.strategy", str, "blocking",
+            "How executor and transfer threads wait on an empty ring: blocking, sleeping, yielding, "
+            "busy-spin, timeout-blocking.", _WAIT_STRATEGY,
+        ),
+        ConfigKey(
+            "topology.disruptor.wait.timeout.millis", float, 1000.0,
+            "Timeout of the timeout-blocking wait strategy.", _positive,
+        ),
+        ConfigKey(
+            "topology.sleep.spout.wait.strategy.time.ms", float, 1.0,
+            "How long a spout executor sleeps when next_tuple emitted nothing.", _non_negative,
+        ),
+        ConfigKey(
+            "topology.tuple.serializer", str, "msgpack",
+            "Serializer for tuples that cross workers: msgpack, json, or 'module:attr'.",
+            _one_of("msgpack", "json"),
+        ),
+        ConfigKey(
+            "messaging.transport", str, "local",
+            "Transport plugin between workers: local, or 'module:attr' (later grpc, zmq).",
+            lambda v: None if v.strip() else "must not be empty",
+        ),
+        ConfigKey(
+            "topology.shutdown.timeout.secs", float, 30.0,
+            "How long a worker waits for its threads to drain and stop.", _positive,
+        ),
+        ConfigKey(
+            "tuplemesh.log.rate.limit.secs", float, 10.0,
+            "Minimum seconds between two log lines of a per-tuple warning (others are counted).",
+            _non_negative,
+        ),
+        ConfigKey("topology.debug", bool, False, "Log every tuple executed (slow)."),
+    ]
+}
+
+
+def env_name(key: str) -> str:
+    """Environment variable that sets ``key``."""
+    return "TUPLEMESH_" + key.upper().replace(".", "_").replace("-", "_")
+
+
+_ENV_TO_KEY = {env_name(k): k for k in KEYS}
+
+
+def _coerce(key: ConfigKey, value: Any, from_text: bool) -> Any:
+    """Convert ``value`` to the key's type; text (env vars) is parsed, YAML values must match."""
+    if key.type is bool:
+        if isinstance(value, bool):
+            return value
+        if from_text and isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+        raise ConfigError(key.name, value, "must be a boolean (true/false)")
+    if key.type is int:
+        if isinstance(value, bool):
+            raise ConfigError(key.name, value, "must be an integer")
+        if isinstance(value, int):
+            return value
+        if from_text and isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise ConfigError(key.name, value, "must be an integer")
+    if key.type is float:
+        if isinstance(value, bool):
+            raise ConfigError(key.name, value, "must be a number")
+        if isinstance(value, int | float):
+            return float(value)
+        if from_text and isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise ConfigError(key.name, value, "must be a number")
+    if not isinstance(value, str):
+        raise ConfigError(key.name, value, "must be a string")
+    return value
+
+
+class Config(Mapping[str, Any]):
+    """Immutable, validated configuration. Thread-safe (read-only after construction)."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, *, _from_text: frozenset[str] = frozenset()):
+        merged: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
+        for name, value in (values or {}).items():
+            if not isinstance(name, str):
+                raise ConfigError(str(name), value, "config keys must be strings")
+            key = KEYS.get(name)
+            if key is None:
+                if name.startswith(_OWN_PREFIXES):
+                    raise ConfigError(name, value, "unknown key (see `tuplemesh config` for the known ones)")
+                merged[name] = value  # user keys for components pass through untouched
+                continue
+            value = _coerce(key, value, name in _from_text)
+            if key.check is not None:
+                problem = key.check(value)
+                if problem:
+                    raise ConfigError(name, value, problem)
+            merged[name] = value
+        self._values = merged
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> Config:
+        """Defaults, then the YAML file at ``path``, then ``TUPLEMESH_*`` env vars, then overrides."""
+        values: dict[str, Any] = {}
+        if path is not None:
+            values.update(_read_yaml(Path(path)))
+        from_text: set[str] = set()
+        for var, text in (os.environ if env is None else env).items():
+            key = _ENV_TO_KEY.get(var)
+            if key is not None:
+                values[key] = text
+                from_text.add(key)
+        for name, value in (overrides or {}).items():
+            values[name] = value
+            from_text.discard(name)
+        return cls(values, _from_text=frozenset(from_text))
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
+        """A new Config with ``overrides`` applied (validated)."""
+        return Config({**self._values, **overrides})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        changed = {k: v for k, v in self._values.items() if k not in KEYS or KEYS[k].default != v}
+        return f"Config({changed!r})"
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("config file", str(path), f"cannot be read: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError("config file", str(path), f"is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("config file", str(path), "must hold a mapping of key: value")
+    return data
+
+
+def describe_keys() -> str:
+    """Markdown table of every key, its default and meaning (source of docs/configuration.md)."""
+    lines = ["| key | env var | default | meaning |", "|---|---|---|---|"]
+    for key in KEYS.values():
+        lines.append(f"| `{key.name}` | `{env_name(key.name)}` | `{key.default!r}` | {key.doc} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,41 @@
+"""`EventPoller`: non-blocking consumption for a thread that has other work (a spout's loop)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tuplemesh.disruptor.ring_buffer import RingBuffer
+from tuplemesh.disruptor.sequence import Sequence
+
+__all__ = ["EventPoller"]
+
+
+class EventPoller:
+    """Hands every published, unread event to a callback and returns; never waits.
+
+    Add ``sequence`` to the ring's gating sequences. One consumer thread only.
+    """
+
+    def __init__(self, ring: RingBuffer[Any]) -> None:
+        self.ring = ring
+        self.sequence = Sequence()
+
+    def poll(self, on_event: Callable[[Any, int, bool], None]) -> int:
+        """Process what is available now; returns how many events were handled."""
+        sequencer = self.ring.sequencer
+        next_seq = self.sequence.value + 1
+        cursor = sequencer.cursor.value
+        if cursor < next_seq:
+            return 0
+        available = sequencer.highest_published(next_seq, cursor)
+        if available < next_seq:
+            return 0
+        entries = self.ring.entries
+        mask = self.ring.buffer_size - 1
+        try:
+            for seq in range(next_seq, available + 1):
+                on_event(entries[seq & mask], seq, seq == available)
+        finally:
+            self.sequence.value = seq
+        return available - next_seq + 1

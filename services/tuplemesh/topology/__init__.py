@@ -1,0 +1,37 @@
+"""The topology API: spouts, bolts, streams, groupings, and the task/executor/worker assignment."""
+
+from tuplemesh.topology.assignment import Assignment, ExecutorSpec
+from tuplemesh.topology.builder import BoltDeclarer, ComponentSpec, Subscription, Topology, TopologyBuilder
+from tuplemesh.topology.components import (
+    Bolt,
+    BoltCollector,
+    OutputFieldsDeclarer,
+    Spout,
+    SpoutCollector,
+    StreamDef,
+    TopologyContext,
+)
+from tuplemesh.topology.groupings import CustomStreamGrouping, stable_hash
+from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
+
+__all__ = [
+    "DEFAULT_STREAM",
+    "Assignment",
+    "Bolt",
+    "BoltCollector",
+    "BoltDeclarer",
+    "ComponentSpec",
+    "CustomStreamGrouping",
+    "ExecutorSpec",
+    "Fields",
+    "OutputFieldsDeclarer",
+    "Spout",
+    "SpoutCollector",
+    "StreamDef",
+    "Subscription",
+    "Topology",
+    "TopologyBuilder",
+    "TopologyContext",
+    "Tuple",
+    "stable_hash",
+]

@@ -1,0 +1,164 @@
+"""The user-facing component API: spouts, bolts, their collectors, context and declarer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
+
+if TYPE_CHECKING:
+    from tuplemesh.topology.assignment import Assignment
+    from tuplemesh.topology.builder import Topology
+
+__all__ = [
+    "Bolt",
+    "BoltCollector",
+    "OutputFieldsDeclarer",
+    "Spout",
+    "SpoutCollector",
+    "StreamDef",
+    "TopologyContext",
+]
+
+
+@dataclass(frozen=True)
+class StreamDef:
+    """A declared output stream: its field names and whether it is a direct stream."""
+
+    fields: Fields
+    direct: bool = False
+
+
+@dataclass
+class OutputFieldsDeclarer:
+    """Collects a component's output streams when the topology is built."""
+
+    streams: dict[str, StreamDef] = field(default_factory=dict)
+
+    def declare(self, fields: Sequence[str], direct: bool = False) -> None:
+        """Declare the default stream."""
+        self.declare_stream(DEFAULT_STREAM, fields, direct)
+
+    def declare_stream(self, stream: str, fields: Sequence[str], direct: bool = False) -> None:
+        """Declare a named stream; ``direct`` streams are emitted with ``emit_direct`` only."""
+        if not isinstance(stream, str) or not stream:
+            raise ValueError(f"stream names must be non-empty strings, got {stream!r}")
+        if stream in self.streams:
+            raise ValueError(f"stream {stream!r} declared twice")
+        self.streams[stream] = StreamDef(Fields(fields), direct)
+
+
+class SpoutCollector(Protocol):
+    """What a spout emits through. Called only from the spout's own executor thread."""
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None: ...
+
+    def emit_direct(
+        self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
+    ) -> None: ...
+
+
+class BoltCollector(Protocol):
+    """What a bolt emits, acks and fails through. Called only from the bolt's executor thread."""
+
+    def emit(
+        self, values: Sequence[Any], anchors: Sequence[Tuple] | Tuple | None = None, stream: str = DEFAULT_STREAM
+    ) -> None: ...
+
+    def emit_direct(
+        self,
+        task: int,
+        values: Sequence[Any],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None: ...
+
+    def ack(self, tup: Tuple) -> None: ...
+
+    def fail(self, tup: Tuple) -> None: ...
+
+
+@dataclass(frozen=True)
+class TopologyContext:
+    """What a task knows about its place in the topology. Immutable."""
+
+    topology: Topology
+    assignment: Assignment
+    task_id: int
+    component_id: str
+    worker_index: int
+    conf: Mapping[str, Any]
+
+    @property
+    def component_tasks(self) -> tuple[int, ...]:
+        """Every task id of this task's component, across all workers."""
+        return self.assignment.tasks_of(self.component_id)
+
+    @property
+    def task_index(self) -> int:
+        """Position of this task among its component's tasks (0-based)."""
+        return self.component_tasks.index(self.task_id)
+
+    def tasks_of(self, component: str) -> tuple[int, ...]:
+        return self.assignment.tasks_of(component)
+
+    def output_fields(self, stream: str = DEFAULT_STREAM) -> Fields:
+        return self.topology.components[self.component_id].streams[stream].fields
+
+
+class Spout:
+    """Base class of spouts. Each task gets its own deep copy of the instance given to the builder.
+
+    ``next_tuple`` should emit a few tuples (or none) and return; it must not block for long.
+    A finite spout returns True from ``is_finished`` once it has emitted everything: a run ends
+    when every spout is finished and every emitted tuple has been executed.
+    """
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare output streams (called once when the topology is built)."""
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext, collector: SpoutCollector) -> None:
+        """Called once in the task's executor thread before the first ``next_tuple``."""
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples."""
+
+    def ack(self, msg_id: Any) -> None:
+        """The tuple tree of ``msg_id`` was fully processed."""
+
+    def fail(self, msg_id: Any) -> None:
+        """The tuple tree of ``msg_id`` failed or timed out."""
+
+    def is_finished(self) -> bool:
+        """True when a finite spout has nothing more to emit."""
+        return False
+
+    def close(self) -> None:
+        """Called once when the worker shuts down."""
+
+    def report(self) -> Any:
+        """JSON-serialisable state for the run summary and the topology's result check."""
+        return None
+
+
+class Bolt:
+    """Base class of bolts. Each task gets its own deep copy of the instance given to the builder."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        """Declare output streams (called once when the topology is built)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext, collector: BoltCollector) -> None:
+        """Called once in the task's executor thread before the first ``execute``."""
+
+    def execute(self, tup: Tuple) -> None:
+        """Process one tuple. An exception is counted, logged and fails the tuple; the bolt lives on."""
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        """Called once when the worker shuts down."""
+
+    def report(self) -> Any:
+        """JSON-serialisable state for the run summary and the topology's result check."""
+        return None

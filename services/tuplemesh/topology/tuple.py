@@ -1,0 +1,94 @@
+"""`Tuple` (the values a bolt executes) and `Fields` (the names declared for a stream)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["DEFAULT_STREAM", "Fields", "Tuple"]
+
+DEFAULT_STREAM = "default"
+
+
+class Fields:
+    """Ordered field names of one stream with O(1) name -> index lookup. Immutable."""
+
+    __slots__ = ("_index", "names")
+
+    def __init__(self, names: Sequence[str]) -> None:
+        names = tuple(names)
+        for name in names:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"field names must be non-empty strings, got {name!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate field name in {list(names)}")
+        self.names = names
+        self._index = {name: i for i, name in enumerate(names)}
+
+    def index(self, name: str) -> int:
+        """Position of ``name``; KeyError naming the field and the declared ones otherwise."""
+        try:
+            return self._index[name]
+        except KeyError:
+            raise KeyError(f"no field {name!r}; declared fields are {list(self.names)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fields) and other.names == self.names
+
+    def __hash__(self) -> int:
+        return hash(self.names)
+
+    def __repr__(self) -> str:
+        return f"Fields({list(self.names)!r})"
+
+
+class Tuple:
+    """One tuple as a bolt sees it: values plus where they came from. Treat as immutable.
+
+    A tuple delivered inside its worker is shared by every local receiver, unserialized; one
+    that crossed workers went through the topology's serializer (msgpack turns tuples into lists).
+    """
+
+    __slots__ = ("fields", "source_component", "source_stream", "source_task", "values")
+
+    def __init__(
+        self,
+        values: Sequence[Any],
+        source_task: int,
+        source_component: str,
+        source_stream: str,
+        fields: Fields,
+    ) -> None:
+        self.values = values
+        self.source_task = source_task
+        self.source_component = source_component
+        self.source_stream = source_stream
+        self.fields = fields
+
+    def get(self, field: str) -> Any:
+        """Value of the named field."""
+        return self.values[self.fields.index(field)]
+
+    def __getitem__(self, index: int) -> Any:
+        return self.values[index]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.values)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tuple({list(self.values)!r}, from={self.source_component}:{self.source_task}, "
+            f"stream={self.source_stream!r})"
+        )

@@ -1,0 +1,171 @@
+"""The ``local`` transport: in-process mailboxes (Storm's local mode), also the test double.
+
+Each bound (topology, port) has a bounded mailbox of batches and a receive thread that hands
+them to ``on_batch``; a sender blocks while the mailbox is full. Batches sent before anyone binds
+wait (bounded) in the mailbox, like Storm's local context creating the queue on first send.
+Payloads are passed by reference: nothing is copied or framed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.errors import TransportError
+from tuplemesh.transport.base import SHUTDOWN_TASK, OnBatch, TaskMessage
+
+__all__ = ["LocalContext"]
+
+log = logging.getLogger(__name__)
+
+
+class _Mailbox:
+    """Bounded FIFO of batches for one (topology, port). Thread-safe."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._batches: deque[list[TaskMessage]] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def put(self, batch: list[TaskMessage]) -> None:
+        with self._cond:
+            while len(self._batches) >= self.capacity and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                raise TransportError("local transport terminated; batch not accepted")
+            self._batches.append(batch)
+            self._cond.notify_all()
+
+    def take(self) -> list[TaskMessage] | None:
+        """Next batch, blocking; None once closed and empty."""
+        with self._cond:
+            while not self._batches and not self._closed:
+                self._cond.wait()
+            if not self._batches:
+                return None
+            batch = self._batches.popleft()
+            self._cond.notify_all()
+            return batch
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        return len(self._batches)
+
+
+class _LocalBinding:
+    def __init__(self, context: LocalContext, key: tuple[str, int], mailbox: _Mailbox, on_batch: OnBatch):
+        self._context = context
+        self._key = key
+        self._mailbox = mailbox
+        self._on_batch = on_batch
+        self._thread = threading.Thread(
+            target=self._receive_loop, name=f"local-receive-{key[0]}-{key[1]}", daemon=True
+        )
+        self._thread.start()
+
+    def _receive_loop(self) -> None:
+        while True:
+            batch = self._mailbox.take()
+            if batch is None:
+                return
+            if batch and batch[-1][0] == SHUTDOWN_TASK:
+                remaining = [m for m in batch if m[0] != SHUTDOWN_TASK]
+                if remaining:
+                    self._deliver(remaining)
+                log.debug("receive %s: shutdown notice", self._key)
+                return
+            self._deliver(batch)
+
+    def _deliver(self, batch: list[TaskMessage]) -> None:
+        try:
+            self._on_batch(batch)
+        except Exception:  # the receive thread must outlive a faulty callback
+            log.exception("receive %s: on_batch failed for a batch of %d", self._key, len(batch))
+
+    def close(self) -> None:
+        """Deliver what is already queued, then stop the receive thread."""
+        if self._thread.is_alive():
+            try:
+                self._mailbox.put([(SHUTDOWN_TASK, b"")])
+            except TransportError:
+                pass
+            self._thread.join(timeout=30)
+        self._context._unbind(self._key, self)
+
+
+class _LocalConnection:
+    def __init__(self, mailbox: _Mailbox) -> None:
+        self._mailbox = mailbox
+        self._closed = False
+
+    def send(self, batch: list[TaskMessage]) -> None:
+        if self._closed:
+            raise TransportError("send on a closed connection")
+        if batch:
+            self._mailbox.put(batch)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class LocalContext:
+    """In-process transport. Share one instance between all workers that talk to each other."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._mailboxes: dict[tuple[str, int], _Mailbox] = {}
+        self._bindings: dict[tuple[str, int], _LocalBinding] = {}
+        self._capacity = 8
+        self._terminated = False
+
+    def prepare(self, conf: Mapping[str, Any]) -> None:
+        self._capacity = int(conf.get("topology.receiver.buffer.size", 8))
+
+    def _mailbox(self, key: tuple[str, int]) -> _Mailbox:
+        with self._lock:
+            if self._terminated:
+                raise TransportError("local transport was terminated")
+            box = self._mailboxes.get(key)
+            if box is None:
+                box = self._mailboxes[key] = _Mailbox(self._capacity)
+            return box
+
+    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> _LocalBinding:
+        key = (topology_id, port)
+        mailbox = self._mailbox(key)
+        with self._lock:
+            if key in self._bindings:
+                raise TransportError(f"port {port} is already bound for topology {topology_id!r}")
+            binding = _LocalBinding(self, key, mailbox, on_batch)
+            self._bindings[key] = binding
+        return binding
+
+    def _unbind(self, key: tuple[str, int], binding: _LocalBinding) -> None:
+        with self._lock:
+            if self._bindings.get(key) is binding:
+                del self._bindings[key]
+
+    def connect(self, topology_id: str, host: str, port: int) -> _LocalConnection:
+        return _LocalConnection(self._mailbox((topology_id, port)))
+
+    def pending(self, topology_id: str, port: int) -> int:
+        """Batches waiting in the mailbox of (topology, port); for status and tests."""
+        box = self._mailboxes.get((topology_id, port))
+        return 0 if box is None else len(box)
+
+    def term(self) -> None:
+        with self._lock:
+            self._terminated = True
+            bindings = list(self._bindings.values())
+        for binding in bindings:
+            binding.close()
+        for box in self._mailboxes.values():
+            box.close()

@@ -1,0 +1,158 @@
+"""`LocalCluster`: several workers in one process over one shared transport (Storm's local mode)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuplemesh.config import Config
+from tuplemesh.topology import Topology
+from tuplemesh.transport import make_context
+from tuplemesh.transport.base import Context
+from tuplemesh.worker.worker import Worker
+
+__all__ = ["LocalCluster", "RunSummary"]
+
+BASE_PORT = 6700  # Storm's first slot port; in local mode ports are only mailbox names
+
+
+@dataclass
+class RunSummary:
+    """What a finished run reports (``tuplemesh run --json`` prints ``as_dict()``)."""
+
+    topology: str
+    workers: int
+    transport: str
+    seconds: float
+    components: dict[str, dict[str, int]]
+    completed: bool
+    matched: bool | None
+    message: str
+    transfer: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        executed = sum(c.get("executed", 0) for c in self.components.values())
+        components = {
+            name: {**counts, "per_second": round(counts.get("executed", 0) / self.seconds, 1) if self.seconds else 0.0}
+            for name, counts in sorted(self.components.items())
+        }
+        for name, counts in components.items():
+            if counts.get("executed", 0) == 0 and self.seconds:
+                counts["per_second"] = round(counts.get("emitted", 0) / self.seconds, 1)
+        return {
+            "topology": self.topology,
+            "workers": self.workers,
+            "transport": self.transport,
+            "seconds": round(self.seconds, 4),
+            "tuples_per_second": round(executed / self.seconds, 1) if self.seconds else 0.0,
+            "components": components,
+            "transfer": self.transfer,
+            "completed": self.completed,
+            "matched": self.matched,
+            "message": self.message,
+        }
+
+
+class LocalCluster:
+    """Start, run to completion, and stop ``num_workers`` workers of one topology in-process."""
+
+    def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
+        base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
+        self.conf = base.with_overrides(dict(topology.conf)) if topology.conf else base
+        self.topology = topology
+        self.num_workers = num_workers
+        self.transport = self.conf["messaging.transport"]
+        shared = make_context(self.transport)
+        shared.prepare(self.conf)
+        self.contexts: list[Context] = [shared]
+        peers = {i: ("127.0.0.1", BASE_PORT + i) for i in range(num_workers)}
+        self.workers = [
+            Worker(topology, i, num_workers, self.conf, shared, port=BASE_PORT + i, peers=peers)
+            for i in range(num_workers)
+        ]
+        self._started_at = 0.0
+        self._finished_at: float | None = None
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+        self._started_at = time.monotonic()
+
+    def quiescent(self) -> bool:
+        """True when every spout is finished and no tuple is anywhere in flight.
+
+        All ``consumed`` counters are read before any ``delivered`` counter: a tuple in flight at
+        the first read is counted as delivered but not consumed, so equality proves an empty mesh.
+        """
+        if not all(w.spouts_finished() for w in self.workers):
+            return False
+        balances = [w.balance() for w in self.workers]
+        consumed = sum(c for c, _ in balances)
+        delivered = sum(w.balance()[1] for w in self.workers)
+        return consumed == delivered
+
+    def run_until_done(self, timeout: float, poll: float = 0.005) -> bool:
+        """Wait until the topology is quiescent (finite spouts) or ``timeout``; True when done."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.quiescent():
+                time.sleep(poll)
+                if self.quiescent():  # confirm: nothing started moving again
+                    self._finished_at = time.monotonic()
+                    return True
+            time.sleep(poll)
+        return False
+
+    def stop(self) -> bool:
+        clean = True
+        for worker in self.workers:
+            worker.deactivate_spouts()
+        for worker in self.workers:
+            clean &= worker.stop()
+        for context in self.contexts:
+            context.term()
+        return clean
+
+    def counters(self) -> dict[str, dict[str, int]]:
+        totals: dict[str, dict[str, int]] = {}
+        for worker in self.workers:
+            for component, counts in worker.component_counters().items():
+                into = totals.setdefault(component, {})
+                for name, value in counts.items():
+                    into[name] = into.get(name, 0) + value
+        return totals
+
+    def reports(self) -> dict[str, list[Any]]:
+        """Every task's final report by component, in task order (after ``stop``)."""
+        merged: dict[str, dict[int, Any]] = {}
+        for worker in self.workers:
+            for component, by_task in worker.reports().items():
+                merged.setdefault(component, {}).update(by_task)
+        return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
+
+    def run(self, timeout: float) -> RunSummary:
+        """Start, run to completion (or timeout), stop, check the result."""
+        self.start()
+        completed = self.run_until_done(timeout)
+        end = self._finished_at if self._finished_at is not None else time.monotonic()
+        seconds = end - self._started_at
+        counters = self.counters()
+        transfer = {
+            "batches": sum(w.transfer.sent_batches for w in self.workers),
+            "messages": sum(w.transfer.sent_messages for w in self.workers),
+            "lost": sum(w.transfer.lost_messages for w in self.workers),
+            "unknown_task": sum(w.receive.unknown for w in self.workers),
+        }
+        self.stop()
+        matched: bool | None = None
+        message = "no result check defined"
+        if not completed:
+            matched, message = False, f"did not complete within {timeout}s"
+        elif self.topology.check is not None:
+            matched, message = self.topology.check(self.reports())
+        return RunSummary(
+            self.topology.name, self.num_workers, self.transport, seconds, counters, completed, matched, message,
+            transfer,
+        )

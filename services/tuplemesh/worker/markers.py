@@ -1,0 +1,21 @@
+"""Control markers published into rings in place of a batch (never sent over a transport)."""
+
+from __future__ import annotations
+
+__all__ = ["FLUSH", "STOP", "Marker"]
+
+
+class Marker:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+#: Ask an executor to flush its emit buffers (published by the worker's flush timer).
+FLUSH = Marker("FLUSH")
+#: Ask a ring's consumer to finish everything before this marker, flush, and exit.
+STOP = Marker("STOP")

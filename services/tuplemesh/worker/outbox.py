@@ -1,0 +1,139 @@
+"""`Outbox`: an executor's emit buffers, one per destination, flushed as batches.
+
+Destinations are the inboxes of executors in this worker (tuples go there unserialized) and the
+other workers (tuples are serialized once per emit, then queued on the worker's transfer ring).
+A buffer is flushed when it reaches ``topology.producer.batch.size``, when the whole outbox holds
+``topology.executor.send.buffer.size`` tuples, or on the flush timer. Executor thread only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import Serializer
+from tuplemesh.topology import Fields, Tuple
+from tuplemesh.topology.groupings import TaskChooser
+
+__all__ = ["Outbox"]
+
+
+class Outbox:
+    """Routes emitted values to per-destination buffers and publishes full buffers."""
+
+    def __init__(
+        self,
+        *,
+        local_inboxes: Mapping[int, RingBuffer[Any]],
+        remote_workers: Mapping[int, int],
+        transfer_ring: RingBuffer[Any],
+        serializer: Serializer,
+        batch_size: int,
+        send_capacity: int,
+    ) -> None:
+        """``local_inboxes``: task -> inbox ring in this worker; ``remote_workers``: task -> worker."""
+        rings: list[RingBuffer[Any]] = []
+        ring_dest: dict[int, int] = {}
+        self._task_dest: dict[int, int] = {}
+        for task, ring in sorted(local_inboxes.items()):
+            if id(ring) not in ring_dest:
+                ring_dest[id(ring)] = len(rings)
+                rings.append(ring)
+            self._task_dest[task] = ring_dest[id(ring)]
+        self._local_count = len(rings)
+        self._rings = rings
+        self._workers: list[int] = sorted(set(remote_workers.values()))
+        for task, worker in remote_workers.items():
+            self._task_dest[task] = self._local_count + self._workers.index(worker)
+        self._buffers: list[list[tuple[int, Any]]] = [[] for _ in range(len(rings) + len(self._workers))]
+        self._transfer = transfer_ring
+        self._serialize = serializer.serialize
+        self.batch_size = batch_size
+        self.send_capacity = send_capacity
+        self.pending = 0  # tuples held in buffers right now
+        self.delivered = 0  # (task, tuple) deliveries accepted so far
+        self.last_flush = time.monotonic()
+
+    def deliver(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        values: Sequence[Any],
+        choosers: Sequence[TaskChooser],
+    ) -> None:
+        """Route one emit through every subscriber's chooser."""
+        tup = None
+        payload = None
+        task_dest = self._task_dest
+        buffers = self._buffers
+        local_count = self._local_count
+        batch_size = self.batch_size
+        count = 0
+        for chooser in choosers:
+            for task in chooser.choose(values):
+                dest = task_dest[task]
+                buf = buffers[dest]
+                if dest < local_count:
+                    if tup is None:
+                        tup = Tuple(values, source_task, source_component, stream, fields)
+                    buf.append((task, tup))
+                else:
+                    if payload is None:
+                        payload = self._serialize(source_task, stream_id, values)
+                    buf.append((task, payload))
+                count += 1
+                if len(buf) >= batch_size:
+                    self.pending += count
+                    self.delivered += count
+                    count = 0
+                    self._flush(dest)
+        self.pending += count
+        self.delivered += count
+        if self.pending >= self.send_capacity:
+            self.flush()
+
+    def deliver_direct(
+        self,
+        task: int,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        values: Sequence[Any],
+    ) -> None:
+        """Deliver to one named task (``emit_direct``); the caller checked it is a legal target."""
+        self.deliver(source_task, source_component, stream, stream_id, fields, values, [_One(task)])
+
+    def _flush(self, dest: int) -> None:
+        buf = self._buffers[dest]
+        if not buf:
+            return
+        self._buffers[dest] = []
+        self.pending -= len(buf)
+        if dest < self._local_count:
+            self._rings[dest].put(buf)
+        else:
+            self._transfer.put((self._workers[dest - self._local_count], buf))
+
+    def flush(self) -> None:
+        """Publish every non-empty buffer (blocks while a destination ring is full)."""
+        for dest, buf in enumerate(self._buffers):
+            if buf:
+                self._flush(dest)
+        self.last_flush = time.monotonic()
+
+
+class _One:
+    __slots__ = ("_tasks",)
+
+    def __init__(self, task: int) -> None:
+        self._tasks = (task,)
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        return self._tasks

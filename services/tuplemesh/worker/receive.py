@@ -1,0 +1,73 @@
+"""The receive path: batches from the transport, grouped by executor, into executor inboxes.
+
+Runs on the transport's receive thread. It does as little per tuple as possible: one dict
+lookup and one append; payloads stay serialized until the executor thread decodes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.errors import AlertError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.transport.base import SHUTDOWN_TASK, TaskMessage
+
+__all__ = ["ReceivePath"]
+
+log = logging.getLogger(__name__)
+
+
+class ReceivePath:
+    """``on_batch`` callback of a worker's binding. Thread-safe for one receive thread per peer."""
+
+    def __init__(self, worker_index: int, inbox_of_task: Mapping[int, RingBuffer[Any]], log_interval: float):
+        self.worker_index = worker_index
+        self._inbox_of_task = dict(inbox_of_task)
+        self._lock = threading.Lock()  # guards the counters when several receive threads run
+        self.received = 0
+        self.unknown = 0  # messages for tasks this worker does not own
+        self.undeliverable = 0  # messages whose inbox was halted (worker shutting down)
+        self.shutdown_notice = threading.Event()
+        self._unknown_log = RateLimitedLog(log, log_interval)
+
+    def on_batch(self, batch: list[TaskMessage]) -> list[int]:
+        """Publish ``batch`` into executor inboxes; returns the task ids that were not delivered."""
+        inbox_of_task = self._inbox_of_task
+        groups: dict[int, tuple[RingBuffer[Any], list[TaskMessage]]] = {}
+        rejected: list[int] = []
+        for message in batch:
+            task = message[0]
+            ring = inbox_of_task.get(task)
+            if ring is None:
+                if task == SHUTDOWN_TASK:
+                    self.shutdown_notice.set()
+                else:
+                    rejected.append(task)
+                continue
+            group = groups.get(id(ring))
+            if group is None:
+                groups[id(ring)] = (ring, [message])
+            else:
+                group[1].append(message)
+        undeliverable = 0
+        for ring, messages in groups.values():
+            try:
+                ring.put(messages)
+            except AlertError:
+                undeliverable += len(messages)
+                rejected.extend(m[0] for m in messages)
+        with self._lock:
+            self.received += len(batch)
+            self.unknown += len(rejected) - undeliverable
+            self.undeliverable += undeliverable
+        if rejected:
+            self._unknown_log.log(
+                "worker %d: %d message(s) for tasks it cannot deliver to, e.g. task %d (unknown: %d total, "
+                "halted inbox: %d total)",
+                self.worker_index, len(rejected), rejected[0], self.unknown, self.undeliverable,
+            )
+        return rejected

@@ -1,0 +1,119 @@
+"""The transfer path: the worker's transfer ring drained by one thread into per-peer connections.
+
+Executors publish ``(worker, [(task, payload), ...])``; the transfer thread merges batches bound
+for the same worker until ``topology.transfer.batch.size`` tuples or the end of what is available,
+then hands them to that worker's Connection (which blocks while the peer's window is full).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
+from tuplemesh.errors import TransportError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.transport.base import Connection, Context, TaskMessage
+from tuplemesh.worker.markers import STOP
+
+__all__ = ["TransferPath"]
+
+log = logging.getLogger(__name__)
+
+
+class TransferPath:
+    """Owns the connections to peers and the thread that feeds them."""
+
+    def __init__(
+        self,
+        ring: RingBuffer[Any],
+        context: Context,
+        topology_id: str,
+        peers: Mapping[int, tuple[str, int]],
+        batch_size: int,
+        log_interval: float,
+    ) -> None:
+        self.ring = ring
+        self.context = context
+        self.topology_id = topology_id
+        self.peers = dict(peers)
+        self.batch_size = batch_size
+        self.connections: dict[int, Connection] = {}
+        self._pending: dict[int, list[TaskMessage]] = {}
+        self.sent_batches = 0
+        self.sent_messages = 0
+        self.lost_messages = 0  # a transport refused a batch: counted, logged, reported
+        self._error_log = RateLimitedLog(log, log_interval)
+        self.processor = BatchEventProcessor(ring, ring.new_barrier(), self)
+        ring.add_gating_sequences(self.processor.sequence)
+
+    def start(self) -> None:
+        for worker, (host, port) in sorted(self.peers.items()):
+            self.connections[worker] = self.context.connect(self.topology_id, host, port)
+        self.processor.start(name="transfer")
+
+    def request_stop(self) -> None:
+        """Send everything already queued, then stop."""
+        self.ring.put(STOP)
+
+    def join(self, timeout: float | None = None) -> bool:
+        return self.processor.join(timeout)
+
+    def halt(self) -> None:
+        self.processor.halt()
+
+    def close_connections(self) -> None:
+        for conn in self.connections.values():
+            try:
+                conn.close()
+            except TransportError as exc:
+                log.warning("closing connection failed: %s", exc)
+
+    @property
+    def pending(self) -> int:
+        """Messages merged but not yet handed to a connection (transfer thread's view)."""
+        return sum(len(p) for p in self._pending.values())
+
+    # -- EventHandler ---------------------------------------------------------------------------
+    def on_event(self, item: Any, sequence: int, end_of_batch: bool) -> None:
+        if item.__class__ is tuple:
+            worker, messages = item
+            pending = self._pending.get(worker)
+            if pending is None:
+                self._pending[worker] = pending = messages
+            else:
+                pending.extend(messages)
+            if len(pending) >= self.batch_size:
+                self._send(worker)
+        elif item is STOP:
+            self._send_all()
+            self.processor.halt()
+            return
+        if end_of_batch:
+            self._send_all()
+
+    def _send_all(self) -> None:
+        for worker in list(self._pending):
+            self._send(worker)
+
+    def _send(self, worker: int) -> None:
+        messages = self._pending.pop(worker, None)
+        if not messages:
+            return
+        conn = self.connections.get(worker)
+        size = self.batch_size
+        for start in range(0, len(messages), size):
+            chunk = messages[start : start + size] if len(messages) > size else messages
+            try:
+                if conn is None:
+                    raise TransportError(f"no connection to worker {worker}")
+                conn.send(chunk)
+                self.sent_batches += 1
+                self.sent_messages += len(chunk)
+            except TransportError as exc:
+                self.lost_messages += len(chunk)
+                self._error_log.log(
+                    "transfer to worker %d failed, %d message(s) lost (%d total): %s",
+                    worker, len(chunk), self.lost_messages, exc,
+                )

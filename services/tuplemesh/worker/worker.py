@@ -1,0 +1,207 @@
+"""`Worker`: one process's share of a topology: its executors, inboxes, receive and transfer paths.
+
+Threads: one per executor, one transfer thread, one flush timer, plus the transport's receive
+thread(s). Start-up: rings and executors are built, the port is bound, peers are connected,
+executors start. Shutdown (``stop``): spouts stop, bolts finish their inboxes, the transfer
+thread sends what it holds, connections and the binding close.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.disruptor import RingBuffer, make_wait_strategy
+from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.serialization import Serializer, load_serializer
+from tuplemesh.topology import Assignment, Fields, Topology
+from tuplemesh.transport.base import Binding, Context
+from tuplemesh.worker.executor import BoltExecutor, Executor, SpoutExecutor
+from tuplemesh.worker.markers import FLUSH
+from tuplemesh.worker.receive import ReceivePath
+from tuplemesh.worker.transfer import TransferPath
+
+__all__ = ["Worker"]
+
+log = logging.getLogger(__name__)
+
+
+class Worker:
+    """Runs the executors assigned to worker ``index`` of ``num_workers``."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        index: int,
+        num_workers: int,
+        conf: Mapping[str, Any],
+        context: Context,
+        *,
+        port: int,
+        peers: Mapping[int, tuple[str, int]],
+        topology_id: str | None = None,
+    ) -> None:
+        if not 0 <= index < num_workers:
+            raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
+        self.topology = topology
+        self.index = index
+        self.conf = conf
+        self.context = context
+        self.port = port
+        self.topology_id = topology_id or topology.name
+        self.assignment = Assignment.compute(topology, num_workers)
+        self.stream_ids = topology.stream_ids()
+        self.stream_info: dict[int, tuple[str, str, Fields]] = {
+            sid: (component, stream, topology.components[component].streams[stream].fields)
+            for (component, stream), sid in self.stream_ids.items()
+        }
+        strategy = conf["topology.disruptor.wait.strategy"]
+        timeout = conf["topology.disruptor.wait.timeout.millis"] / 1000.0
+        my_executors = self.assignment.executors_of(index)
+        self.inboxes: dict[int, RingBuffer[Any]] = {
+            e.index: RingBuffer.multi_producer(
+                conf["topology.executor.receive.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
+            )
+            for e in my_executors
+        }
+        self.local_inbox_of_task = {t: self.inboxes[e.index] for e in my_executors for t in e.tasks}
+        self.remote_worker_of_task = {
+            t: w for t, w in self.assignment.worker_of_task().items() if w != index
+        }
+        self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
+            conf["topology.transfer.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
+        )
+        self._serializer_name = conf["topology.tuple.serializer"]
+        load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
+        log_interval = conf["tuplemesh.log.rate.limit.secs"]
+        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
+        self.transfer = TransferPath(
+            self.transfer_ring,
+            context,
+            self.topology_id,
+            {w: addr for w, addr in peers.items() if w != index},
+            conf["topology.transfer.batch.size"],
+            log_interval,
+        )
+        self.executors: list[Executor] = [
+            SpoutExecutor(e, self) if topology.components[e.component].is_spout else BoltExecutor(e, self)
+            for e in my_executors
+        ]
+        self._binding: Binding | None = None
+        self._flusher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.started_at: float | None = None
+
+    def new_serializer(self) -> Serializer:
+        """A serializer instance for one thread."""
+        return load_serializer(self._serializer_name)
+
+    @property
+    def spout_executors(self) -> list[SpoutExecutor]:
+        return [e for e in self.executors if isinstance(e, SpoutExecutor)]
+
+    @property
+    def bolt_executors(self) -> list[BoltExecutor]:
+        return [e for e in self.executors if isinstance(e, BoltExecutor)]
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Bind, connect to peers, start every thread. Returns once executors run."""
+        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch)
+        self.transfer.start()
+        for executor in self.bolt_executors:
+            executor.start()
+        for spout_executor in self.spout_executors:
+            spout_executor.start()
+        self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
+        self._flusher.start()
+        self.started_at = time.monotonic()
+
+    def deactivate_spouts(self) -> None:
+        for executor in self.spout_executors:
+            executor.deactivate()
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop in data-path order; True when every thread ended within ``timeout``."""
+        timeout = self.conf["topology.shutdown.timeout.secs"] if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        clean = True
+        self._stopping.set()
+        for spout_executor in self.spout_executors:
+            spout_executor.request_stop()
+        for spout_executor in self.spout_executors:
+            clean &= spout_executor.join(max(0.0, deadline - time.monotonic()))
+        for bolt_executor in self.bolt_executors:
+            bolt_executor.request_stop()
+        for bolt_executor in self.bolt_executors:
+            if not bolt_executor.join(max(0.0, deadline - time.monotonic())):
+                clean = False
+                log.warning("worker %d: executor %s did not drain in time; halting it", self.index, bolt_executor.name)
+                bolt_executor.halt()
+        self.transfer.request_stop()
+        if not self.transfer.join(max(0.0, deadline - time.monotonic())):
+            clean = False
+            self.transfer.halt()
+        self.transfer.close_connections()
+        if self._binding is not None:
+            self._binding.close()
+        if self._flusher is not None:
+            self._flusher.join(1.0)
+        return clean
+
+    def _flush_loop(self) -> None:
+        """Storm 2's flush timer: ask idle executors with partial batches to flush them."""
+        interval = self.conf["topology.batch.flush.interval.millis"] / 1000.0
+        bolts = self.bolt_executors
+        while not self._stopping.wait(interval):
+            now = time.monotonic()
+            for executor in bolts:
+                outbox = executor.outbox
+                if outbox.pending and not executor.flush_requested and now - outbox.last_flush >= interval:
+                    executor.flush_requested = True
+                    try:
+                        executor.inbox.try_put(FLUSH)
+                    except InsufficientCapacityError:
+                        executor.flush_requested = False  # busy: it flushes at its next end of batch
+
+    # -- observation ----------------------------------------------------------------------------
+    def balance(self) -> tuple[int, int]:
+        """(consumed, delivered): tuples consumed here (read first) and tuples delivered by here.
+
+        Summed over all workers, consumed == delivered means nothing is in flight (see LocalCluster).
+        """
+        consumed = self.receive.unknown + self.receive.undeliverable + self.transfer.lost_messages
+        consumed += sum(e.counters.received for e in self.executors)
+        delivered = sum(e.outbox.delivered for e in self.executors)
+        return consumed, delivered
+
+    def spouts_finished(self) -> bool:
+        return all(e.finished.is_set() for e in self.spout_executors)
+
+    def component_counters(self) -> dict[str, dict[str, int]]:
+        totals: dict[str, dict[str, int]] = {}
+        for executor in self.executors:
+            into = totals.setdefault(executor.spec.component, {})
+            for name, value in executor.counters.as_dict().items():
+                into[name] = into.get(name, 0) + value
+        return totals
+
+    def reports(self) -> dict[str, dict[int, Any]]:
+        """Final ``report()`` of every task, by component (filled in as executors stop)."""
+        out: dict[str, dict[int, Any]] = {}
+        for executor in self.executors:
+            out.setdefault(executor.spec.component, {}).update(executor.final_reports)
+        return out
+
+    def queue_depths(self) -> dict[str, tuple[int, int]]:
+        """(depth, capacity) in slots of every inbox and of the transfer ring."""
+        depths = {
+            f"inbox:{e.name}": (e.inbox.buffer_size - e.inbox.remaining_capacity(), e.inbox.buffer_size)
+            for e in self.executors
+        }
+        ring = self.transfer_ring
+        depths["transfer"] = (ring.buffer_size - ring.remaining_capacity(), ring.buffer_size)
+        return depths
