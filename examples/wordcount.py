@@ -109,7 +109,10 @@ def make_check(repeat: int) -> Any:
             merged.update(counts)
         expected = expected_counts(repeat)
         if merged == expected:
-            return True, f"{len(expected)} distinct words, {sum(expected.values())} in total: all counts exact"
+            return (
+                True,
+                f"{len(expected)} distinct words, {sum(expected.values())} in total: all counts exact",
+            )
         wrong = sorted(w for w in expected.keys() | merged.keys() if expected[w] != merged[w])
         sample = ", ".join(f"{w}: got {merged[w]} want {expected[w]}" for w in wrong[:5])
         return False, f"{len(wrong)} word count(s) wrong ({sample})"

@@ -16,8 +16,10 @@ from typing import Any
 
 from tuplemesh.config import Config, describe_keys
 from tuplemesh.errors import TuplemeshError
-from tuplemesh.plugins import import_from_string
+from tuplemesh.plugins import import_from_string, resolve_plugin
 from tuplemesh.topology import Topology
+from tuplemesh.transport import TRANSPORTS
+from tuplemesh.transport.local import LocalContext
 
 __all__ = ["main"]
 
@@ -67,44 +69,61 @@ def load_topology(target: str) -> Topology:
     if callable(obj) and not isinstance(obj, Topology):
         obj = obj()
     if not isinstance(obj, Topology):
-        raise CliError(f"{target!r} is a {type(obj).__name__}, not a Topology (build it with TopologyBuilder.build())")
+        raise CliError(
+            f"{target!r} is a {type(obj).__name__}, not a Topology (build it with TopologyBuilder.build())"
+        )
     return obj
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuplemesh", description=__doc__.splitlines()[0])
-    parser.add_argument("--log-level", default=_env("log-level", "WARNING"), help="logging level (default WARNING)")
+    parser.add_argument(
+        "--log-level", default=_env("log-level", "WARNING"), help="logging level (default WARNING)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
     run.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "3"))
-    run.add_argument("--transport", default=_env("transport"), help="messaging.transport (default from config)")
+    run.add_argument(
+        "--transport", default=_env("transport"), help="messaging.transport (default from config)"
+    )
     run.add_argument("--config", default=_env("config"), help="YAML config file")
-    run.add_argument("--timeout", type=_positive_float("timeout"), default=_env("timeout", "300"),
-                     help="seconds before an unfinished run counts as failed")
+    run.add_argument(
+        "--timeout",
+        type=_positive_float("timeout"),
+        default=_env("timeout", "300"),
+        help="seconds before an unfinished run counts as failed",
+    )
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
     bench.add_argument("part", choices=["ring", "e2e", "all"], help="which benchmark")
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
     bench.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
-    bench.add_argument("--output", default=_env("bench-output", "bench/results.json"),
-                       help="where to write the records (default bench/results.json)")
+    bench.add_argument(
+        "--output",
+        default=_env("bench-output", "bench/results.json"),
+        help="where to write the records (default bench/results.json)",
+    )
 
     sub.add_parser("config", help="print every configuration key, its env var and default")
     return parser
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    print(f"topology {summary['topology']} on {summary['workers']} worker(s) over {summary['transport']}: "
-          f"{summary['seconds']:.3f} s")
+    print(
+        f"topology {summary['topology']} on {summary['workers']} worker(s) over {summary['transport']}: "
+        f"{summary['seconds']:.3f} s"
+    )
     print(f"{'component':<16}{'emitted':>12}{'executed':>12}{'errors':>8}{'tuples/s':>14}")
     for name, c in summary["components"].items():
         print(f"{name:<16}{c['emitted']:>12}{c['executed']:>12}{c['errors']:>8}{c['per_second']:>14,.0f}")
     t = summary["transfer"]
-    print(f"transfer: {t['messages']} tuples in {t['batches']} batches, lost {t['lost']}, "
-          f"unknown-task {t['unknown_task']}")
+    print(
+        f"transfer: {t['messages']} tuples in {t['batches']} batches, lost {t['lost']}, "
+        f"unknown-task {t['unknown_task']}"
+    )
     verdict = {True: "RESULT OK", False: "RESULT WRONG", None: "RESULT UNCHECKED"}[summary["matched"]]
     print(f"{verdict}: {summary['message']}")
 
@@ -117,12 +136,20 @@ def _run(args: argparse.Namespace) -> int:
     if args.transport:
         overrides["messaging.transport"] = args.transport
     conf = Config.load(args.config, overrides=overrides)
-    if conf["messaging.transport"] != "local":
+    transport = resolve_plugin("messaging.transport", conf["messaging.transport"], TRANSPORTS)
+    if transport is not LocalContext:
+        # A network transport needs one process per worker, which `run` does not start yet.
         raise CliError(
-            f"--transport {conf['messaging.transport']!r}: only 'local' (in-process workers) is available in this "
+            f"--transport {conf['messaging.transport']!r}: only 'local' (in-process workers) is available "
+            "in this "
             "release"
         )
-    summary = LocalCluster(topology, args.workers, conf).run(args.timeout).as_dict()
+    from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+
+    tune_gc(conf)
+    cluster = LocalCluster(topology, args.workers, conf)
+    freeze_startup_objects(conf)
+    summary = cluster.run(args.timeout).as_dict()
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
@@ -131,15 +158,22 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from tuplemesh.bench import run_benchmarks
-
-    return run_benchmarks(args.part, as_json=args.json, quick=args.quick, output=args.output)
+    # The benchmarks and their baselines live in the checkout's bench/ (not in the installed package).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        from bench.runner import run_benchmarks
+    except ModuleNotFoundError as exc:
+        raise CliError("`tuplemesh bench` runs from a tuplemesh checkout (bench/ not found here)") from exc
+    return int(run_benchmarks(args.part, as_json=args.json, quick=args.quick, output=args.output))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         if args.command == "run":
             return _run(args)

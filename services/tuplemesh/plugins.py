@@ -41,4 +41,7 @@ def resolve_plugin(kind: str, name: str, aliases: Mapping[str, str]) -> Any:
             known = ", ".join(sorted(aliases))
             raise PluginError(f"{kind}: unknown value {name!r}; known: {known}, or 'module:attr'")
         target = name
-    return import_from_string(target)
+    try:
+        return import_from_string(target)
+    except PluginError as exc:
+        raise PluginError(f"{kind}: {exc}") from exc

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import msgpack
 
@@ -81,4 +81,4 @@ def load_serializer(name: str) -> Serializer:
         getattr(serializer, "deserialize", None)
     ):
         raise SerializationError(f"topology.tuple.serializer {name!r} has no serialize/deserialize methods")
-    return serializer  # type: ignore[no-any-return]
+    return cast(Serializer, serializer)

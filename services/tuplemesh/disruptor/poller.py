@@ -17,9 +17,11 @@ class EventPoller:
     Add ``sequence`` to the ring's gating sequences. One consumer thread only.
     """
 
-    def __init__(self, ring: RingBuffer[Any]) -> None:
+    def __init__(self, ring: RingBuffer[Any], release_slots: bool = False) -> None:
+        """``release_slots``: clear each slot after handling it (see BatchEventProcessor)."""
         self.ring = ring
         self.sequence = Sequence()
+        self.release_slots = release_slots
 
     def poll(self, on_event: Callable[[Any, int, bool], None]) -> int:
         """Process what is available now; returns how many events were handled."""
@@ -35,7 +37,10 @@ class EventPoller:
         mask = self.ring.buffer_size - 1
         try:
             for seq in range(next_seq, available + 1):
-                on_event(entries[seq & mask], seq, seq == available)
+                event = entries[seq & mask]
+                if self.release_slots:
+                    entries[seq & mask] = None
+                on_event(event, seq, seq == available)
         finally:
             self.sequence.value = seq
         return available - next_seq + 1

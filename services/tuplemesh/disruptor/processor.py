@@ -57,8 +57,13 @@ class BatchEventProcessor:
         barrier: SequenceBarrier,
         handler: EventHandler,
         exception_handler: ExceptionHandler | None = None,
+        release_slots: bool = False,
     ) -> None:
+        """``release_slots``: after handling an event, set its slot to None. For rings whose slots
+        hold references to whole batches (``put``), so a consumed batch is freed at once instead of
+        living until the slot is reused; never for rings of preallocated, reused events."""
         self.ring = ring
+        self.release_slots = release_slots
         self.barrier = barrier
         self.handler = handler
         self.exception_handler: ExceptionHandler = exception_handler or LoggingExceptionHandler()
@@ -126,16 +131,25 @@ class BatchEventProcessor:
         barrier = self.barrier
         sequence = self.sequence
         next_seq = sequence.value + 1
+        release = self.release_slots
         event: Any = None
         while True:
             try:
                 available = barrier.wait_for(next_seq)
                 if self._on_batch_start is not None and available >= next_seq:
                     self._on_batch_start(available - next_seq + 1)
-                while next_seq <= available:
-                    event = entries[next_seq & mask]
-                    on_event(event, next_seq, next_seq == available)
-                    next_seq += 1
+                if release:
+                    while next_seq <= available:
+                        index = next_seq & mask
+                        event = entries[index]
+                        entries[index] = None
+                        on_event(event, next_seq, next_seq == available)
+                        next_seq += 1
+                else:
+                    while next_seq <= available:
+                        event = entries[next_seq & mask]
+                        on_event(event, next_seq, next_seq == available)
+                        next_seq += 1
                 sequence.value = available
             except WaitTimeoutError:
                 if self._on_timeout is not None:

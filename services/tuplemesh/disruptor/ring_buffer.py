@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence as SeqOf
+from collections.abc import Callable
+from collections.abc import Sequence as SeqOf
 from typing import Generic, TypeVar
 
 from tuplemesh.disruptor.barrier import SequenceBarrier

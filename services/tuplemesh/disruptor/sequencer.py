@@ -241,9 +241,9 @@ class MultiProducerSequencer(Sequencer):
         mask = self._mask
         published = self._published
         start, end = low & mask, available & mask
-        if start <= end and available - low < self.buffer_size:
-            if published[start : end + 1] == list(range(low, available + 1)):
-                return available
+        contiguous_in_array = start <= end and available - low < self.buffer_size
+        if contiguous_in_array and published[start : end + 1] == list(range(low, available + 1)):
+            return available
         for seq in range(low, available + 1):
             if published[seq & mask] != seq:
                 return seq - 1

@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence as SeqOf
+from collections.abc import Callable
+from collections.abc import Sequence as SeqOf
 from typing import Protocol
 
 from tuplemesh.disruptor.sequence import Sequence, minimum_sequence
 from tuplemesh.errors import PluginError, WaitTimeoutError
 
 __all__ = [
+    "WAIT_STRATEGIES",
     "BlockingWaitStrategy",
     "BusySpinWaitStrategy",
     "SleepingWaitStrategy",
     "TimeoutBlockingWaitStrategy",
-    "WAIT_STRATEGIES",
     "WaitStrategy",
     "YieldingWaitStrategy",
     "make_wait_strategy",
@@ -138,12 +139,14 @@ class BlockingWaitStrategy:
     """Yield the GIL a few times, then park on a condition; producers signal only while parked.
 
     The short yielding phase matters in CPython: a consumer that parks the moment it catches up
-    makes the producer pay a lock + notify on nearly every publish. The waiter count is read by producers without the lock. That is safe under the GIL: a
+    makes the producer pay a lock + notify on nearly every publish.
+
+    The waiter count is read by producers without the lock. That is safe under the GIL: a
     consumer increments it *before* re-checking the cursor, a producer stores the cursor *before*
     reading it, so either the producer sees the waiter or the waiter sees the new cursor.
     """
 
-    def __init__(self, timeout_seconds: float | None = None, yield_tries: int = 20) -> None:
+    def __init__(self, timeout_seconds: float | None = None, yield_tries: int = 5) -> None:
         self._cond = threading.Condition(threading.Lock())
         self.waiters = 0
         self.timeout_seconds = timeout_seconds

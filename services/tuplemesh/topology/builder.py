@@ -103,7 +103,9 @@ class BoltDeclarer:
     def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
         return self._add(source, stream, ShuffleGrouping())
 
-    def fields_grouping(self, source: str, fields: Sequence[str], stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+    def fields_grouping(
+        self, source: str, fields: Sequence[str], stream: str = DEFAULT_STREAM
+    ) -> BoltDeclarer:
         if isinstance(fields, str):
             fields = [fields]
         return self._add(source, stream, FieldsGrouping(tuple(fields)))
@@ -145,7 +147,9 @@ class TopologyBuilder:
         if name in self._components:
             raise TopologyError(f"component {name!r} declared twice")
         if not isinstance(parallelism, int) or parallelism < 1:
-            raise TopologyError(f"component {name!r}: parallelism must be an integer >= 1, got {parallelism!r}")
+            raise TopologyError(
+                f"component {name!r}: parallelism must be an integer >= 1, got {parallelism!r}"
+            )
         if tasks is not None and (not isinstance(tasks, int) or tasks < 1):
             raise TopologyError(f"component {name!r}: task count must be an integer >= 1, got {tasks!r}")
         self._components[name] = (obj, parallelism, tasks)
@@ -193,7 +197,9 @@ class TopologyBuilder:
             )
         return Topology(self.name, specs, dict(conf or {}), check)
 
-    def _check_subscription(self, name: str, sub: Subscription, streams: dict[str, dict[str, StreamDef]]) -> None:
+    def _check_subscription(
+        self, name: str, sub: Subscription, streams: dict[str, dict[str, StreamDef]]
+    ) -> None:
         where = f"component {name!r} subscribes to {sub.source!r} stream {sub.stream!r}"
         if sub.source not in self._components:
             known = ", ".join(sorted(self._components))

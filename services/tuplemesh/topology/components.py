@@ -64,7 +64,10 @@ class BoltCollector(Protocol):
     """What a bolt emits, acks and fails through. Called only from the bolt's executor thread."""
 
     def emit(
-        self, values: Sequence[Any], anchors: Sequence[Tuple] | Tuple | None = None, stream: str = DEFAULT_STREAM
+        self,
+        values: Sequence[Any],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
     ) -> None: ...
 
     def emit_direct(

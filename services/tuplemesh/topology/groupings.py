@@ -100,21 +100,36 @@ class _Constant:
 
 
 class _ByFields:
-    __slots__ = ("_choices", "_count", "_indices", "_single")
+    """Fields grouping chooser. Single-field keys are memoised (bounded): vocabularies repeat, and
+    a dict hit costs a fraction of encoding and hashing the key again."""
+
+    __slots__ = ("_choices", "_count", "_indices", "_memo", "_single")
+
+    MEMO_LIMIT = 65_536
 
     def __init__(self, tasks: Sequence[int], indices: tuple[int, ...]) -> None:
         self._choices = [(t,) for t in tasks]
         self._count = len(tasks)
         self._indices = indices
         self._single = indices[0] if len(indices) == 1 else None
+        self._memo: dict[Any, Sequence[int]] = {}
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         if self._single is not None:
             value = values[self._single]
-            if type(value) is str:  # the common case, inlined: one CRC per emit
-                return self._choices[zlib.crc32(value.encode()) % self._count]
-            return self._choices[stable_hash((value,)) % self._count]
+            chosen = self._memo.get(value) if type(value) in _MEMO_TYPES else None
+            if chosen is None:
+                chosen = self._choices[stable_hash((value,)) % self._count]
+                if type(value) in _MEMO_TYPES:
+                    if len(self._memo) >= self.MEMO_LIMIT:
+                        self._memo.clear()
+                    self._memo[value] = chosen
+            return chosen
         return self._choices[stable_hash([values[i] for i in self._indices]) % self._count]
+
+
+# Exact types whose equality agrees with stable_hash (True == 1 but hashes differently: excluded).
+_MEMO_TYPES = frozenset({str, bytes, int})
 
 
 @dataclass(frozen=True)

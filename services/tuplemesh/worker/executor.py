@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
@@ -74,7 +73,11 @@ class Executor:
         for task in spec.tasks:
             self.tasks[task] = component.new_instance()
             routes = build_routes(
-                worker.topology, spec.component, worker.assignment.component_tasks, local_tasks, worker.stream_ids
+                worker.topology,
+                spec.component,
+                worker.assignment.component_tasks,
+                local_tasks,
+                worker.stream_ids,
             )
             self.collectors[task] = OutputCollector(task, spec.component, routes, self.outbox, self.counters)
             self.contexts[task] = TopologyContext(
@@ -118,11 +121,12 @@ class BoltExecutor(Executor):
 
     def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
         super().__init__(spec, worker)
-        self._execute = {task: bolt.execute for task, bolt in self.tasks.items()}  # type: ignore[union-attr]
+        self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
+        self._execute = {task: bolt.execute for task, bolt in self.bolts.items()}
         self._stream_info = worker.stream_info
         self._deserialize = worker.new_serializer().deserialize
         self._debug = bool(worker.conf["topology.debug"])
-        self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self)
+        self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
 
     def start(self) -> None:
@@ -138,8 +142,10 @@ class BoltExecutor(Executor):
 
     # -- EventHandler ---------------------------------------------------------------------------
     def on_start(self) -> None:
-        for task, bolt in self.tasks.items():
-            self._user_call("prepare", task, bolt.prepare, self.worker.conf, self.contexts[task], self.collectors[task])
+        for task, bolt in self.bolts.items():
+            self._user_call(
+                "prepare", task, bolt.prepare, self.worker.conf, self.contexts[task], self.collectors[task]
+            )
 
     def on_shutdown(self) -> None:
         try:
@@ -147,13 +153,17 @@ class BoltExecutor(Executor):
         except AlertError:
             log.warning("executor %s: destination halted during final flush", self.name)
         self._record_reports()
-        for task, bolt in self.tasks.items():
-            self._user_call("cleanup", task, bolt.cleanup)  # type: ignore[union-attr]
+        for task, bolt in self.bolts.items():
+            self._user_call("cleanup", task, bolt.cleanup)
 
     def on_event(self, batch: Any, sequence: int, end_of_batch: bool) -> None:
         if batch.__class__ is list:
             self._execute_batch(batch)
-            if end_of_batch and self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
+            if (
+                end_of_batch
+                and self.outbox.pending
+                and time.monotonic() - self.outbox.last_flush >= self.flush_interval
+            ):
                 self.outbox.flush()
         elif batch is FLUSH:
             self.flush_requested = False
@@ -195,7 +205,9 @@ class BoltExecutor(Executor):
         counters = self.counters
         counters.errors += 1
         counters.failed += 1
-        self.errors_log.log("bolt %s task %s raised %r on %r; tuple failed", self.spec.component, task, exc, item)
+        self.errors_log.log(
+            "bolt %s task %s raised %r on %r; tuple failed", self.spec.component, task, exc, item
+        )
 
     def _decode(self, payload: bytes) -> Tuple | None:
         try:
@@ -214,7 +226,7 @@ class SpoutExecutor(Executor):
 
     def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
         super().__init__(spec, worker)
-        self.poller = EventPoller(self.inbox)
+        self.poller = EventPoller(self.inbox, release_slots=True)
         self.inbox.add_gating_sequences(self.poller.sequence)
         self.spout_wait = worker.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
         self.finished = threading.Event()  # every task's is_finished() and all emits flushed
@@ -247,9 +259,11 @@ class SpoutExecutor(Executor):
         # acks and failures arrive here once guaranteed processing exists
 
     def _run_loop(self) -> None:
-        spouts = list(self.tasks.items())
+        spouts = [(task, cast(Spout, spout)) for task, spout in self.tasks.items()]
         for task, spout in spouts:
-            self._user_call("open", task, spout.open, self.worker.conf, self.contexts[task], self.collectors[task])
+            self._user_call(
+                "open", task, spout.open, self.worker.conf, self.contexts[task], self.collectors[task]
+            )
         self._started.set()
         outbox = self.outbox
         counters = self.counters
@@ -269,12 +283,14 @@ class SpoutExecutor(Executor):
                             raise
                         except Exception as exc:
                             counters.errors += 1
-                            self.errors_log.log("spout %s task %d next_tuple raised %r", self.spec.component, task, exc)
+                            self.errors_log.log(
+                                "spout %s task %d next_tuple raised %r", self.spec.component, task, exc
+                            )
                     if counters.emitted != before:
                         if outbox.pending and monotonic() - outbox.last_flush >= self.flush_interval:
                             outbox.flush()
                         continue
-                    if all(spout.is_finished() for _, spout in spouts):  # type: ignore[union-attr]
+                    if all(spout.is_finished() for _, spout in spouts):
                         outbox.flush()
                         self.finished.set()
                         continue

@@ -35,10 +35,13 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         executed = sum(c.get("executed", 0) for c in self.components.values())
         components = {
-            name: {**counts, "per_second": round(counts.get("executed", 0) / self.seconds, 1) if self.seconds else 0.0}
+            name: {
+                **counts,
+                "per_second": round(counts.get("executed", 0) / self.seconds, 1) if self.seconds else 0.0,
+            }
             for name, counts in sorted(self.components.items())
         }
-        for name, counts in components.items():
+        for counts in components.values():
             if counts.get("executed", 0) == 0 and self.seconds:
                 counts["per_second"] = round(counts.get("emitted", 0) / self.seconds, 1)
         return {
@@ -153,6 +156,13 @@ class LocalCluster:
         elif self.topology.check is not None:
             matched, message = self.topology.check(self.reports())
         return RunSummary(
-            self.topology.name, self.num_workers, self.transport, seconds, counters, completed, matched, message,
+            self.topology.name,
+            self.num_workers,
+            self.transport,
+            seconds,
+            counters,
+            completed,
+            matched,
+            message,
             transfer,
         )

@@ -68,6 +68,10 @@ class ReceivePath:
             self._unknown_log.log(
                 "worker %d: %d message(s) for tasks it cannot deliver to, e.g. task %d (unknown: %d total, "
                 "halted inbox: %d total)",
-                self.worker_index, len(rejected), rejected[0], self.unknown, self.undeliverable,
+                self.worker_index,
+                len(rejected),
+                rejected[0],
+                self.unknown,
+                self.undeliverable,
             )
         return rejected

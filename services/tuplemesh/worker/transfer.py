@@ -45,7 +45,7 @@ class TransferPath:
         self.sent_messages = 0
         self.lost_messages = 0  # a transport refused a batch: counted, logged, reported
         self._error_log = RateLimitedLog(log, log_interval)
-        self.processor = BatchEventProcessor(ring, ring.new_barrier(), self)
+        self.processor = BatchEventProcessor(ring, ring.new_barrier(), self, release_slots=True)
         ring.add_gating_sequences(self.processor.sequence)
 
     def start(self) -> None:
@@ -115,5 +115,8 @@ class TransferPath:
                 self.lost_messages += len(chunk)
                 self._error_log.log(
                     "transfer to worker %d failed, %d message(s) lost (%d total): %s",
-                    worker, len(chunk), self.lost_messages, exc,
+                    worker,
+                    len(chunk),
+                    self.lost_messages,
+                    exc,
                 )

@@ -63,14 +63,13 @@ class Worker:
         my_executors = self.assignment.executors_of(index)
         self.inboxes: dict[int, RingBuffer[Any]] = {
             e.index: RingBuffer.multi_producer(
-                conf["topology.executor.receive.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
+                conf["topology.executor.receive.buffer.size"],
+                wait_strategy=make_wait_strategy(strategy, timeout),
             )
             for e in my_executors
         }
         self.local_inbox_of_task = {t: self.inboxes[e.index] for e in my_executors for t in e.tasks}
-        self.remote_worker_of_task = {
-            t: w for t, w in self.assignment.worker_of_task().items() if w != index
-        }
+        self.remote_worker_of_task = {t: w for t, w in self.assignment.worker_of_task().items() if w != index}
         self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
             conf["topology.transfer.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
         )
@@ -139,7 +138,9 @@ class Worker:
         for bolt_executor in self.bolt_executors:
             if not bolt_executor.join(max(0.0, deadline - time.monotonic())):
                 clean = False
-                log.warning("worker %d: executor %s did not drain in time; halting it", self.index, bolt_executor.name)
+                log.warning(
+                    "worker %d: executor %s did not drain in time; halting it", self.index, bolt_executor.name
+                )
                 bolt_executor.halt()
         self.transfer.request_stop()
         if not self.transfer.join(max(0.0, deadline - time.monotonic())):

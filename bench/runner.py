@@ -1,0 +1,39 @@
+"""Runs the benchmark parts, prints their tables, writes ``bench/results.json``."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import e2e_local, ring
+from bench.records import Record, format_table
+
+PARTS = {"ring": ring.run, "e2e": e2e_local.run}
+
+
+def run_benchmarks(part: str, as_json: bool, quick: bool, output: str) -> int:
+    names = list(PARTS) if part == "all" else [part]
+    records: list[Record] = []
+    for name in names:
+        part_records = PARTS[name](quick=quick)
+        records.extend(part_records)
+        if not as_json:
+            print(format_table(part_records), flush=True)
+    doc: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "quick": quick,
+        "records": [r.as_dict() for r in records],
+    }
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    if as_json:
+        print(json.dumps(doc["records"]))
+    else:
+        print(f"records written to {path}")
+    return 0

@@ -1,0 +1,27 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class TaskMessage(_message.Message):
+    __slots__ = ("task", "payload")
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    task: int
+    payload: bytes
+    def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class TransferBatch(_message.Message):
+    __slots__ = ("topology_id", "sender", "sequence", "messages")
+    TOPOLOGY_ID_FIELD_NUMBER: _ClassVar[int]
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    topology_id: str
+    sender: int
+    sequence: int
+    messages: _containers.RepeatedCompositeFieldContainer[TaskMessage]
+    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ...) -> None: ...

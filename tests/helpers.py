@@ -1,0 +1,77 @@
+"""Small components shared by runtime tests."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, Tuple
+
+
+class ListSpout(Spout):
+    """Emits ``items`` (split across its tasks by index) on the declared fields, then finishes."""
+
+    def __init__(self, items: list[list[Any]], fields: list[str], stream: str = "default") -> None:
+        self.items = items
+        self.fields = fields
+        self.stream = stream
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare_stream(self.stream, self.fields)
+
+    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        n = len(context.component_tasks)
+        self.mine = iter(self.items[context.task_index :: n])
+        self.done = False
+
+    def next_tuple(self) -> None:
+        item = next(self.mine, None)
+        if item is None:
+            self.done = True
+        else:
+            self.collector.emit(item, stream=self.stream)
+
+    def is_finished(self) -> bool:
+        return self.done
+
+
+class RecordingBolt(Bolt):
+    """Records (task, values, source component, stream) of every tuple it executes."""
+
+    def __init__(self, fields: list[str] | None = None) -> None:
+        self.out_fields = fields
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        if self.out_fields:
+            declarer.declare(self.out_fields)
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.task = context.task_id
+        self.collector = collector
+        self.seen: list[Any] = []
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen.append([list(tup.values), tup.source_component, tup.source_stream, tup.source_task])
+        if self.out_fields:
+            self.collector.emit(list(tup.values))
+
+    def report(self) -> Any:
+        return {"task": self.task, "seen": self.seen}
+
+
+class GateBolt(Bolt):
+    """Blocks in execute until the shared event is set (class attribute: deepcopy keeps it shared)."""
+
+    gate = threading.Event()
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.count = 0
+
+    def execute(self, tup: Tuple) -> None:
+        type(self).gate.wait(30)
+        self.count += 1
+
+    def report(self) -> Any:
+        return self.count

@@ -1,0 +1,124 @@
+"""The ``tuplemesh`` command as a user runs it: real subprocesses, exit codes, messages."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tuplemesh(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tuplemesh.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "WORDCOUNT_REPEAT": "200", **(env or {})},
+    )
+
+
+def test_run_wordcount_json_is_verified():
+    out = tuplemesh("run", "examples.wordcount:topology", "--workers", "3", "--transport", "local", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["matched"] is True and summary["completed"] is True
+    assert summary["workers"] == 3 and summary["transport"] == "local"
+    assert summary["components"]["sentences"]["emitted"] == 200 * 12
+    assert summary["components"]["split"]["executed"] == 200 * 12
+    assert summary["components"]["count"]["executed"] == summary["components"]["split"]["emitted"]
+    assert summary["seconds"] > 0 and summary["tuples_per_second"] > 0
+    assert "all counts exact" in summary["message"]
+
+
+def test_run_human_output_and_env_flags():
+    out = tuplemesh(
+        "run",
+        "examples.wordcount:topology",
+        "--transport",
+        "tuplemesh.transport.local:LocalContext",
+        env={"TUPLEMESH_WORKERS": "2"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "on 2 worker(s) over tuplemesh.transport.local:LocalContext" in out.stdout
+    assert "RESULT OK" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "nosuchmodule:topology"], "could not import module 'nosuchmodule'"),
+        (["run", "examples.wordcount:nothing"], "has no attribute 'nothing'"),
+        (["run", "examples.wordcount:CORPUS"], "is a list, not a Topology"),
+        (["run", "examples.wordcount"], "is not of the form 'module:attribute'"),
+        (["run", "examples.wordcount:topology", "--transport", "grpc"], "unknown value 'grpc'; known: local"),
+        (["run", "examples.wordcount:topology", "--transport", "tests.helpers:ListSpout"], "only 'local'"),
+        (["run", "examples.wordcount:topology", "--transport", "pigeon"], "unknown value 'pigeon'"),
+    ],
+)
+def test_run_bad_input_exit_2_naming_the_value(args, message):
+    out = tuplemesh(*args)
+    assert out.returncode == 2
+    assert message in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_flag_values():
+    out = tuplemesh("run", "examples.wordcount:topology", "--workers", "0")
+    assert out.returncode == 2 and "--workers must be >= 1, got 0" in out.stderr
+    out = tuplemesh(
+        "run", "examples.wordcount:topology", env={"TUPLEMESH_TOPOLOGY_PRODUCER_BATCH_SIZE": "-3"}
+    )
+    assert out.returncode == 2 and "'topology.producer.batch.size'" in out.stderr and "-3" in out.stderr
+
+
+def test_wrong_result_exits_non_zero(tmp_path):
+    (tmp_path / "broken_wc.py").write_text(
+        "from examples import wordcount\n"
+        "class Lossy(wordcount.CountBolt):\n"
+        "    def execute(self, tup):\n"
+        "        if tup.values[0] != 'the':\n"
+        "            super().execute(tup)\n"
+        "b = wordcount.build(repeat=20)\n"
+        "b.components['count'].__dict__['prototype'] = Lossy()\n"
+        "topology = b\n"
+    )
+    out = tuplemesh(
+        "run", "broken_wc:topology", "--json", env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    )
+    assert out.returncode == 1
+    summary = json.loads(out.stdout)
+    assert summary["matched"] is False and "the: got 0 want" in summary["message"]
+
+
+def test_config_lists_every_key():
+    out = tuplemesh("config")
+    assert out.returncode == 0
+    for key in (
+        "topology.executor.receive.buffer.size",
+        "TUPLEMESH_TOPOLOGY_TRANSFER_BATCH_SIZE",
+        "messaging.transport",
+    ):
+        assert key in out.stdout
+
+
+def test_bench_ring_json_records_ratios(tmp_path):
+    out = tuplemesh("bench", "ring", "--quick", "--json", "--output", str(tmp_path / "r.json"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    records = json.loads(out.stdout)
+    cases = [r["case"] for r in records]
+    assert cases[0] == "1P-1C one item per publish" and len(cases) == 6
+    first = records[0]
+    names = [b["name"] for b in first["baselines"]]
+    assert names == ["queue.Queue(maxsize=1024)", "queue.SimpleQueue", "deque+Condition(1024)"]
+    for b in first["baselines"]:
+        assert b["ratio"] == pytest.approx(first["items_per_second"] / b["items_per_second"], rel=1e-2)
+    assert json.loads((tmp_path / "r.json").read_text())["records"] == records

@@ -1,0 +1,123 @@
+"""Transport conformance suite, after Storm's own messaging tests (TransportTest / NettyTest)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.transport.conftest import Harness, Receiver
+from tuplemesh.errors import PluginError, TransportError
+from tuplemesh.transport import make_context
+
+TOPO = "topo-1"
+
+
+def test_basic_round_trip(harness: Harness, port: int):
+    rx = Receiver()
+    binding = harness.server().bind(TOPO, port, rx)
+    conn = harness.client().connect(TOPO, "127.0.0.1", port)
+    conn.send([(7, b"hello"), (9, b"")])
+    assert rx.wait_for(2)
+    assert rx.messages == [(7, b"hello"), (9, b"")]
+    conn.close()
+    binding.close()
+
+
+def test_two_megabyte_payload_is_byte_exact(harness: Harness, port: int):
+    payload = bytes(range(256)) * (2 * 1024 * 1024 // 256)
+    rx = Receiver()
+    harness.server().bind(TOPO, port, rx)
+    harness.client().connect(TOPO, "127.0.0.1", port).send([(1, payload)])
+    assert rx.wait_for(1)
+    assert rx.messages[0][0] == 1 and rx.messages[0][1] == payload
+
+
+def test_server_starting_after_first_send(harness: Harness, port: int):
+    rx = Receiver()
+    conn = harness.client().connect(TOPO, "127.0.0.1", port)
+    sent = threading.Event()
+
+    def send() -> None:
+        conn.send([(1, b"early")])
+        conn.send([(2, b"later")])
+        sent.set()
+
+    threading.Thread(target=send, daemon=True).start()
+    time.sleep(0.1)
+    harness.server().bind(TOPO, port, rx)
+    assert rx.wait_for(2)
+    assert rx.messages == [(1, b"early"), (2, b"later")]
+    assert sent.wait(5)
+
+
+def test_hundred_thousand_sends_complete_and_in_order(harness: Harness, port: int):
+    rx = Receiver()
+    harness.server().bind(TOPO, port, rx)
+    conn = harness.client().connect(TOPO, "127.0.0.1", port)
+    total, per_batch = 100_000, 1000
+    for start in range(0, total, per_batch):
+        conn.send([(5, str(i).encode()) for i in range(start, start + per_batch)])
+    assert rx.wait_for(total, 60)
+    assert [int(p) for _, p in rx.messages] == list(range(total))
+
+
+def test_bind_same_port_ten_times_in_a_row(harness: Harness, port: int):
+    for i in range(10):
+        rx = Receiver()
+        binding = harness.server().bind(TOPO, port, rx)
+        harness.client().connect(TOPO, "127.0.0.1", port).send([(1, str(i).encode())])
+        assert rx.wait_for(1, 10)
+        assert rx.messages == [(1, str(i).encode())]
+        binding.close()
+
+
+def test_double_bind_is_refused(harness: Harness, port: int):
+    server = harness.server()
+    binding = server.bind(TOPO, port, Receiver())
+    with pytest.raises(TransportError, match=f"port {port}"):
+        server.bind(TOPO, port, Receiver())
+    binding.close()
+
+
+def test_slow_consumer_blocks_sender_and_drops_nothing(harness: Harness, port: int):
+    rx = Receiver(delay=0.02)
+    harness.server().bind(TOPO, port, rx)
+    conn = harness.client().connect(TOPO, "127.0.0.1", port)
+    times: list[float] = []
+    start = time.monotonic()
+    for i in range(30):
+        conn.send([(1, str(i).encode())])
+        times.append(time.monotonic() - start)
+    # 30 sends into a 4-batch window of a 20 ms/batch consumer cannot finish in under ~0.4 s
+    assert times[-1] >= 0.35, f"sender was not slowed down: {times[-1]:.3f}s"
+    assert rx.wait_for(30)
+    assert [int(p) for _, p in rx.messages] == list(range(30))
+
+
+def test_ten_threads_sending_concurrently(harness: Harness, port: int):
+    rx = Receiver()
+    harness.server().bind(TOPO, port, rx)
+    client = harness.client()
+    per_thread = 2000
+
+    def send(tid: int) -> None:
+        conn = client.connect(TOPO, "127.0.0.1", port)
+        for start in range(0, per_thread, 100):
+            conn.send([(tid, f"{tid}:{i}".encode() * 3) for i in range(start, start + 100)])
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert rx.wait_for(10 * per_thread, 60)
+    for tid in range(10):
+        mine = [p for task, p in rx.messages if task == tid]
+        assert mine == [f"{tid}:{i}".encode() * 3 for i in range(per_thread)]
+
+
+def test_unknown_transport_names_value_and_known_ones():
+    with pytest.raises(PluginError, match=r"messaging.transport: unknown value 'netty'; known: local"):
+        make_context("netty")
