@@ -16,9 +16,9 @@ def test_configuration_doc_lists_every_key_as_the_code_does():
 
 def test_readme_quick_start_is_make_run_and_make_test():
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Quick start")
-    block = readme[start : readme.index("```", readme.index("```", start) + 3)]
-    commands = [line.strip() for line in block.splitlines()[2:] if line.strip() and not line.startswith("#")]
+    opening = readme.index("```", readme.index("## Quick start"))
+    body = readme[readme.index("\n", opening) + 1 : readme.index("```", opening + 3)]
+    commands = [line.strip() for line in body.splitlines() if line.strip()]
     assert commands == ["make run", "make test"]
 
 
