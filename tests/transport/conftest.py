@@ -78,14 +78,22 @@ class Harness:
             ctx.term()
 
 
-TRANSPORTS = ["local"]
+TRANSPORTS = ["local", "grpc"]
 
 
 @pytest.fixture(params=TRANSPORTS)
 def harness(request: Any) -> Iterator[Harness]:
-    h = Harness(
-        request.param, Config({"messaging.transport": request.param, "topology.receiver.buffer.size": 4})
+    conf = Config(
+        {
+            "messaging.transport": request.param,
+            # the same small window for every plugin, so backpressure tests mean the same thing
+            "topology.receiver.buffer.size": 4,
+            "messaging.grpc.window.batches": 4,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+        }
     )
+    h = Harness(request.param, conf)
     yield h
     h.close()
 

@@ -22,6 +22,7 @@ __all__ = [
 #: the library they wrap (``grpc``, ``zmq``).
 TRANSPORTS = {
     "local": "tuplemesh.transport.local:LocalContext",
+    "grpc": "tuplemesh.transport.grpc_impl:GrpcContext",
 }
 
 

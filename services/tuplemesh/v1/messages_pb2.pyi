@@ -15,13 +15,29 @@ class TaskMessage(_message.Message):
     def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
-    __slots__ = ("topology_id", "sender", "sequence", "messages")
+    __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session")
     TOPOLOGY_ID_FIELD_NUMBER: _ClassVar[int]
     SENDER_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    PACKED_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     topology_id: str
     sender: int
     sequence: int
     messages: _containers.RepeatedCompositeFieldContainer[TaskMessage]
-    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ...) -> None: ...
+    packed: bytes
+    session: int
+    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ...) -> None: ...
+
+class TransferAck(_message.Message):
+    __slots__ = ("sequence", "credit", "unknown_tasks", "duplicates")
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_TASKS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    sequence: int
+    credit: int
+    unknown_tasks: _containers.RepeatedScalarFieldContainer[int]
+    duplicates: int
+    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., unknown_tasks: _Optional[_Iterable[int]] = ..., duplicates: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,459 @@
+"""The ``grpc`` transport: one bidirectional ``Transfer.Stream`` per (sender, receiver) pair.
+
+Sender (``GrpcConnection``): ``send`` packs a batch (one msgpack array of ``[task, payload]`` pairs
+in ``TransferBatch.packed``; measured faster than a protobuf object per tuple), gives it the next
+sequence number and appends it to a bounded window of unacknowledged batches (count and bytes);
+when the window is full ``send`` blocks: backpressure, never a drop. A stream thread per
+connection keeps a stream open, reconnecting with Storm's bounded exponential backoff
+(``storm.messaging.netty.min_wait_ms`` .. ``max_wait_ms``) for as long as the connection is open,
+and after every reconnect resends the unacknowledged batches in order. Batches sent while the
+peer is down wait in the window and go out when it comes up.
+
+Receiver (``_TransferServicer``): per (sender, session) it remembers the highest sequence put
+into the inboxes; a batch at or below it is a resend after a reconnect and is discarded (counted).
+Delivery for one (sender, session) is serialised by a lock, so a stale stream and its
+replacement never both deliver a batch. ``on_batch`` blocking (full inboxes) stops the stream
+from reading, and HTTP/2 flow control carries the backpressure to the sender.
+
+``grpc.RpcError`` never leaves this module: failures become ``tuplemesh.errors.TransportError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from concurrent import futures
+from typing import Any
+
+import grpc
+import msgpack
+
+from tuplemesh.errors import MessageTooLargeError, TransportError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.transport.base import OnBatch, TaskMessage
+from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
+
+__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options"]
+
+log = logging.getLogger(__name__)
+
+#: Room for the protobuf framing around the largest payload in one TransferBatch.
+_FRAME_SLACK = 64 * 1024
+#: (sender, session) pairs a receiver remembers for duplicate detection (oldest forgotten first).
+_SESSIONS_REMEMBERED = 4096
+
+_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """Channel options shared by clients: message limits and Storm's reconnect backoff."""
+    limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
+    return [
+        ("grpc.max_send_message_length", limit),
+        ("grpc.max_receive_message_length", limit),
+        ("grpc.initial_reconnect_backoff_ms", conf["storm.messaging.netty.min_wait_ms"]),
+        ("grpc.min_reconnect_backoff_ms", conf["storm.messaging.netty.min_wait_ms"]),
+        ("grpc.max_reconnect_backoff_ms", conf["storm.messaging.netty.max_wait_ms"]),
+        # one subchannel per connection: two peers never share (and never break) one TCP link
+        ("grpc.use_local_subchannel_pool", 1),
+    ]
+
+
+def decode_batch(batch: messages_pb2.TransferBatch) -> list[TaskMessage]:
+    """The (task, payload) pairs of a batch; ValueError when it is malformed."""
+    if batch.packed:
+        try:
+            messages = msgpack.unpackb(batch.packed, use_list=False, raw=False)
+        except Exception as exc:  # msgpack raises several unrelated types on bad input
+            raise ValueError(f"packed field is not msgpack: {exc}") from exc
+        if type(messages) is not tuple:
+            raise ValueError("packed field is not an array of [task, payload] pairs")
+        for message in messages:
+            if type(message) is not tuple or len(message) != 2:
+                raise ValueError("packed field holds an element that is not a [task, payload] pair")
+            task, payload = message
+            if type(task) is not int or type(payload) is not bytes:
+                raise ValueError(
+                    f"packed pair ({type(task).__name__}, {type(payload).__name__}) is not (int, bytes)"
+                )
+        return list(messages)
+    return [(m.task, m.payload) for m in batch.messages]
+
+
+class _TransferServicer(transfer_pb2_grpc.TransferServicer):
+    """Receive side of the Transfer service for one bound topology."""
+
+    def __init__(self, topology_id: str, on_batch: OnBatch, credit: int, log_interval: float) -> None:
+        self.topology_id = topology_id
+        self.on_batch = on_batch
+        self.credit = credit
+        self.closed = False
+        self._lock = threading.Lock()
+        self._last: OrderedDict[tuple[int, int], int] = OrderedDict()
+        self._key_locks: dict[tuple[int, int], threading.Lock] = {}
+        self.received_batches = 0
+        self.duplicate_batches = 0
+        self.rejected_batches = 0
+        self._reject_log = RateLimitedLog(log, log_interval)
+
+    def _key_lock(self, key: tuple[int, int]) -> threading.Lock:
+        with self._lock:
+            lock = self._key_locks.get(key)
+            if lock is None:
+                lock = self._key_locks[key] = threading.Lock()
+            return lock
+
+    def _remember(self, key: tuple[int, int], sequence: int) -> None:
+        with self._lock:
+            self._last[key] = sequence
+            self._last.move_to_end(key)
+            while len(self._last) > _SESSIONS_REMEMBERED:
+                old, _ = self._last.popitem(last=False)
+                self._key_locks.pop(old, None)
+
+    def _reject(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
+        with self._lock:
+            self.rejected_batches += 1
+        self._reject_log.log("Transfer stream rejected (%s): %s", code.name, message)
+        context.abort(code, message)
+
+    def Stream(  # noqa: N802 - gRPC method name
+        self, request_iterator: Iterator[messages_pb2.TransferBatch], context: grpc.ServicerContext
+    ) -> Iterator[messages_pb2.TransferAck]:
+        if self.closed:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "worker is not receiving (shutting down)")
+        duplicates = 0
+        for batch in request_iterator:
+            if batch.topology_id != self.topology_id:
+                self._reject(
+                    context,
+                    grpc.StatusCode.FAILED_PRECONDITION,
+                    f"batch for topology {batch.topology_id!r}; this worker runs {self.topology_id!r}",
+                )
+            try:
+                messages = decode_batch(batch)
+            except ValueError as exc:
+                self._reject(
+                    context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed batch {batch.sequence}: {exc}"
+                )
+            key = (batch.sender, batch.session)
+            with self._key_lock(key):
+                last = self._last.get(key)
+                if last is not None and batch.sequence <= last:
+                    duplicates += 1
+                    with self._lock:
+                        self.duplicate_batches += 1
+                    yield messages_pb2.TransferAck(sequence=last, credit=self.credit, duplicates=duplicates)
+                    continue
+                if last is not None and batch.sequence != last + 1:
+                    self._reject(
+                        context,
+                        grpc.StatusCode.INVALID_ARGUMENT,
+                        f"sequence gap from worker {batch.sender}: got {batch.sequence} after {last}",
+                    )
+                unknown = self.on_batch(messages) if messages else []
+                self._remember(key, batch.sequence)
+            with self._lock:
+                self.received_batches += 1
+            yield messages_pb2.TransferAck(
+                sequence=batch.sequence, credit=self.credit, unknown_tasks=unknown[:64], duplicates=duplicates
+            )
+
+
+class GrpcBinding:
+    """A bound Transfer service; ``close`` stops its own server (or detaches from a shared one)."""
+
+    def __init__(self, servicer: _TransferServicer, server: grpc.Server | None) -> None:
+        self.servicer = servicer
+        self._server = server
+
+    def close(self, grace: float = 1.0) -> None:
+        self.servicer.closed = True
+        if self._server is not None:
+            self._server.stop(grace).wait()
+
+
+class _Attempt:
+    """One stream attempt; the request generator ends when it is no longer alive."""
+
+    __slots__ = ("alive",)
+
+    def __init__(self) -> None:
+        self.alive = True
+
+
+class GrpcConnection:
+    """Client side to one peer worker. ``send`` from one thread at a time; the rest any thread."""
+
+    def __init__(self, context: GrpcContext, topology_id: str, host: str, port: int) -> None:
+        conf = context.conf
+        self.address = f"{host}:{port}"
+        self.topology_id = topology_id
+        self.sender = conf["worker.index"]
+        self.session = random.getrandbits(63) + 1
+        self.max_payload = conf["messaging.max.message.bytes"]
+        self.window = conf["messaging.grpc.window.batches"]
+        self.window_bytes = conf["messaging.grpc.window.bytes"]
+        self.close_timeout = conf["messaging.close.timeout.secs"]
+        self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
+        self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        self.state = "CONNECTING"
+        self.channel_state = "IDLE"
+        self.sent_batches = 0
+        self.resent_batches = 0
+        self.reconnects = 0
+        self.lost_on_close = 0
+        self.unknown_tasks = 0
+        self._cond = threading.Condition()
+        self._unacked: deque[tuple[int, messages_pb2.TransferBatch, int]] = deque()
+        self._unacked_bytes = 0
+        self._next_seq = 1
+        self._credit = self.window
+        self._closed = False
+        self._wake = threading.Event()
+        self._call: Any = None
+        self._error_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._channel = grpc.insecure_channel(self.address, options=channel_options(conf))
+        self._channel.subscribe(self._on_channel_state, try_to_connect=True)
+        self._stub = transfer_pb2_grpc.TransferStub(self._channel)
+        self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
+        self._thread.start()
+
+    # -- sending --------------------------------------------------------------------------------
+    def send(self, batch: list[TaskMessage]) -> None:
+        """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
+        if not batch:
+            return
+        packed = _pack(batch)
+        if len(packed) > self.max_payload:
+            if len(batch) == 1:
+                raise MessageTooLargeError(
+                    f"a {len(batch[0][1])}-byte tuple for task {batch[0][0]} exceeds "
+                    f"messaging.max.message.bytes = {self.max_payload}"
+                )
+            half = len(batch) // 2
+            self.send(batch[:half])
+            self.send(batch[half:])
+            return
+        size = len(packed)
+        with self._cond:
+            while (
+                not self._closed
+                and self._unacked
+                and (
+                    len(self._unacked) >= min(self.window, self._credit)
+                    or self._unacked_bytes + size > self.window_bytes
+                )
+            ):
+                self._cond.wait()
+            if self._closed:
+                raise TransportError(f"connection to {self.address} is closed; batch not accepted")
+            seq = self._next_seq
+            self._next_seq += 1
+            message = messages_pb2.TransferBatch(
+                topology_id=self.topology_id,
+                sender=self.sender,
+                sequence=seq,
+                packed=packed,
+                session=self.session,
+            )
+            self._unacked.append((seq, message, size))
+            self._unacked_bytes += size
+            self._cond.notify_all()
+
+    @property
+    def unacked(self) -> int:
+        return len(self._unacked)
+
+    def _requests(self, attempt: _Attempt) -> Iterator[messages_pb2.TransferBatch]:
+        """Request stream of one attempt: every unacknowledged batch in order, then new ones."""
+        with self._cond:
+            position = self._unacked[0][0] if self._unacked else self._next_seq
+            self.resent_batches += len(self._unacked) if self.reconnects else 0
+        while True:
+            with self._cond:
+                while attempt.alive and position >= self._next_seq:
+                    self._cond.wait()
+                if not attempt.alive:
+                    return
+                if self._unacked and position < self._unacked[0][0]:
+                    position = self._unacked[0][0]
+                if not self._unacked or position >= self._next_seq:
+                    continue
+                message = self._unacked[position - self._unacked[0][0]][1]
+            position += 1
+            self.sent_batches += 1
+            yield message
+
+    def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
+        with self._cond:
+            while self._unacked and self._unacked[0][0] <= ack.sequence:
+                _, _, size = self._unacked.popleft()
+                self._unacked_bytes -= size
+            if ack.credit:
+                self._credit = ack.credit
+            self._cond.notify_all()
+        if ack.unknown_tasks:
+            self.unknown_tasks += len(ack.unknown_tasks)
+            self._error_log.log(
+                "peer %s does not own task(s) %s (counted there, %d reported here)",
+                self.address,
+                list(ack.unknown_tasks),
+                self.unknown_tasks,
+            )
+
+    def _on_channel_state(self, state: grpc.ChannelConnectivity) -> None:
+        self.channel_state = state.name
+
+    # -- the stream thread ----------------------------------------------------------------------
+    def _run(self) -> None:
+        delay = self.min_wait
+        while not self._closed:
+            attempt = _Attempt()
+            try:
+                call = self._stub.Stream(self._requests(attempt), wait_for_ready=True)
+                self._call = call
+                if self._closed:
+                    call.cancel()
+                for ack in call:
+                    self.state = "READY"
+                    delay = self.min_wait
+                    self._on_ack(ack)
+            except grpc.RpcError as exc:
+                code = exc.code() if hasattr(exc, "code") else None
+                if not self._closed:
+                    self._error_log.log("stream to %s failed (%s): %s", self.address, code, _details(exc))
+            finally:
+                attempt.alive = False
+                with self._cond:
+                    self._cond.notify_all()
+            if self._closed:
+                break
+            self.state = "RECONNECTING"
+            self.reconnects += 1
+            self._wake.wait(delay)
+            delay = min(delay * 2, self.max_wait)
+        self.state = "CLOSED"
+
+    def close(self) -> None:
+        """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
+        deadline = time.monotonic() + self.close_timeout
+        with self._cond:
+            while self._unacked and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(min(remaining, 0.1))
+            # Not silent: what the peer never acknowledged is counted and logged.
+            self.lost_on_close = sum(len(msgpack.unpackb(m.packed)) for _, m, _ in self._unacked)
+            self._closed = True
+            self._cond.notify_all()
+        if self.lost_on_close:
+            log.warning(
+                "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
+                self.address,
+                self.lost_on_close,
+            )
+        self._wake.set()
+        if self._call is not None:
+            self._call.cancel()
+        self._thread.join(5.0)
+        self._channel.close()
+
+
+def _details(exc: grpc.RpcError) -> str:
+    details = getattr(exc, "details", None)
+    return str(details() if callable(details) else exc)
+
+
+class GrpcContext:
+    """The grpc plugin. Share a worker's own grpc.Server with ``use_server`` (one port for all)."""
+
+    def __init__(self) -> None:
+        self.conf: Mapping[str, Any] = {}
+        self._shared_server: grpc.Server | None = None
+        self._connections: list[GrpcConnection] = []
+        self._bindings: list[GrpcBinding] = []
+        self._lock = threading.Lock()
+        self._terminated = False
+
+    def prepare(self, conf: Mapping[str, Any]) -> None:
+        self.conf = conf
+
+    def use_server(self, server: grpc.Server) -> None:
+        """Register Transfer on ``server`` (started by its owner) instead of starting one in ``bind``."""
+        self._shared_server = server
+
+    def make_servicer(self, topology_id: str, on_batch: OnBatch) -> _TransferServicer:
+        return _TransferServicer(
+            topology_id,
+            on_batch,
+            self.conf["messaging.grpc.window.batches"],
+            self.conf["tuplemesh.log.rate.limit.secs"],
+        )
+
+    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> GrpcBinding:
+        servicer = self.make_servicer(topology_id, on_batch)
+        if self._shared_server is not None:
+            transfer_pb2_grpc.add_TransferServicer_to_server(servicer, self._shared_server)
+            binding = GrpcBinding(servicer, None)
+        else:
+            server = new_server(self.conf)
+            transfer_pb2_grpc.add_TransferServicer_to_server(servicer, server)
+            bind_port(server, self.conf["worker.bind.host"], port)
+            server.start()
+            binding = GrpcBinding(servicer, server)
+        with self._lock:
+            self._bindings.append(binding)
+        return binding
+
+    def connect(self, topology_id: str, host: str, port: int) -> GrpcConnection:
+        if self._terminated:
+            raise TransportError("grpc transport was terminated")
+        conn = GrpcConnection(self, topology_id, host, port)
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def term(self) -> None:
+        self._terminated = True
+        with self._lock:
+            connections, self._connections = self._connections, []
+            bindings, self._bindings = self._bindings, []
+        for conn in connections:
+            if conn.state != "CLOSED":
+                conn.close()
+        for binding in bindings:
+            binding.close(grace=0.5)
+
+
+def new_server(conf: Mapping[str, Any]) -> grpc.Server:
+    """A gRPC server sized and limited by the config (its services are added by the caller)."""
+    limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
+    return grpc.server(
+        futures.ThreadPoolExecutor(
+            max_workers=conf["messaging.grpc.server.threads"], thread_name_prefix="grpc-server"
+        ),
+        options=[
+            ("grpc.max_send_message_length", limit),
+            ("grpc.max_receive_message_length", limit),
+            ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
+        ],
+        maximum_concurrent_rpcs=conf["messaging.grpc.server.threads"],
+    )
+
+
+def bind_port(server: grpc.Server, host: str, port: int) -> int:
+    """Add an insecure port; TransportError naming the address when it cannot be bound."""
+    address = f"{host}:{port}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise TransportError(f"cannot bind {address}: {exc}") from exc
+    if bound == 0:
+        raise TransportError(f"cannot bind {address} (in use?)")
+    return int(bound)

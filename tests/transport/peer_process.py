@@ -1,0 +1,42 @@
+"""A receiving worker in its own process, for the transport tests that kill and restart one.
+
+Usage: python -m tests.transport.peer_process PLUGIN PORT OUTFILE
+Every batch is appended to OUTFILE (one ``task payload`` line per message) before ``on_batch``
+returns, so whatever the sender saw acknowledged is in the file even after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from tuplemesh.config import Config
+from tuplemesh.transport import make_context
+
+
+def main() -> None:
+    plugin, port, outfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    conf = Config({"messaging.transport": plugin, "messaging.grpc.window.batches": 8})
+    out = open(outfile, "a", buffering=1 << 20)  # noqa: SIM115 - lives as long as the process
+    lock = threading.Lock()
+
+    def on_batch(batch: list[tuple[int, bytes]]) -> list[int]:
+        with lock:
+            out.write("".join(f"{task} {payload.decode()}\n" for task, payload in batch))
+            out.flush()
+        return []
+
+    context = make_context(plugin)
+    context.prepare(conf)
+    binding = context.bind("topo-1", port, on_batch)
+    print("ready", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    binding.close()
+    context.term()
+
+
+if __name__ == "__main__":
+    main()
