@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTO_SRC := $(wildcard protos/tuplemesh/v1/*.proto)
 PROTO_OUT := services
 
-.PHONY: run test bench proto lint check-proto clean
+.PHONY: run test bench proto lint docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: $(STAMP)
 ## proto: regenerate the protobuf code from protos/ (never edit the output by hand)
 proto: $(STAMP)
 	$(PY) -m tuplemesh.protogen --out $(PROTO_OUT)
+
+## docs: regenerate docs/configuration.md from the config keys
+docs: $(STAMP)
+	{ cat docs/configuration.head.md; $(BIN)/tuplemesh config; } > docs/configuration.md
 
 ## lint: ruff and mypy
 lint: $(STAMP)

@@ -33,7 +33,7 @@ def run(quick: bool = False) -> list[Record]:
     repeat = 2000 if quick else 10_000
     runs = 1 if quick else 3
     results = []
-    conf = Config({})
+    conf = Config({"messaging.transport": "local"})
     tune_gc(conf)  # as `tuplemesh run` and worker processes do
     for _ in range(runs):
         cluster = LocalCluster(wordcount.build(repeat=repeat), 3, conf)

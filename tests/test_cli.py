@@ -39,6 +39,22 @@ def test_run_wordcount_json_is_verified():
     assert "all counts exact" in summary["message"]
 
 
+def test_run_over_grpc_worker_processes_is_verified():
+    """The default transport: every worker its own process, talking gRPC on loopback."""
+    out = tuplemesh("run", "examples.wordcount:topology", "--workers", "3", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["transport"] == "grpc" and summary["matched"] is True
+    assert summary["components"]["count"]["executed"] == sum(wordcount_expected(200).values())
+    assert summary["transfer"]["messages"] > 0 and summary["transfer"]["lost"] == 0
+
+
+def wordcount_expected(repeat: int):
+    from examples.wordcount import expected_counts
+
+    return expected_counts(repeat)
+
+
 def test_run_human_output_and_env_flags():
     out = tuplemesh(
         "run",
@@ -59,8 +75,22 @@ def test_run_human_output_and_env_flags():
         (["run", "examples.wordcount:nothing"], "has no attribute 'nothing'"),
         (["run", "examples.wordcount:CORPUS"], "is a list, not a Topology"),
         (["run", "examples.wordcount"], "is not of the form 'module:attribute'"),
-        (["run", "examples.wordcount:topology", "--transport", "grpc"], "unknown value 'grpc'; known: local"),
-        (["run", "examples.wordcount:topology", "--transport", "tests.helpers:ListSpout"], "only 'local'"),
+        (
+            ["run", "examples.wordcount:topology", "--transport", "tests.helpers:ListSpout"],
+            "is not a transport plugin",
+        ),
+        (
+            ["worker", "examples.wordcount:topology", "--workers", "2", "--peers", "a:1"],
+            "--peers lists 1 address",
+        ),
+        (
+            ["worker", "examples.wordcount:topology", "--workers", "2", "--peers", "a:1,b"],
+            "entry 1 'b' is not HOST:PORT",
+        ),
+        (
+            ["worker", "examples.wordcount:topology", "--index", "3", "--workers", "2"],
+            "--index 3 is out of range",
+        ),
         (["run", "examples.wordcount:topology", "--transport", "pigeon"], "unknown value 'pigeon'"),
     ],
 )
@@ -74,6 +104,8 @@ def test_run_bad_input_exit_2_naming_the_value(args, message):
 def test_bad_flag_values():
     out = tuplemesh("run", "examples.wordcount:topology", "--workers", "0")
     assert out.returncode == 2 and "--workers must be >= 1, got 0" in out.stderr
+    out = tuplemesh("worker", "examples.wordcount:topology", "--port", "70000")
+    assert out.returncode == 2 and "--port must be a port in 1..65535, got 70000" in out.stderr
     out = tuplemesh(
         "run", "examples.wordcount:topology", env={"TUPLEMESH_TOPOLOGY_PRODUCER_BATCH_SIZE": "-3"}
     )

@@ -14,7 +14,7 @@ def test_defaults_are_storm_keys():
     assert conf["topology.transfer.buffer.size"] == 1024
     assert conf["topology.receiver.buffer.size"] == 8
     assert conf["topology.batch.flush.interval.millis"] == 1.0
-    assert conf["messaging.transport"] == "local"
+    assert conf["messaging.transport"] == "grpc"
     assert all(k.doc for k in KEYS.values())
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from tuplemesh.config import Config, describe_keys
 from tuplemesh.errors import TuplemeshError
-from tuplemesh.plugins import import_from_string, resolve_plugin
+from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
-from tuplemesh.transport import TRANSPORTS
+from tuplemesh.transport import make_context
 from tuplemesh.transport.local import LocalContext
 
 __all__ = ["main"]
@@ -43,6 +43,45 @@ def _positive_int(flag: str) -> Any:
         return value
 
     return parse
+
+
+def _non_negative_int(flag: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{flag} must be an integer, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"--{flag} must be >= 0, got {value}")
+        return value
+
+    return parse
+
+
+def _port(flag: str) -> Any:
+    def parse(text: str) -> int:
+        value = _non_negative_int(flag)(text)
+        if not 1 <= value <= 65535:
+            raise argparse.ArgumentTypeError(f"--{flag} must be a port in 1..65535, got {value}")
+        return value
+
+    return parse
+
+
+def parse_peers(text: str, workers: int) -> dict[int, tuple[str, int]]:
+    """``host:port,host:port,...`` in worker-index order; CliError naming the entry at fault."""
+    entries = [e.strip() for e in text.split(",") if e.strip()]
+    if len(entries) != workers:
+        raise CliError(
+            f"--peers lists {len(entries)} address(es) but --workers is {workers}: give one per worker"
+        )
+    peers = {}
+    for index, entry in enumerate(entries):
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise CliError(f"--peers entry {index} {entry!r} is not HOST:PORT")
+        peers[index] = (host, int(port))
+    return peers
 
 
 def _positive_float(flag: str) -> Any:
@@ -85,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
     run.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "3"))
+    run.add_argument("--quiet", action="store_true", help="no live progress table")
     run.add_argument(
         "--transport", default=_env("transport"), help="messaging.transport (default from config)"
     )
@@ -96,6 +136,31 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds before an unfinished run counts as failed",
     )
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+
+    worker = sub.add_parser("worker", help="run one worker process (what `run` and the Helm chart start)")
+    worker.add_argument("target", metavar="MODULE:ATTR", help="the topology")
+    worker.add_argument(
+        "--index",
+        type=_non_negative_int("index"),
+        default=_env("index", "0"),
+        help="this worker's index (StatefulSet ordinal)",
+    )
+    worker.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "1"))
+    worker.add_argument(
+        "--port",
+        type=_port("port"),
+        default=_env("port", "6700"),
+        help="port for Transfer, Admin, health and reflection (default 6700)",
+    )
+    worker.add_argument(
+        "--peers",
+        default=_env("peers", ""),
+        help="HOST:PORT of every worker in index order, comma-separated (static discovery)",
+    )
+    worker.add_argument(
+        "--transport", default=_env("transport"), help="messaging.transport (default from config)"
+    )
+    worker.add_argument("--config", default=_env("config"), help="YAML config file")
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
     bench.add_argument("part", choices=["ring", "e2e", "all"], help="which benchmark")
@@ -136,25 +201,45 @@ def _run(args: argparse.Namespace) -> int:
     if args.transport:
         overrides["messaging.transport"] = args.transport
     conf = Config.load(args.config, overrides=overrides)
-    transport = resolve_plugin("messaging.transport", conf["messaging.transport"], TRANSPORTS)
-    if transport is not LocalContext:
-        # A network transport needs one process per worker, which `run` does not start yet.
-        raise CliError(
-            f"--transport {conf['messaging.transport']!r}: only 'local' (in-process workers) is available "
-            "in this "
-            "release"
-        )
-    from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+    if isinstance(make_context(conf["messaging.transport"]), LocalContext):
+        from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
-    tune_gc(conf)
-    cluster = LocalCluster(topology, args.workers, conf)
-    freeze_startup_objects(conf)
-    summary = cluster.run(args.timeout).as_dict()
+        tune_gc(conf)
+        cluster = LocalCluster(topology, args.workers, conf)
+        freeze_startup_objects(conf)
+        summary = cluster.run(args.timeout).as_dict()
+    else:
+        from tuplemesh.launcher import run_processes
+
+        live = not args.json and not args.quiet and sys.stderr.isatty()
+        summary = run_processes(
+            args.target, topology, args.workers, conf["messaging.transport"], args.timeout, args.config, live
+        ).as_dict()
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         _print_summary(summary)
     return 0 if summary["completed"] and summary["matched"] is not False else 1
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from tuplemesh.worker.process import WorkerProcess
+
+    topology = load_topology(args.target)
+    if args.index >= args.workers:
+        raise CliError(f"--index {args.index} is out of range for --workers {args.workers}")
+    peers = parse_peers(args.peers, args.workers) if args.peers else {args.index: ("127.0.0.1", args.port)}
+    if len(peers) != args.workers:
+        raise CliError(f"--peers is required with --workers {args.workers}")
+    overrides: dict[str, Any] = {}
+    if args.transport:
+        overrides["messaging.transport"] = args.transport
+    conf = Config.load(args.config, overrides=overrides)
+    make_context(conf["messaging.transport"])  # an unknown transport fails here, naming it
+    process = WorkerProcess(
+        topology, conf, index=args.index, num_workers=args.workers, port=args.port, peers=peers
+    )
+    return process.serve()
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -179,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "bench":
             return _bench(args)
+        if args.command == "worker":
+            return _worker(args)
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0

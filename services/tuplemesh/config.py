@@ -154,7 +154,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "messaging.transport",
             str,
-            "local",
+            "grpc",
             "Transport plugin between workers: local, grpc, or 'module:attr'.",
             lambda v: None if v.strip() else "must not be empty",
         ),

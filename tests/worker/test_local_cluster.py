@@ -15,9 +15,11 @@ from tuplemesh.config import Config
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker import LocalCluster
 
+LOCAL = Config({"messaging.transport": "local"})
+
 
 def run(topology, workers=2, timeout=30.0, **conf: Any):
-    cluster = LocalCluster(topology, workers, Config(conf))
+    cluster = LocalCluster(topology, workers, Config({"messaging.transport": "local", **conf}))
     summary = cluster.run(timeout)
     assert summary.completed, summary.message
     return summary, cluster.reports()
@@ -209,7 +211,9 @@ def test_backpressure_bounds_what_a_blocked_bolt_holds():
     b = TopologyBuilder("bp")
     b.set_spout("s", ListSpout(items, ["n"]))
     b.set_bolt("slow", GateBolt()).shuffle_grouping("s")
-    conf = Config({"topology.executor.receive.buffer.size": 8, "topology.producer.batch.size": 10})
+    conf = LOCAL.with_overrides(
+        {"topology.executor.receive.buffer.size": 8, "topology.producer.batch.size": 10}
+    )
     cluster = LocalCluster(b.build(), 1, conf)
     cluster.start()
     try:
@@ -231,7 +235,7 @@ def test_unknown_task_and_shutdown_notice_on_receive_path(caplog):
     b = TopologyBuilder("u")
     b.set_spout("s", ListSpout([], ["n"]))
     b.set_bolt("sink", RecordingBolt()).shuffle_grouping("s")
-    cluster = LocalCluster(b.build(), 1, Config({}))
+    cluster = LocalCluster(b.build(), 1, LOCAL)
     cluster.start()
     worker = cluster.workers[0]
     try:
@@ -256,7 +260,7 @@ def test_undecodable_payload_is_counted_and_executor_survives(caplog):
     b = TopologyBuilder("bad")
     b.set_spout("s", ListSpout([], ["n"]))
     b.set_bolt("sink", RecordingBolt()).shuffle_grouping("s")
-    cluster = LocalCluster(b.build(), 1, Config({}))
+    cluster = LocalCluster(b.build(), 1, LOCAL)
     cluster.start()
     worker = cluster.workers[0]
     sink_task = worker.assignment.tasks_of("sink")[0]
@@ -276,7 +280,7 @@ def test_broadcast_message_reaches_every_task_of_the_executor():
     b = TopologyBuilder("bc")
     b.set_spout("s", ListSpout([], ["n"]))
     b.set_bolt("multi", RecordingBolt(), parallelism=1, tasks=3).shuffle_grouping("s")
-    cluster = LocalCluster(b.build(), 1, Config({}))
+    cluster = LocalCluster(b.build(), 1, LOCAL)
     cluster.start()
     worker = cluster.workers[0]
     executor = worker.bolt_executors[0]
@@ -292,7 +296,9 @@ def test_broadcast_message_reaches_every_task_of_the_executor():
 
 def test_bad_config_fails_before_anything_starts():
     with pytest.raises(Exception, match=r"topology\.tuple\.serializer"):
-        LocalCluster(wordcount.build(repeat=1), 2, Config({"topology.tuple.serializer": "nosuch:thing"}))
+        LocalCluster(
+            wordcount.build(repeat=1), 2, LOCAL.with_overrides({"topology.tuple.serializer": "nosuch:thing"})
+        )
 
 
 class Forever(Spout):
@@ -312,10 +318,21 @@ def test_infinite_topology_stops_cleanly_on_request():
     b = TopologyBuilder("inf")
     b.set_spout("s", Forever())
     b.set_bolt("sink", RecordingBolt(), parallelism=2).shuffle_grouping("s")
-    cluster = LocalCluster(b.build(), 2, Config({}))
+    cluster = LocalCluster(b.build(), 2, LOCAL)
     cluster.start()
     assert not cluster.run_until_done(0.3)
     started = time.monotonic()
     assert cluster.stop()
     assert time.monotonic() - started < 10
     assert not [t for t in threading.enumerate() if t.name.startswith(("executor-", "transfer", "flusher-"))]
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_wordcount_over_grpc_between_in_process_workers(workers):
+    """The same runtime with each worker on its own loopback gRPC port inside one process."""
+    cluster = LocalCluster(
+        wordcount.build(repeat=100, spouts=2), workers, Config({"messaging.transport": "grpc"})
+    )
+    summary = cluster.run(60)
+    assert summary.completed and summary.matched, summary.message
+    assert summary.transfer["messages"] > 0 and summary.transfer["lost"] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from tuplemesh.errors import PluginError
 from tuplemesh.plugins import resolve_plugin
 from tuplemesh.transport.base import SHUTDOWN_TASK, Binding, Connection, Context, OnBatch, TaskMessage
 
@@ -29,4 +30,9 @@ TRANSPORTS = {
 def make_context(name: str) -> Context:
     """A new, unprepared transport context for ``messaging.transport`` = ``name``."""
     factory = resolve_plugin("messaging.transport", name, TRANSPORTS)
+    missing = [m for m in ("prepare", "bind", "connect", "term") if not callable(getattr(factory, m, None))]
+    if missing:
+        raise PluginError(
+            f"messaging.transport: {name!r} is not a transport plugin (no {', '.join(missing)})"
+        )
     return cast(Context, factory())

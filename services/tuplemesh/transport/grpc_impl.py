@@ -121,7 +121,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         self._reject_log.log("Transfer stream rejected (%s): %s", code.name, message)
         context.abort(code, message)
 
-    def Stream(  # noqa: N802 - gRPC method name
+    def Stream(
         self, request_iterator: Iterator[messages_pb2.TransferBatch], context: grpc.ServicerContext
     ) -> Iterator[messages_pb2.TransferAck]:
         if self.closed:

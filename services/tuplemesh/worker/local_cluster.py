@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuplemesh.config import Config
+from tuplemesh.netutil import free_ports
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
+from tuplemesh.transport.local import LocalContext
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]
@@ -68,11 +70,20 @@ class LocalCluster:
         self.num_workers = num_workers
         self.transport = self.conf["messaging.transport"]
         shared = make_context(self.transport)
-        shared.prepare(self.conf)
-        self.contexts: list[Context] = [shared]
-        peers = {i: ("127.0.0.1", BASE_PORT + i) for i in range(num_workers)}
+        if isinstance(shared, LocalContext):
+            # Storm's local mode: one in-process context, ports are only mailbox names.
+            shared.prepare(self.conf)
+            self.contexts: list[Context] = [shared] * num_workers
+            ports = [BASE_PORT + i for i in range(num_workers)]
+        else:
+            # A network transport: each worker gets its own context and a real loopback port.
+            self.contexts = [shared, *(make_context(self.transport) for _ in range(num_workers - 1))]
+            for i, context in enumerate(self.contexts):
+                context.prepare(self.conf.with_overrides({"worker.index": i}))
+            ports = free_ports(num_workers, self.conf["worker.bind.host"])
+        peers = {i: (self.conf["worker.bind.host"], port) for i, port in enumerate(ports)}
         self.workers = [
-            Worker(topology, i, num_workers, self.conf, shared, port=BASE_PORT + i, peers=peers)
+            Worker(topology, i, num_workers, self.conf, self.contexts[i], port=ports[i], peers=peers)
             for i in range(num_workers)
         ]
         self._started_at = 0.0
@@ -114,7 +125,7 @@ class LocalCluster:
             worker.deactivate_spouts()
         for worker in self.workers:
             clean &= worker.stop()
-        for context in self.contexts:
+        for context in {id(c): c for c in self.contexts}.values():
             context.term()
         return clean
 

@@ -93,6 +93,8 @@ class Worker:
         self._flusher: threading.Thread | None = None
         self._stopping = threading.Event()
         self.started_at: float | None = None
+        self.injected = 0  # tuples put into inboxes by Admin.Emit (count as deliveries)
+        self._inject_lock = threading.Lock()
 
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
@@ -118,6 +120,16 @@ class Worker:
         self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
         self._flusher.start()
         self.started_at = time.monotonic()
+
+    @property
+    def uptime(self) -> float:
+        return 0.0 if self.started_at is None else time.monotonic() - self.started_at
+
+    def inject(self, task: int, tup: Any) -> None:
+        """Deliver ``tup`` to local ``task`` as if an upstream executor had (Admin.Emit). Any thread."""
+        with self._inject_lock:
+            self.injected += 1
+        self.local_inbox_of_task[task].put([(task, tup)])
 
     def deactivate_spouts(self) -> None:
         for executor in self.spout_executors:
@@ -176,8 +188,35 @@ class Worker:
         """
         consumed = self.receive.unknown + self.receive.undeliverable + self.transfer.lost_messages
         consumed += sum(e.counters.received for e in self.executors)
-        delivered = sum(e.outbox.delivered for e in self.executors)
+        delivered = sum(e.outbox.delivered for e in self.executors) + self.injected
         return consumed, delivered
+
+    def idle(self) -> bool:
+        """Nothing queued in this worker: inboxes, transfer ring, emit buffers, unacked sends."""
+        if any(e.outbox.pending for e in self.executors):
+            return False
+        rings = [e.inbox for e in self.executors] + [self.transfer_ring]
+        if any(r.remaining_capacity() != r.buffer_size for r in rings):
+            return False
+        return not any(getattr(c, "unacked", 0) for c in self.transfer.connections.values())
+
+    @property
+    def duplicate_batches(self) -> int:
+        """Batches the transport discarded as resends (transports that track it)."""
+        servicer = getattr(self._binding, "servicer", None)
+        return int(getattr(servicer, "duplicate_batches", 0))
+
+    def live_reports(self) -> dict[str, dict[int, Any]]:
+        """Every task's ``report()`` now; consistent only once the topology is quiescent."""
+        out: dict[str, dict[int, Any]] = {}
+        for executor in self.executors:
+            into = out.setdefault(executor.spec.component, {})
+            for task, component in executor.tasks.items():
+                try:
+                    into[task] = component.report()
+                except Exception as exc:  # a report is diagnostics: never fail the caller
+                    into[task] = {"error": repr(exc)}
+        return out
 
     def spouts_finished(self) -> bool:
         return all(e.finished.is_set() for e in self.spout_executors)

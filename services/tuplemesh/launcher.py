@@ -1,0 +1,219 @@
+"""`ProcessCluster`: ``tuplemesh run`` over a network transport: N worker processes on loopback.
+
+The launcher knows no more than an operator with grpcurl would: it spawns ``tuplemesh worker``
+processes with static peers, waits for them through the health service, follows them through
+``Admin.GetStatus``, decides the run is finished when every spout is finished and no tuple is in
+flight anywhere, collects the task reports, then SIGTERMs the workers and checks their exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tuplemesh.netutil import free_ports
+from tuplemesh.topology import Topology
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.worker.local_cluster import RunSummary
+
+__all__ = ["ProcessCluster", "run_processes"]
+
+
+class WorkerDied(RuntimeError):
+    """A worker process exited while the run was going on."""
+
+
+class ProcessCluster:
+    """Spawn, follow and stop the worker processes of one run."""
+
+    def __init__(
+        self,
+        target: str,
+        topology: Topology,
+        num_workers: int,
+        *,
+        transport: str,
+        config_path: str | None = None,
+        env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.target = target
+        self.topology = topology
+        self.num_workers = num_workers
+        self.transport = transport
+        self.host = host
+        self.ports = free_ports(num_workers, host)
+        self.config_path = config_path
+        self.env = {**os.environ, **(env or {})}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.channels = [grpc.insecure_channel(f"{host}:{p}") for p in self.ports]
+        self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
+        self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
+        self._stopping = False
+
+    def start(self) -> None:
+        peers = ",".join(f"{self.host}:{p}" for p in self.ports)
+        for index, port in enumerate(self.ports):
+            cmd = [
+                sys.executable, "-m", "tuplemesh.cli", "worker", self.target,
+                "--index", str(index), "--workers", str(self.num_workers), "--port", str(port),
+                "--peers", peers, "--transport", self.transport,
+            ]  # fmt: skip
+            if self.config_path:
+                cmd += ["--config", self.config_path]
+            self.procs.append(subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL))
+
+    def check_alive(self) -> None:
+        if self._stopping:
+            return
+        for index, proc in enumerate(self.procs):
+            code = proc.poll()
+            if code is not None:
+                raise WorkerDied(f"worker {index} (pid {proc.pid}) exited with code {code}")
+
+    def wait_serving(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for index, stub in enumerate(self.healths):
+            while True:
+                self.check_alive()
+                try:
+                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                except grpc.RpcError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"worker {index} not SERVING within {timeout}s")
+                time.sleep(0.05)
+
+    def statuses(self, include_reports: bool = False) -> list[admin_pb2.WorkerStatus]:
+        self.check_alive()
+        request = admin_pb2.GetStatusRequest(include_reports=include_reports)
+        return [stub.GetStatus(request, timeout=10.0) for stub in self.admins]
+
+    def quiescent(self) -> bool:
+        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``."""
+        first = self.statuses()
+        if not all(s.spouts_finished for s in first):
+            return False
+        consumed = sum(s.consumed for s in first)
+        delivered = sum(s.delivered for s in self.statuses())
+        return consumed == delivered
+
+    def wait_done(
+        self, timeout: float, on_poll: Callable[[list[admin_pb2.WorkerStatus]], None] | None = None
+    ) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if on_poll is not None:
+                on_poll(self.statuses())
+            if self.quiescent():
+                time.sleep(0.02)
+                if self.quiescent():
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def reports(self) -> dict[str, list[Any]]:
+        merged: dict[str, dict[int, Any]] = {}
+        for status in self.statuses(include_reports=True):
+            for component, by_task in json.loads(status.reports_json or "{}").items():
+                merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
+        return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
+
+    def stop(self, timeout: float = 60.0) -> list[int]:
+        """SIGTERM every worker (they drain) and return their exit codes."""
+        self._stopping = True
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        codes = []
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(timeout))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(proc.wait())
+        for channel in self.channels:
+            channel.close()
+        return codes
+
+
+def summarize(statuses: list[admin_pb2.WorkerStatus]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
+    """Per-component counters and transfer totals across workers."""
+    components: dict[str, dict[str, int]] = {}
+    for status in statuses:
+        for e in status.executors:
+            into = components.setdefault(e.component, {})
+            for name in ("emitted", "executed", "received", "acked", "failed", "errors"):
+                into[name] = into.get(name, 0) + getattr(e, name)
+    transfer = {
+        "batches": sum(s.transferred_batches for s in statuses),
+        "messages": sum(s.transferred_tuples for s in statuses),
+        "lost": sum(s.lost_tuples for s in statuses),
+        "unknown_task": sum(s.unknown_task_messages for s in statuses),
+        "duplicates": sum(s.duplicate_batches for s in statuses),
+    }
+    return components, transfer
+
+
+def run_processes(
+    target: str,
+    topology: Topology,
+    num_workers: int,
+    transport: str,
+    timeout: float,
+    config_path: str | None,
+    live: bool,
+) -> RunSummary:
+    """The whole ``tuplemesh run`` over worker processes; never leaves a process behind."""
+    cluster = ProcessCluster(target, topology, num_workers, transport=transport, config_path=config_path)
+    started = time.monotonic()
+    completed = False
+    message = ""
+    statuses: list[admin_pb2.WorkerStatus] = []
+    reports: dict[str, list[Any]] = {}
+    finished_at = None
+    codes: list[int] = []
+    try:
+        cluster.start()
+        cluster.wait_serving(min(timeout, 60.0))
+        if live:
+            from tuplemesh.progress import LiveProgress
+
+            with LiveProgress(topology.name, num_workers, transport) as progress:
+                completed = cluster.wait_done(timeout, progress.update)
+        else:
+            completed = cluster.wait_done(timeout)
+        finished_at = time.monotonic()
+        statuses = cluster.statuses()
+        reports = cluster.reports() if completed else {}
+    except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
+        message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
+    finally:
+        codes = cluster.stop()
+    seconds = (finished_at or time.monotonic()) - started
+    components, transfer = summarize(statuses)
+    matched: bool | None = None
+    if message:
+        matched = False
+    elif not completed:
+        matched, message = False, f"did not complete within {timeout}s"
+    elif any(codes):
+        matched, message = False, f"worker exit codes {codes} (a worker did not stop cleanly)"
+    elif topology.check is not None:
+        matched, message = topology.check(reports)
+    else:
+        message = "no result check defined"
+    return RunSummary(
+        topology.name, num_workers, transport, seconds, components, completed, matched, message, transfer
+    )

@@ -1,0 +1,60 @@
+"""The live terminal table of ``tuplemesh run`` (rich): tuples/s per component, queue fill."""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+__all__ = ["LiveProgress"]
+
+
+class LiveProgress:
+    """Feed ``update`` with the workers' statuses; the table redraws in place."""
+
+    def __init__(self, topology: str, workers: int, transport: str) -> None:
+        self.title = f"{topology} on {workers} worker(s) over {transport}"
+        self._last: tuple[float, dict[str, int]] | None = None
+        self._live = Live(Table(title=self.title), console=Console(stderr=True), refresh_per_second=4)
+
+    def __enter__(self) -> LiveProgress:
+        self._live.__enter__()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._live.__exit__(kind, exc, tb)
+
+    def update(self, statuses: list[Any]) -> None:
+        now = time.monotonic()
+        executed: dict[str, int] = {}
+        emitted: dict[str, int] = {}
+        for status in statuses:
+            for e in status.executors:
+                executed[e.component] = executed.get(e.component, 0) + e.executed
+                emitted[e.component] = emitted.get(e.component, 0) + e.emitted
+        previous = self._last
+        self._last = (now, executed)
+        table = Table(title=self.title)
+        for column in ("component", "emitted", "executed", "executed/s"):
+            table.add_column(column, justify="right" if column != "component" else "left")
+        for name in sorted(executed):
+            rate = ""
+            if previous is not None and now > previous[0]:
+                rate = f"{(executed[name] - previous[1].get(name, 0)) / (now - previous[0]):,.0f}"
+            table.add_row(name, f"{emitted[name]:,}", f"{executed[name]:,}", rate)
+        fills = []
+        for s in statuses:
+            inboxes = [q for q in s.queues if q.name.startswith("inbox:")]
+            fullest = max((q.depth / q.capacity for q in inboxes if q.capacity), default=0.0)
+            transfer = next(
+                (q.depth / q.capacity for q in s.queues if q.name == "transfer" and q.capacity), 0.0
+            )
+            fills.append(f"w{s.worker} {s.state}: fullest inbox {fullest:.0%}, transfer {transfer:.0%}")
+        table.caption = "\n".join(fills)
+        self._live.update(table)

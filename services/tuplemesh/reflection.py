@@ -1,0 +1,71 @@
+"""gRPC server reflection, both v1 (current clients) and v1alpha (grpcurl 1.8 speaks only it).
+
+``grpcio-reflection`` implements v1alpha. v1 is the same protocol under another package name, so
+its descriptors are derived from v1alpha's at start-up and its calls are served by the same
+servicer, translating each message through its (identical) wire form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+
+__all__ = ["V1_SERVICE", "enable_reflection"]
+
+V1_SERVICE = "grpc.reflection.v1.ServerReflection"
+_V1_FILE = "grpc/reflection/v1/reflection.proto"
+
+
+def _v1_message_classes() -> tuple[Any, Any]:
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(_V1_FILE)
+    except KeyError:
+        proto = descriptor_pb2.FileDescriptorProto()
+        reflection_pb2.DESCRIPTOR.CopyToProto(proto)
+        proto.name = _V1_FILE
+        proto.package = "grpc.reflection.v1"
+        old, new = ".grpc.reflection.v1alpha.", ".grpc.reflection.v1."
+        for message in proto.message_type:
+            for field in message.field:
+                if field.type_name:  # assigning "" would mark a scalar field as typed
+                    field.type_name = field.type_name.replace(old, new)
+        for service in proto.service:
+            for method in service.method:
+                method.input_type = method.input_type.replace(old, new)
+                method.output_type = method.output_type.replace(old, new)
+        pool.Add(proto)
+    request = pool.FindMessageTypeByName("grpc.reflection.v1.ServerReflectionRequest")
+    response = pool.FindMessageTypeByName("grpc.reflection.v1.ServerReflectionResponse")
+    return message_factory.GetMessageClass(request), message_factory.GetMessageClass(response)
+
+
+def enable_reflection(service_names: Iterable[str], server: grpc.Server) -> None:
+    """Serve reflection v1alpha and v1 for ``service_names`` (both reflection services included)."""
+    names = [*service_names, reflection.SERVICE_NAME, V1_SERVICE]
+    servicer = reflection.ReflectionServicer(names)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    v1_request, v1_response = _v1_message_classes()
+
+    def v1_info(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        alpha_requests = (
+            reflection_pb2.ServerReflectionRequest.FromString(r.SerializeToString()) for r in requests
+        )
+        for answer in servicer.ServerReflectionInfo(alpha_requests, context):
+            yield v1_response.FromString(answer.SerializeToString())
+
+    handler = grpc.method_handlers_generic_handler(
+        V1_SERVICE,
+        {
+            "ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+                v1_info,
+                request_deserializer=v1_request.FromString,
+                response_serializer=v1_response.SerializeToString,
+            )
+        },
+    )
+    server.add_generic_rpc_handlers((handler,))

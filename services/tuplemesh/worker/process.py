@@ -1,0 +1,135 @@
+"""`WorkerProcess`: one worker as a process, serving Transfer, Admin, health and reflection on one port.
+
+Start-up: the Worker is built and its executors start; the gRPC server (one port, Storm's 6700 by
+default) starts serving; health turns SERVING once every peer connection is up. SIGTERM drains:
+health NOT_SERVING, spouts stop, emit buffers flush, in-flight batches are delivered and
+acknowledged, then the server stops with a grace period. A second SIGTERM exits at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from tuplemesh.admin import AdminServicer
+from tuplemesh.config import Config
+from tuplemesh.reflection import enable_reflection
+from tuplemesh.topology import Topology
+from tuplemesh.transport import make_context
+from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+from tuplemesh.worker.worker import Worker
+
+__all__ = ["WorkerProcess"]
+
+log = logging.getLogger(__name__)
+
+SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin")
+
+
+class WorkerProcess:
+    """Owns the gRPC server and the Worker of this process."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        conf: Config,
+        *,
+        index: int,
+        num_workers: int,
+        port: int,
+        peers: Mapping[int, tuple[str, int]],
+    ) -> None:
+        self.conf = conf.with_overrides({"worker.index": index, "topology.workers": num_workers})
+        tune_gc(self.conf)
+        self.transport = self.conf["messaging.transport"]
+        self.context = make_context(self.transport)
+        self.context.prepare(self.conf)
+        self.server = new_server(self.conf)
+        if isinstance(self.context, GrpcContext):
+            self.context.use_server(self.server)
+        self.worker = Worker(topology, index, num_workers, self.conf, self.context, port=port, peers=peers)
+        self.health = health.HealthServicer()
+        self._state = "STARTING"
+        self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        admin_pb2_grpc.add_AdminServicer_to_server(
+            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
+        )
+        enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
+        self.port = bind_port(self.server, self.conf["worker.bind.host"], port)
+        self._stop = threading.Event()
+        self._terms = 0
+
+    def _set_health(self, status: Any) -> None:
+        for service in ("", *SERVICES):
+            self.health.set(service, status)
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def start(self) -> None:
+        self.worker.start()  # registers Transfer on the shared server before it starts
+        self.server.start()
+        freeze_startup_objects(self.conf)
+        threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
+
+    def _watch_readiness(self) -> None:
+        """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
+        while not self._stop.is_set() and self._state == "STARTING":
+            connections = self.worker.transfer.connections.values()
+            if all(getattr(c, "channel_state", "READY") == "READY" for c in connections):
+                self._state = "SERVING"
+                self._set_health(health_pb2.HealthCheckResponse.SERVING)
+                log.info("worker %d serving on port %d", self.worker.index, self.port)
+                return
+            time.sleep(0.02)
+
+    def drain(self) -> str:
+        """Stop the spouts; health NOT_SERVING. Idempotent; returns the new state."""
+        if self._state != "NOT_SERVING":
+            self._state = "NOT_SERVING"
+            self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+            self.worker.deactivate_spouts()
+            log.info("worker %d draining", self.worker.index)
+        return self._state
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self._terms += 1
+        if self._terms > 1:
+            log.warning("second SIGTERM: exiting without draining")
+            os._exit(1)
+        self._stop.set()
+
+    def serve(self) -> int:
+        """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        signal.signal(signal.SIGINT, self._on_sigterm)
+        self.start()
+        while not self._stop.wait(0.5):
+            pass
+        return 0 if self.shutdown() else 1
+
+    def shutdown(self, grace: float = 2.0) -> bool:
+        """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
+        self.drain()
+        deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
+        while time.monotonic() < deadline and not self.worker.idle():
+            time.sleep(0.01)
+        clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
+        self.server.stop(grace).wait()
+        self.context.term()
+        return clean
+
+
+def status_request(include_reports: bool = False) -> admin_pb2.GetStatusRequest:
+    return admin_pb2.GetStatusRequest(include_reports=include_reports)
