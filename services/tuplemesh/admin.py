@@ -189,10 +189,6 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             )
         task, component = self._target(request, context)
         spec = worker.topology.components[component]
-        if not spec.inputs:
-            context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"component {component!r} has no inputs (a spout?)"
-            )
         stream = request.stream or "default"
         if request.source_component:
             matches = [s for s in spec.inputs if s.source == request.source_component and s.stream == stream]
@@ -226,6 +222,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         if request.task:
             if request.task not in component_of:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.task} in this topology")
+            self._check_has_inputs(component_of[request.task], context)
             if request.task not in worker.local_inbox_of_task:
                 context.abort(
                     grpc.StatusCode.NOT_FOUND,
@@ -238,6 +235,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         if request.component not in worker.topology.components:
             known = ", ".join(sorted(worker.topology.components))
             context.abort(grpc.StatusCode.NOT_FOUND, f"no component {request.component!r} (known: {known})")
+        self._check_has_inputs(request.component, context)
         local = [t for t in worker.assignment.tasks_of(request.component) if t in worker.local_inbox_of_task]
         if not local:
             context.abort(
@@ -245,6 +243,12 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 f"component {request.component!r} has no task on worker {worker.index}",
             )
         return local[0], request.component
+
+    def _check_has_inputs(self, component: str, context: grpc.ServicerContext) -> None:
+        if not self.worker.topology.components[component].inputs:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f"component {component!r} has no inputs (a spout?)"
+            )
 
     def Drain(
         self, request: admin_pb2.DrainRequest, context: grpc.ServicerContext

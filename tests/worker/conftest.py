@@ -1,0 +1,92 @@
+"""Start real ``tuplemesh worker`` processes on loopback for a test module."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tuplemesh.netutil import free_ports
+from tuplemesh.v1 import admin_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Mesh:
+    ports: list[int]
+    procs: list[subprocess.Popen[bytes]]
+
+    def address(self, index: int = 0) -> str:
+        return f"127.0.0.1:{self.ports[index]}"
+
+    def admin(self, index: int = 0) -> admin_pb2_grpc.AdminStub:
+        return admin_pb2_grpc.AdminStub(grpc.insecure_channel(self.address(index)))
+
+    def health(self, index: int = 0) -> health_pb2_grpc.HealthStub:
+        return health_pb2_grpc.HealthStub(grpc.insecure_channel(self.address(index)))
+
+    def stop(self) -> list[int | None]:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        codes = []
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(30))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes.append(None)
+        return codes
+
+
+def start_mesh(target: str, workers: int, config: Path | None = None, wait: bool = True) -> Mesh:
+    ports = free_ports(workers)
+    peers = ",".join(f"127.0.0.1:{p}" for p in ports)
+    procs = []
+    for index, port in enumerate(ports):
+        cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", target, "--index", str(index),
+               "--workers", str(workers), "--port", str(port), "--peers", peers]  # fmt: skip
+        if config is not None:
+            cmd += ["--config", str(config)]
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}))
+    mesh = Mesh(ports, procs)
+    if wait:
+        for index in range(workers):
+            wait_serving(mesh, index)
+    return mesh
+
+
+def wait_serving(mesh: Mesh, index: int, timeout: float = 30.0) -> None:
+    stub = mesh.health(index)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert mesh.procs[index].poll() is None, f"worker {index} exited"
+        try:
+            if (
+                stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status
+                == health_pb2.HealthCheckResponse.SERVING
+            ):
+                return
+        except grpc.RpcError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"worker {index} not SERVING")
+
+
+@pytest.fixture(scope="module")
+def wordcount_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    config = tmp_path_factory.mktemp("conf") / "tuplemesh.yaml"
+    config.write_text("messaging.max.message.bytes: 1048576\n")
+    mesh = start_mesh("tests.worker.topologies:small_wordcount", 2, config)
+    yield mesh
+    assert mesh.stop() == [0, 0]
