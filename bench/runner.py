@@ -8,10 +8,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import e2e_local, ring
+from bench import e2e, e2e_local, ring, transport
 from bench.records import Record, format_table
 
-PARTS = {"ring": ring.run, "e2e": e2e_local.run}
+
+def _e2e(quick: bool = False) -> list[Record]:
+    return e2e_local.run(quick=quick) + e2e.run(quick=quick)
+
+
+PARTS = {"ring": ring.run, "transport": transport.run, "e2e": _e2e}
 
 
 def run_benchmarks(part: str, as_json: bool, quick: bool, output: str) -> int:

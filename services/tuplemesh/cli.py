@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--config", default=_env("config"), help="YAML config file")
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
-    bench.add_argument("part", choices=["ring", "e2e", "all"], help="which benchmark")
+    bench.add_argument("part", choices=["ring", "transport", "e2e", "all"], help="which benchmark")
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
     bench.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
     bench.add_argument(

@@ -91,6 +91,9 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         self.topology_id = topology_id
         self.on_batch = on_batch
         self.credit = credit
+        # Acknowledge every ack_every batches (and whenever asked): an ack per batch costs a
+        # stream message per batch, which measured as the limit of the whole transport.
+        self.ack_every = max(1, credit // 4)
         self.closed = False
         self._lock = threading.Lock()
         self._last: OrderedDict[tuple[int, int], int] = OrderedDict()
@@ -159,9 +162,13 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 self._remember(key, batch.sequence)
             with self._lock:
                 self.received_batches += 1
-            yield messages_pb2.TransferAck(
-                sequence=batch.sequence, credit=self.credit, unknown_tasks=unknown[:64], duplicates=duplicates
-            )
+            if unknown or batch.ack_requested or batch.sequence % self.ack_every == 0:
+                yield messages_pb2.TransferAck(
+                    sequence=batch.sequence,
+                    credit=self.credit,
+                    unknown_tasks=unknown[:64],
+                    duplicates=duplicates,
+                )
 
 
 class GrpcBinding:
@@ -285,6 +292,8 @@ class GrpcConnection:
                 if not self._unacked or position >= self._next_seq:
                     continue
                 message = self._unacked[position - self._unacked[0][0]][1]
+                # nothing queued behind it: ask for an ack now rather than at the next multiple
+                message.ack_requested = position + 1 >= self._next_seq
             position += 1
             self.sent_batches += 1
             yield message

@@ -15,20 +15,22 @@ class TaskMessage(_message.Message):
     def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
-    __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session")
+    __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session", "ack_requested")
     TOPOLOGY_ID_FIELD_NUMBER: _ClassVar[int]
     SENDER_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
+    ACK_REQUESTED_FIELD_NUMBER: _ClassVar[int]
     topology_id: str
     sender: int
     sequence: int
     messages: _containers.RepeatedCompositeFieldContainer[TaskMessage]
     packed: bytes
     session: int
-    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ...) -> None: ...
+    ack_requested: bool
+    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ..., ack_requested: _Optional[bool] = ...) -> None: ...
 
 class TransferAck(_message.Message):
     __slots__ = ("sequence", "credit", "unknown_tasks", "duplicates")
