@@ -25,6 +25,7 @@ __all__ = [
     "InsufficientCapacityError",
     "MessageTooLargeError",
     "PluginError",
+    "ReceiverStoppedError",
     "SerializationError",
     "TopologyError",
     "TransportError",
@@ -64,6 +65,10 @@ class TransportError(TuplemeshError):
 
 class MessageTooLargeError(TransportError):
     """A tuple or batch is larger than the transport's configured maximum message size."""
+
+
+class ReceiverStoppedError(TransportError):
+    """The receiving worker is shutting down; the batch was not (wholly) accepted: resend it."""
 
 
 class DisruptorError(TuplemeshError):

@@ -12,6 +12,7 @@ import pytest
 from examples import wordcount
 from tests.helpers import GateBolt, ListSpout, RecordingBolt
 from tuplemesh.config import Config
+from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker import LocalCluster
 
@@ -244,7 +245,7 @@ def test_unknown_task_and_shutdown_notice_on_receive_path(caplog):
         rejected = worker.receive.on_batch([(999, b"x"), (sink_task, payload), (998, b"y")])
         assert rejected == [999, 998]
         assert worker.receive.unknown == 2
-        assert "message(s) for tasks it cannot deliver to, e.g. task 999" in caplog.text
+        assert "message(s) for tasks it does not own, e.g. task 999" in caplog.text
         assert not worker.receive.shutdown_notice.is_set()
         worker.receive.on_batch([(-1, b"")])
         assert worker.receive.shutdown_notice.is_set()
@@ -336,3 +337,54 @@ def test_wordcount_over_grpc_between_in_process_workers(workers):
     summary = cluster.run(60)
     assert summary.completed and summary.matched, summary.message
     assert summary.transfer["messages"] > 0 and summary.transfer["lost"] == 0
+
+
+class BigEmitter(Bolt):
+    def declare_output_fields(self, declarer):
+        declarer.declare(["blob"])
+
+    def prepare(self, conf, context, collector):
+        self.collector = collector
+        self.refused: list[str] = []
+
+    def execute(self, tup):
+        try:
+            self.collector.emit(["x" * tup.values[0]])
+        except MessageTooLargeError as exc:
+            self.refused.append(str(exc))
+
+    def report(self):
+        return self.refused
+
+
+def test_over_size_tuple_is_an_error_in_the_emitting_code():
+    # executors by name: a_emitter -> worker 0, b_sink -> worker 1, s -> worker 0:
+    # every emit from the emitter crosses workers and is serialized
+    b = TopologyBuilder("big")
+    b.set_spout("s", ListSpout([[10], [5000], [20]], ["size"]))
+    b.set_bolt("a_emitter", BigEmitter()).shuffle_grouping("s")
+    b.set_bolt("b_sink", RecordingBolt()).shuffle_grouping("a_emitter")
+    summary, reports = run(b.build(), workers=2, **{"messaging.max.message.bytes": 1000})
+    [refused] = reports["a_emitter"]
+    assert len(refused) == 1
+    assert "'a_emitter' emitted a 50" in refused[0] and "messaging.max.message.bytes is 1000" in refused[0]
+    assert sorted(len(v[0][0]) for v in reports["b_sink"][0]["seen"]) == [10, 20]
+    assert summary.components["a_emitter"]["errors"] == 0  # the bolt caught it: its choice
+    assert summary.transfer["lost"] == 0
+
+
+def test_halted_inbox_refuses_the_batch_instead_of_acknowledging_it():
+    """A stopping worker must not accept (and so let the sender forget) what it cannot run."""
+    b = TopologyBuilder("halt")
+    b.set_spout("s", ListSpout([], ["n"]))
+    b.set_bolt("sink", RecordingBolt()).shuffle_grouping("s")
+    cluster = LocalCluster(b.build(), 1, LOCAL)
+    cluster.start()
+    worker = cluster.workers[0]
+    sink_task = worker.assignment.tasks_of("sink")[0]
+    worker.bolt_executors[0].halt()
+    assert worker.bolt_executors[0].join(5)
+    with pytest.raises(ReceiverStoppedError, match="worker 0 is stopping; 1 message"):
+        worker.receive.on_batch([(sink_task, b"payload"), (777, b"x")])
+    assert worker.receive.undeliverable == 1 and worker.receive.unknown == 1
+    cluster.stop()

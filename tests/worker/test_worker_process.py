@@ -97,10 +97,21 @@ def test_resent_batch_is_discarded_as_duplicate(wordcount_mesh: Mesh):
     admin = wordcount_mesh.admin()
     before = admin.GetStatus(admin_pb2.GetStatusRequest()).duplicate_batches
     empty = msgpack.packb([])
-    acks = transfer(wordcount_mesh, [batch(session=4321, sequence=s, packed=empty) for s in (1, 2, 2, 1, 3)])
+    acks = transfer(
+        wordcount_mesh,
+        [batch(session=4321, sequence=s, packed=empty, ack_requested=True) for s in (1, 2, 2, 1, 3)],
+    )
     assert [a.sequence for a in acks] == [1, 2, 2, 2, 3]
     assert acks[-1].duplicates == 2
     assert admin.GetStatus(admin_pb2.GetStatusRequest()).duplicate_batches == before + 2
+
+
+def test_acks_are_coalesced_unless_requested(wordcount_mesh: Mesh):
+    """The receiver acknowledges every credit/4 batches (32/4 = 8), or at once when asked."""
+    empty = msgpack.packb([])
+    batches = [batch(session=777, sequence=s, packed=empty) for s in range(1, 18)]
+    batches[-1].ack_requested = True
+    assert [a.sequence for a in transfer(wordcount_mesh, batches)] == [8, 16, 17]
 
 
 def test_garbage_bytes_on_the_port_do_not_disturb_other_streams(wordcount_mesh: Mesh):

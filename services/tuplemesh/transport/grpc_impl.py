@@ -32,7 +32,7 @@ from typing import Any
 import grpc
 import msgpack
 
-from tuplemesh.errors import MessageTooLargeError, TransportError
+from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
@@ -158,7 +158,11 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                         grpc.StatusCode.INVALID_ARGUMENT,
                         f"sequence gap from worker {batch.sender}: got {batch.sequence} after {last}",
                     )
-                unknown = self.on_batch(messages) if messages else []
+                try:
+                    unknown = self.on_batch(messages) if messages else []
+                except ReceiverStoppedError as exc:
+                    # no ack: the sender keeps the batch and resends it after reconnecting
+                    context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
                 self._remember(key, batch.sequence)
             with self._lock:
                 self.received_batches += 1

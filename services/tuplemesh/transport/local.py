@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.errors import TransportError
+from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.transport.base import SHUTDOWN_TASK, OnBatch, TaskMessage
 
 __all__ = ["LocalContext"]
@@ -87,6 +87,8 @@ class _LocalBinding:
     def _deliver(self, batch: list[TaskMessage]) -> None:
         try:
             self._on_batch(batch)
+        except ReceiverStoppedError as exc:  # in-process: nobody to resend to; counted by the receiver
+            log.warning("receive %s: %s", self._key, exc)
         except Exception:  # the receive thread must outlive a faulty callback
             log.exception("receive %s: on_batch failed for a batch of %d", self._key, len(batch))
 

@@ -64,6 +64,7 @@ class Executor:
             serializer=worker.new_serializer(),
             batch_size=conf["topology.producer.batch.size"],
             send_capacity=conf["topology.executor.send.buffer.size"],
+            max_payload=conf["messaging.max.message.bytes"],
         )
         component = worker.topology.components[spec.component]
         local_tasks = frozenset(worker.local_inbox_of_task)
@@ -134,7 +135,10 @@ class BoltExecutor(Executor):
 
     def request_stop(self) -> None:
         """Finish everything already in the inbox, flush, clean up, exit."""
-        self.inbox.put(STOP)
+        try:
+            self.inbox.put(STOP)
+        except AlertError:
+            pass  # already halted: nothing left to finish
 
     def halt(self) -> None:
         """Stop now, abandoning whatever is still in the inbox."""

@@ -2,6 +2,8 @@
 
 Destinations are the inboxes of executors in this worker (tuples go there unserialized) and the
 other workers (tuples are serialized once per emit, then queued on the worker's transfer ring).
+A tuple for another worker larger than ``messaging.max.message.bytes`` raises
+MessageTooLargeError in the emitting code (its emit call), before anything is buffered.
 A buffer is flushed when it reaches ``topology.producer.batch.size``, when the whole outbox holds
 ``topology.executor.send.buffer.size`` tuples, or on the flush timer. Executor thread only.
 """
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.disruptor import RingBuffer
+from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer
 from tuplemesh.topology import Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
@@ -32,6 +35,7 @@ class Outbox:
         serializer: Serializer,
         batch_size: int,
         send_capacity: int,
+        max_payload: int = 16 * 1024 * 1024,
     ) -> None:
         """``local_inboxes``: task -> inbox ring in this worker; ``remote_workers``: task -> worker."""
         rings: list[RingBuffer[Any]] = []
@@ -52,6 +56,7 @@ class Outbox:
         self._serialize = serializer.serialize
         self.batch_size = batch_size
         self.send_capacity = send_capacity
+        self.max_payload = max_payload
         self.pending = 0  # tuples held in buffers right now
         self.delivered = 0  # (task, tuple) deliveries accepted so far
         self.last_flush = time.monotonic()
@@ -85,6 +90,11 @@ class Outbox:
                 else:
                     if payload is None:
                         payload = self._serialize(source_task, stream_id, values)
+                        if len(payload) > self.max_payload:
+                            raise MessageTooLargeError(
+                                f"{source_component!r} emitted a {len(payload)}-byte tuple on stream "
+                                f"{stream!r}; messaging.max.message.bytes is {self.max_payload}"
+                            )
                     buf.append((task, payload))
                 count += 1
                 if len(buf) >= batch_size:

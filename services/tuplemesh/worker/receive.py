@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.errors import AlertError
+from tuplemesh.errors import AlertError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import SHUTDOWN_TASK, TaskMessage
 
@@ -30,12 +30,15 @@ class ReceivePath:
         self._lock = threading.Lock()  # guards the counters when several receive threads run
         self.received = 0
         self.unknown = 0  # messages for tasks this worker does not own
-        self.undeliverable = 0  # messages whose inbox was halted (worker shutting down)
+        self.undeliverable = 0  # messages refused because their inbox was halted (worker stopping)
         self.shutdown_notice = threading.Event()
         self._unknown_log = RateLimitedLog(log, log_interval)
 
     def on_batch(self, batch: list[TaskMessage]) -> list[int]:
-        """Publish ``batch`` into executor inboxes; returns the task ids that were not delivered."""
+        """Publish ``batch`` into executor inboxes; returns the task ids this worker does not own.
+
+        Raises ReceiverStoppedError when an inbox is halted (the worker is stopping).
+        """
         inbox_of_task = self._inbox_of_task
         groups: dict[int, tuple[RingBuffer[Any], list[TaskMessage]]] = {}
         rejected: list[int] = []
@@ -53,25 +56,27 @@ class ReceivePath:
                 groups[id(ring)] = (ring, [message])
             else:
                 group[1].append(message)
-        undeliverable = 0
+        halted = 0
         for ring, messages in groups.values():
             try:
                 ring.put(messages)
-            except AlertError:
-                undeliverable += len(messages)
-                rejected.extend(m[0] for m in messages)
+            except AlertError:  # the executor was halted: this worker is stopping
+                halted += len(messages)
         with self._lock:
             self.received += len(batch)
-            self.unknown += len(rejected) - undeliverable
-            self.undeliverable += undeliverable
+            self.unknown += len(rejected)
+            self.undeliverable += halted
         if rejected:
             self._unknown_log.log(
-                "worker %d: %d message(s) for tasks it cannot deliver to, e.g. task %d (unknown: %d total, "
-                "halted inbox: %d total)",
+                "worker %d: %d message(s) for tasks it does not own, e.g. task %d (%d in total)",
                 self.worker_index,
                 len(rejected),
                 rejected[0],
                 self.unknown,
-                self.undeliverable,
+            )
+        if halted:
+            # Not acknowledged: the sender keeps the batch and resends it to whoever serves next.
+            raise ReceiverStoppedError(
+                f"worker {self.worker_index} is stopping; {halted} message(s) not accepted"
             )
         return rejected

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
-from tuplemesh.errors import TransportError
+from tuplemesh.errors import AlertError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import Connection, Context, TaskMessage
 from tuplemesh.worker.markers import STOP
@@ -55,7 +55,10 @@ class TransferPath:
 
     def request_stop(self) -> None:
         """Send everything already queued, then stop."""
-        self.ring.put(STOP)
+        try:
+            self.ring.put(STOP)
+        except AlertError:
+            pass  # already halted
 
     def join(self, timeout: float | None = None) -> bool:
         return self.processor.join(timeout)

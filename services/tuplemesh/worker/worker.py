@@ -186,7 +186,8 @@ class Worker:
 
         Summed over all workers, consumed == delivered means nothing is in flight (see LocalCluster).
         """
-        consumed = self.receive.unknown + self.receive.undeliverable + self.transfer.lost_messages
+        # Refused (halted-inbox) messages are not consumed: the sender still holds and resends them.
+        consumed = self.receive.unknown + self.transfer.lost_messages
         consumed += sum(e.counters.received for e in self.executors)
         delivered = sum(e.outbox.delivered for e in self.executors) + self.injected
         return consumed, delivered
