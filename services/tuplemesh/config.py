@@ -180,14 +180,14 @@ KEYS: dict[str, ConfigKey] = {
             _positive,
         ),
         ConfigKey(
-            "messaging.grpc.window.batches",
+            "messaging.window.batches",
             int,
             32,
             "Unacknowledged batches a gRPC sender may have in flight per peer before send() blocks.",
             _positive,
         ),
         ConfigKey(
-            "messaging.grpc.window.bytes",
+            "messaging.window.bytes",
             int,
             64 * 1024 * 1024,
             "Unacknowledged bytes a gRPC sender may have in flight per peer before send() blocks.",

@@ -88,7 +88,7 @@ def harness(request: Any) -> Iterator[Harness]:
             "messaging.transport": request.param,
             # the same small window for every plugin, so backpressure tests mean the same thing
             "topology.receiver.buffer.size": 4,
-            "messaging.grpc.window.batches": 4,
+            "messaging.window.batches": 4,
             "storm.messaging.netty.min_wait_ms": 20,
             "storm.messaging.netty.max_wait_ms": 200,
         }

@@ -17,7 +17,7 @@ from tuplemesh.transport import make_context
 
 def main() -> None:
     plugin, port, outfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    conf = Config({"messaging.transport": plugin, "messaging.grpc.window.batches": 8})
+    conf = Config({"messaging.transport": plugin, "messaging.window.batches": 8})
     out = open(outfile, "a", buffering=1 << 20)  # noqa: SIM115 - lives as long as the process
     lock = threading.Lock()
 

@@ -23,8 +23,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
-from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from concurrent import futures
 from typing import Any
@@ -35,16 +33,16 @@ import msgpack
 from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import OnBatch, TaskMessage
+from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.window import SendWindow
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
-__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options"]
+__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options", "pack_within"]
 
 log = logging.getLogger(__name__)
 
 #: Room for the protobuf framing around the largest payload in one TransferBatch.
 _FRAME_SLACK = 64 * 1024
-#: (sender, session) pairs a receiver remembers for duplicate detection (oldest forgotten first).
-_SESSIONS_REMEMBERED = 4096
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
@@ -95,28 +93,15 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         # stream message per batch, which measured as the limit of the whole transport.
         self.ack_every = max(1, credit // 4)
         self.closed = False
+        self.filter = DuplicateFilter()
         self._lock = threading.Lock()
-        self._last: OrderedDict[tuple[int, int], int] = OrderedDict()
-        self._key_locks: dict[tuple[int, int], threading.Lock] = {}
         self.received_batches = 0
-        self.duplicate_batches = 0
         self.rejected_batches = 0
         self._reject_log = RateLimitedLog(log, log_interval)
 
-    def _key_lock(self, key: tuple[int, int]) -> threading.Lock:
-        with self._lock:
-            lock = self._key_locks.get(key)
-            if lock is None:
-                lock = self._key_locks[key] = threading.Lock()
-            return lock
-
-    def _remember(self, key: tuple[int, int], sequence: int) -> None:
-        with self._lock:
-            self._last[key] = sequence
-            self._last.move_to_end(key)
-            while len(self._last) > _SESSIONS_REMEMBERED:
-                old, _ = self._last.popitem(last=False)
-                self._key_locks.pop(old, None)
+    @property
+    def duplicate_batches(self) -> int:
+        return self.filter.duplicates
 
     def _reject(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
         with self._lock:
@@ -144,15 +129,15 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed batch {batch.sequence}: {exc}"
                 )
             key = (batch.sender, batch.session)
-            with self._key_lock(key):
-                last = self._last.get(key)
-                if last is not None and batch.sequence <= last:
+            with self.filter.lock(key):
+                verdict, last = self.filter.judge(key, batch.sequence)
+                if verdict is Verdict.DUPLICATE:
                     duplicates += 1
-                    with self._lock:
-                        self.duplicate_batches += 1
-                    yield messages_pb2.TransferAck(sequence=last, credit=self.credit, duplicates=duplicates)
+                    yield messages_pb2.TransferAck(
+                        sequence=last or 0, credit=self.credit, duplicates=duplicates
+                    )
                     continue
-                if last is not None and batch.sequence != last + 1:
+                if verdict is Verdict.GAP:
                     self._reject(
                         context,
                         grpc.StatusCode.INVALID_ARGUMENT,
@@ -163,7 +148,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 except ReceiverStoppedError as exc:
                     # no ack: the sender keeps the batch and resends it after reconnecting
                     context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-                self._remember(key, batch.sequence)
+                self.filter.delivered(key, batch.sequence)
             with self._lock:
                 self.received_batches += 1
             if unknown or batch.ack_requested or batch.sequence % self.ack_every == 0:
@@ -198,7 +183,7 @@ class _Attempt:
 
 
 class GrpcConnection:
-    """Client side to one peer worker. ``send`` from one thread at a time; the rest any thread."""
+    """Client side to one peer. ``send`` from one thread at a time; the rest any thread."""
 
     def __init__(self, context: GrpcContext, topology_id: str, host: str, port: int) -> None:
         conf = context.conf
@@ -207,11 +192,12 @@ class GrpcConnection:
         self.sender = conf["worker.index"]
         self.session = random.getrandbits(63) + 1
         self.max_payload = conf["messaging.max.message.bytes"]
-        self.window = conf["messaging.grpc.window.batches"]
-        self.window_bytes = conf["messaging.grpc.window.bytes"]
         self.close_timeout = conf["messaging.close.timeout.secs"]
         self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
         self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        self.window = SendWindow(
+            conf["messaging.window.batches"], conf["messaging.window.bytes"], self.address
+        )
         self.state = "CONNECTING"
         self.channel_state = "IDLE"
         self.sent_batches = 0
@@ -219,11 +205,6 @@ class GrpcConnection:
         self.reconnects = 0
         self.lost_on_close = 0
         self.unknown_tasks = 0
-        self._cond = threading.Condition()
-        self._unacked: deque[tuple[int, messages_pb2.TransferBatch, int]] = deque()
-        self._unacked_bytes = 0
-        self._next_seq = 1
-        self._credit = self.window
         self._closed = False
         self._wake = threading.Event()
         self._call: Any = None
@@ -237,85 +218,46 @@ class GrpcConnection:
     # -- sending --------------------------------------------------------------------------------
     def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
-        if not batch:
-            return
-        packed = _pack(batch)
-        if len(packed) > self.max_payload:
-            if len(batch) == 1:
-                raise MessageTooLargeError(
-                    f"a {len(batch[0][1])}-byte tuple for task {batch[0][0]} exceeds "
-                    f"messaging.max.message.bytes = {self.max_payload}"
-                )
-            half = len(batch) // 2
-            self.send(batch[:half])
-            self.send(batch[half:])
-            return
-        size = len(packed)
-        with self._cond:
-            while (
-                not self._closed
-                and self._unacked
-                and (
-                    len(self._unacked) >= min(self.window, self._credit)
-                    or self._unacked_bytes + size > self.window_bytes
-                )
-            ):
-                self._cond.wait()
-            if self._closed:
-                raise TransportError(f"connection to {self.address} is closed; batch not accepted")
-            seq = self._next_seq
-            self._next_seq += 1
-            message = messages_pb2.TransferBatch(
-                topology_id=self.topology_id,
-                sender=self.sender,
-                sequence=seq,
-                packed=packed,
-                session=self.session,
+        for packed in pack_within(batch, self.max_payload):
+            self.window.add(
+                lambda seq, packed=packed: messages_pb2.TransferBatch(  # type: ignore[misc]
+                    topology_id=self.topology_id,
+                    sender=self.sender,
+                    sequence=seq,
+                    packed=packed,
+                    session=self.session,
+                ),
+                len(packed),
             )
-            self._unacked.append((seq, message, size))
-            self._unacked_bytes += size
-            self._cond.notify_all()
 
     @property
     def unacked(self) -> int:
-        return len(self._unacked)
+        return len(self.window)
 
     def _requests(self, attempt: _Attempt) -> Iterator[messages_pb2.TransferBatch]:
         """Request stream of one attempt: every unacknowledged batch in order, then new ones."""
-        with self._cond:
-            position = self._unacked[0][0] if self._unacked else self._next_seq
-            self.resent_batches += len(self._unacked) if self.reconnects else 0
+        position = self.window.oldest
+        if self.reconnects:
+            self.resent_batches += self.window.next_seq - position
         while True:
-            with self._cond:
-                while attempt.alive and position >= self._next_seq:
-                    self._cond.wait()
-                if not attempt.alive:
-                    return
-                if self._unacked and position < self._unacked[0][0]:
-                    position = self._unacked[0][0]
-                if not self._unacked or position >= self._next_seq:
-                    continue
-                message = self._unacked[position - self._unacked[0][0]][1]
-                # nothing queued behind it: ask for an ack now rather than at the next multiple
-                message.ack_requested = position + 1 >= self._next_seq
+            found = self.window.next_to_send(position, lambda: attempt.alive)
+            if found is None:
+                return
+            position, message = found
+            # nothing queued behind it: ask for an ack now rather than at the next multiple
+            message.ack_requested = position + 1 >= self.window.next_seq
             position += 1
             self.sent_batches += 1
             yield message
 
     def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
-        with self._cond:
-            while self._unacked and self._unacked[0][0] <= ack.sequence:
-                _, _, size = self._unacked.popleft()
-                self._unacked_bytes -= size
-            if ack.credit:
-                self._credit = ack.credit
-            self._cond.notify_all()
+        self.window.ack(ack.sequence, ack.credit)
         if ack.unknown_tasks:
             self.unknown_tasks += len(ack.unknown_tasks)
             self._error_log.log(
                 "peer %s does not own task(s) %s (counted there, %d reported here)",
                 self.address,
-                list(ack.unknown_tasks),
+                sorted(set(ack.unknown_tasks)),
                 self.unknown_tasks,
             )
 
@@ -337,13 +279,13 @@ class GrpcConnection:
                     delay = self.min_wait
                     self._on_ack(ack)
             except grpc.RpcError as exc:
-                code = exc.code() if hasattr(exc, "code") else None
                 if not self._closed:
-                    self._error_log.log("stream to %s failed (%s): %s", self.address, code, _details(exc))
+                    self._error_log.log(
+                        "stream to %s failed (%s): %s", self.address, exc.code(), _details(exc)
+                    )
             finally:
                 attempt.alive = False
-                with self._cond:
-                    self._cond.notify_all()
+                self.window.wake()
             if self._closed:
                 break
             self.state = "RECONNECTING"
@@ -354,28 +296,40 @@ class GrpcConnection:
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
-        deadline = time.monotonic() + self.close_timeout
-        with self._cond:
-            while self._unacked and not self._closed:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cond.wait(min(remaining, 0.1))
+        left = self.window.drain(self.close_timeout)
+        self._closed = True
+        if left:
             # Not silent: what the peer never acknowledged is counted and logged.
-            self.lost_on_close = sum(len(msgpack.unpackb(m.packed)) for _, m, _ in self._unacked)
-            self._closed = True
-            self._cond.notify_all()
-        if self.lost_on_close:
+            self.lost_on_close = sum(len(msgpack.unpackb(m.packed)) for m in self.window.unacked_items())
             log.warning(
                 "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
                 self.address,
                 self.lost_on_close,
             )
         self._wake.set()
+        self.window.wake()
         if self._call is not None:
             self._call.cancel()
         self._thread.join(5.0)
         self._channel.close()
+
+
+def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[bytes]:
+    """``batch`` packed as msgpack, split in halves until every part fits ``limit`` bytes."""
+    if not batch:
+        return
+    packed = _pack(batch)
+    if len(packed) <= limit:
+        yield packed
+        return
+    if len(batch) == 1:
+        raise MessageTooLargeError(
+            f"a {len(batch[0][1])}-byte tuple for task {batch[0][0]} exceeds "
+            f"messaging.max.message.bytes = {limit}"
+        )
+    half = len(batch) // 2
+    yield from pack_within(batch[:half], limit)
+    yield from pack_within(batch[half:], limit)
 
 
 def _details(exc: grpc.RpcError) -> str:
@@ -405,7 +359,7 @@ class GrpcContext:
         return _TransferServicer(
             topology_id,
             on_batch,
-            self.conf["messaging.grpc.window.batches"],
+            self.conf["messaging.window.batches"],
             self.conf["tuplemesh.log.rate.limit.secs"],
         )
 

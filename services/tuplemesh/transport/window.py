@@ -1,0 +1,120 @@
+"""`SendWindow`: a sender's bounded window of unacknowledged batches, shared by network plugins.
+
+Sequence numbers start at 1. ``add`` blocks while the window is full (count, bytes, or the
+receiver's credit): backpressure instead of a drop. ``ack`` releases everything up to a
+sequence. A stream (or socket) thread walks the window with ``next_to_send``; after a reconnect
+it starts again at ``oldest`` so every unacknowledged batch is resent, in order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from tuplemesh.errors import TransportError
+
+__all__ = ["SendWindow"]
+
+
+class SendWindow:
+    """Thread-safe: one producer (``add``), one sending thread, any thread for ``ack``/``close``."""
+
+    def __init__(self, batches: int, max_bytes: int, address: str) -> None:
+        self.batches = batches
+        self.max_bytes = max_bytes
+        self.address = address
+        self.cond = threading.Condition()
+        self._items: deque[tuple[int, Any, int]] = deque()  # (sequence, item, size)
+        self._bytes = 0
+        self._credit = batches
+        self.next_seq = 1
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def oldest(self) -> int:
+        """Sequence of the oldest unacknowledged batch (``next_seq`` when none)."""
+        with self.cond:
+            return self._items[0][0] if self._items else self.next_seq
+
+    def add(self, make_item: Callable[[int], Any], size: int) -> int:
+        """Append the item ``make_item(sequence)``; blocks while full. Returns its sequence."""
+        with self.cond:
+            while (
+                not self.closed
+                and self._items
+                and (
+                    len(self._items) >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes
+                )
+            ):
+                self.cond.wait()
+            if self.closed:
+                raise TransportError(f"connection to {self.address} is closed; batch not accepted")
+            seq = self.next_seq
+            self.next_seq += 1
+            self._items.append((seq, make_item(seq), size))
+            self._bytes += size
+            self.cond.notify_all()
+            return seq
+
+    def ack(self, sequence: int, credit: int = 0) -> int:
+        """Release every batch up to ``sequence``; returns how many were released."""
+        released = 0
+        with self.cond:
+            while self._items and self._items[0][0] <= sequence:
+                _, _, size = self._items.popleft()
+                self._bytes -= size
+                released += 1
+            if credit:
+                self._credit = credit
+            self.cond.notify_all()
+        return released
+
+    def get(self, position: int) -> tuple[int, Any] | None:
+        """(position, item) to send at ``position`` (skipping what was acknowledged meanwhile),
+        or None when nothing is queued there yet. Never blocks."""
+        with self.cond:
+            if not self._items or position >= self.next_seq:
+                return None
+            position = max(position, self._items[0][0])
+            return position, self._items[position - self._items[0][0]][1]
+
+    def next_to_send(self, position: int, alive: Callable[[], bool]) -> tuple[int, Any] | None:
+        """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false."""
+        with self.cond:
+            while alive():
+                found = self.get(position)
+                if found is not None:
+                    return found
+                self.cond.wait()
+            return None
+
+    def wake(self) -> None:
+        """Wake threads waiting in ``next_to_send`` (their ``alive`` may have changed)."""
+        with self.cond:
+            self.cond.notify_all()
+
+    def drain(self, timeout: float) -> int:
+        """Wait up to ``timeout`` for every batch to be acknowledged, then close the window.
+
+        Returns how many batches were still unacknowledged (given up: counted by the caller).
+        """
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self._items and not self.closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self.cond.wait(min(remaining, 0.1))
+            self.closed = True
+            self.cond.notify_all()
+            return len(self._items)
+
+    def unacked_items(self) -> list[Any]:
+        with self.cond:
+            return [item for _, item, _ in self._items]
