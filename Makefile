@@ -28,7 +28,6 @@ test: $(STAMP)
 
 ## bench: every benchmark beside its baselines; writes bench/results.json
 bench: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,zmq]'
 	$(BIN)/tuplemesh bench all
 
 ## proto: regenerate the protobuf code from protos/ (never edit the output by hand)

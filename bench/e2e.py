@@ -101,6 +101,7 @@ def run(quick: bool = False) -> list[Record]:
     seconds = 2.0 if quick else 5.0
     runs = 1 if quick else 3
     grpc_max = statistics.median(measure("grpc", seconds)["rate"] for _ in range(runs))
+    zmq_max = statistics.median(measure("zmq", seconds)["rate"] for _ in range(runs))
     local_max = statistics.median(measure("local", seconds, workers=1)["rate"] for _ in range(runs))
     paced = measure("grpc", seconds, rate=grpc_max / 2 / 2)  # two spout tasks share the half rate
     slow = slow_consumer(10.0 if quick else 60.0)
@@ -126,6 +127,14 @@ def run(quick: bool = False) -> list[Record]:
             grpc_max,
             {"same topology, 1 process, local transport": local_max},
             ">= 1M tuples/s",
+        ),
+        Record(
+            "e2e",
+            "const spout -> null bolt, 2 worker processes over zmq: max",
+            "tuples",
+            zmq_max,
+            {"the same over grpc, this run": grpc_max},
+            "within 10% of grpc or better (ratio >= 0.9)",
         ),
         Record(
             "e2e",

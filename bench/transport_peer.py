@@ -1,7 +1,7 @@
 """Receiving side of the transport benchmark, in its own process.
 
 Usage: python -m bench.transport_peer KIND PORT EXPECTED
-KIND is grpc, socket or zmq. Prints "ready", receives until EXPECTED tuples arrived (each batch
+KIND is a transport plugin (grpc, zmq) or a baseline (socket, pyzmq). Prints "ready", receives until EXPECTED tuples arrived (each batch
 fully unpacked into (task, payload) pairs, the same work for every kind), prints "done".
 """
 
@@ -18,7 +18,7 @@ from tuplemesh.config import Config
 from tuplemesh.transport import make_context
 
 
-def _grpc(port: int, expected: int) -> None:
+def _plugin(name: str, port: int, expected: int) -> None:
     done = threading.Event()
     count = [0]
 
@@ -28,7 +28,7 @@ def _grpc(port: int, expected: int) -> None:
             done.set()
         return []
 
-    context = make_context("grpc")
+    context = make_context(name)
     context.prepare(Config({"messaging.grpc.server.threads": 4}))
     binding = context.bind("bench", port, on_batch)
     print("ready", flush=True)
@@ -54,7 +54,7 @@ def _socket(port: int, expected: int) -> None:
     print("done", flush=True)
 
 
-def _zmq(port: int, expected: int) -> None:
+def _pyzmq(port: int, expected: int) -> None:
     import zmq
 
     ctx = zmq.Context()
@@ -72,4 +72,7 @@ def _zmq(port: int, expected: int) -> None:
 
 if __name__ == "__main__":
     kind, port, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    {"grpc": _grpc, "socket": _socket, "zmq": _zmq}[kind](port, expected)
+    if kind in ("socket", "pyzmq"):
+        {"socket": _socket, "pyzmq": _pyzmq}[kind](port, expected)
+    else:
+        _plugin(kind, port, expected)

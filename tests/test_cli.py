@@ -49,6 +49,14 @@ def test_run_over_grpc_worker_processes_is_verified():
     assert summary["transfer"]["messages"] > 0 and summary["transfer"]["lost"] == 0
 
 
+def test_run_over_zmq_worker_processes_is_verified():
+    out = tuplemesh("run", "examples.wordcount:topology", "--workers", "3", "--transport", "zmq", "--json")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["transport"] == "zmq" and summary["matched"] is True
+    assert summary["transfer"]["messages"] > 0 and summary["transfer"]["lost"] == 0
+
+
 def wordcount_expected(repeat: int):
     from examples.wordcount import expected_counts
 

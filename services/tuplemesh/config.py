@@ -155,7 +155,7 @@ KEYS: dict[str, ConfigKey] = {
             "messaging.transport",
             str,
             "grpc",
-            "Transport plugin between workers: local, grpc, or 'module:attr'.",
+            "Transport plugin between workers: local, grpc, zmq, or 'module:attr'.",
             lambda v: None if v.strip() else "must not be empty",
         ),
         ConfigKey(
@@ -216,6 +216,31 @@ KEYS: dict[str, ConfigKey] = {
         ),
         ConfigKey(
             "storm.messaging.netty.max_wait_ms", int, 1000, "Longest reconnect backoff to a peer.", _positive
+        ),
+        ConfigKey(
+            "zmq.threads", int, 1, "I/O threads of the zmq transport's context (Storm's key).", _positive
+        ),
+        ConfigKey(
+            "zmq.hwm",
+            int,
+            32,
+            "High-water mark of zmq sockets, in batches; when reached, the batch waits in the sender's window "
+            "(Storm's key; Storm dropped there, tuplemesh blocks).",
+            _positive,
+        ),
+        ConfigKey(
+            "zmq.linger.millis",
+            int,
+            5000,
+            "How long a closing zmq socket may linger (Storm's key).",
+            _non_negative,
+        ),
+        ConfigKey(
+            "zmq.port.offset",
+            int,
+            100,
+            "The zmq data port is the worker port plus this (the worker port keeps gRPC Admin/health).",
+            lambda v: None if 1 <= v <= 10_000 else "must be in 1..10000",
         ),
         ConfigKey(
             "topology.shutdown.timeout.secs",

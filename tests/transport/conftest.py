@@ -78,7 +78,7 @@ class Harness:
             ctx.term()
 
 
-TRANSPORTS = ["local", "grpc"]
+TRANSPORTS = ["local", "grpc", "zmq"]
 
 
 @pytest.fixture(params=TRANSPORTS)

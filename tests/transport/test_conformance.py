@@ -121,7 +121,9 @@ def test_ten_threads_sending_concurrently(harness: Harness, port: int):
 
 
 def test_unknown_transport_names_value_and_known_ones():
-    with pytest.raises(PluginError, match=r"messaging.transport: unknown value 'netty'; known: grpc, local"):
+    with pytest.raises(
+        PluginError, match=r"messaging.transport: unknown value 'netty'; known: grpc, local, zmq"
+    ):
         make_context("netty")
 
 

@@ -19,7 +19,7 @@ import pytest
 from tests.transport.conftest import Harness
 
 ROOT = Path(__file__).resolve().parents[2]
-NETWORK = ["grpc"]
+NETWORK = ["grpc", "zmq"]
 
 
 def start_peer(plugin: str, port: int, out: Path) -> subprocess.Popen[str]:

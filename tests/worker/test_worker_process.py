@@ -172,3 +172,19 @@ def test_second_sigterm_forces_exit_of_a_worker_that_cannot_drain():
     assert proc.poll() is None, "a stuck bolt should keep the first SIGTERM's drain waiting"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 1
+
+
+def test_admin_and_health_stay_on_the_worker_port_with_zmq_data(tmp_path):
+    config = tmp_path / "zmq.yaml"
+    config.write_text("messaging.transport: zmq\n")
+    mesh = start_mesh("tests.worker.topologies:small_wordcount", 2, config)
+    try:
+        status = mesh.admin(1).GetStatus(admin_pb2.GetStatusRequest())
+        assert status.transport == "zmq" and status.state == "SERVING"
+        assert [p.state for p in status.peers] == ["READY"]
+        assert (
+            mesh.health(0).Check(health_pb2.HealthCheckRequest()).status
+            == health_pb2.HealthCheckResponse.SERVING
+        )
+    finally:
+        assert mesh.stop() == [0, 0]

@@ -24,6 +24,7 @@ __all__ = [
 TRANSPORTS = {
     "local": "tuplemesh.transport.local:LocalContext",
     "grpc": "tuplemesh.transport.grpc_impl:GrpcContext",
+    "zmq": "tuplemesh.transport.zmq_impl:ZmqContext",
 }
 
 

@@ -41,10 +41,20 @@ class DuplicateFilter:
                 lock = self._key_locks[key] = threading.Lock()
             return lock
 
-    def judge(self, key: tuple[int, int], sequence: int) -> tuple[Verdict, int | None]:
-        """What to do with ``sequence`` of ``key``, and the last delivered sequence."""
+    def judge(
+        self, key: tuple[int, int], sequence: int, first_unacked: int = 0
+    ) -> tuple[Verdict, int | None]:
+        """What to do with ``sequence`` of ``key``, and the last delivered sequence.
+
+        ``first_unacked`` (when the transport sends it) is the sender's oldest unacknowledged
+        sequence: a receiver with no memory of the session starts there and nowhere later, so a
+        stale newer batch cannot overtake the in-order resend of older ones.
+        """
         with self._lock:
             last = self._last.get(key)
+            if last is None and first_unacked and sequence != first_unacked:
+                self.gaps += 1
+                return Verdict.GAP, None
             if last is not None and sequence <= last:
                 self.duplicates += 1
                 return Verdict.DUPLICATE, last

@@ -1,0 +1,392 @@
+"""The ``zmq`` transport: Storm's original ZeroMQ messaging, without its backpressure hole.
+
+Socket pattern: DEALER (one per sender connection) to ROUTER (one per bound worker).
+Storm used PUSH/PULL, which has no return path, so acknowledgements and resends were
+impossible. Storm sent with NOBLOCK and dropped on a full high-water mark ("TODO: how to do
+backpressure"). A ROUTER can answer each DEALER by its identity, which gives the
+acknowledgement channel. With it, zmq gets the same window, ack, resend and duplicate rules as
+the grpc plugin, from the same code (`SendWindow`, `DuplicateFilter`):
+
+- ``send`` blocks while the window is full. A full high-water mark (``zmq.hwm``) leaves the
+  batch in the window until the socket takes it. Nothing is dropped.
+- The sending thread resends every unacknowledged batch, in order, when the socket monitor
+  reports a reconnect, or when no acknowledgement arrived for a while (a peer that restarted
+  under an unchanged connection). The receiver discards duplicates by (sender, session,
+  sequence).
+
+Frames: ``[header, packed]`` where header = msgpack ``[topology, sender, session, sequence,
+ack_requested, first_unacked]`` (the sender's oldest unacknowledged sequence: ZeroMQ may still
+deliver batches queued before a reconnect ahead of the in-order resend, and a restarted
+receiver must start at the oldest, not at whatever arrives first) and packed = msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
+Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates]``. The data port is the worker
+port + ``zmq.port.offset``, so the worker's gRPC Admin/health/reflection keep the worker port.
+Storm's ``zmq.threads``, ``zmq.hwm`` and ``zmq.linger.millis`` are honoured. pyzmq is the
+``zmq`` extra, imported only when this plugin is used. ``zmq.ZMQError`` never leaves this
+module.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from tuplemesh.errors import ReceiverStoppedError, TransportError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.transport.base import OnBatch, TaskMessage
+from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.grpc_impl import pack_within
+from tuplemesh.transport.window import SendWindow
+
+try:
+    import zmq
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise TransportError("messaging.transport 'zmq' needs pyzmq: pip install 'tuplemesh[zmq]'") from exc
+
+__all__ = ["ZmqBinding", "ZmqConnection", "ZmqContext"]
+
+log = logging.getLogger(__name__)
+
+_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def _unpack_messages(packed: bytes) -> list[TaskMessage]:
+    """The (task, payload) pairs of a packed frame; ValueError when malformed."""
+    try:
+        messages = msgpack.unpackb(packed, use_list=False, raw=False)
+    except Exception as exc:  # msgpack raises several unrelated types on bad input
+        raise ValueError(f"data frame is not msgpack: {exc}") from exc
+    if type(messages) is not tuple:
+        raise ValueError("data frame is not an array of [task, payload] pairs")
+    for message in messages:
+        if type(message) is not tuple or len(message) != 2:
+            raise ValueError("data frame holds an element that is not a [task, payload] pair")
+        if type(message[0]) is not int or type(message[1]) is not bytes:
+            raise ValueError("a [task, payload] pair is not (int, bytes)")
+    return list(messages)
+
+
+class ZmqBinding:
+    """A ROUTER socket and the thread that receives on it, delivers and acknowledges."""
+
+    def __init__(self, context: ZmqContext, topology_id: str, port: int, on_batch: OnBatch) -> None:
+        conf = context.conf
+        self.topology_id = topology_id
+        self.on_batch = on_batch
+        self.credit = conf["messaging.window.batches"]
+        self.ack_every = max(1, self.credit // 4)
+        self.filter = DuplicateFilter()
+        self.address = f"tcp://{conf['worker.bind.host']}:{port + conf['zmq.port.offset']}"
+        self.rejected_frames = 0
+        self.received_batches = 0
+        self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._closed = threading.Event()
+        self._socket = context.zmq.socket(zmq.ROUTER)
+        self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
+        self._socket.setsockopt(zmq.SNDHWM, conf["zmq.hwm"])
+        self._socket.setsockopt(zmq.LINGER, conf["zmq.linger.millis"])
+        self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an ack to a vanished peer is an error, not a drop
+        deadline = time.monotonic() + 2.0
+        while True:  # a port closed a moment ago may still be held by the I/O thread
+            try:
+                self._socket.bind(self.address)
+                break
+            except zmq.ZMQError as exc:
+                if exc.errno != zmq.EADDRINUSE or time.monotonic() > deadline:
+                    self._socket.close(0)
+                    raise TransportError(
+                        f"cannot bind {self.address} (worker port {port} + zmq.port.offset "
+                        f"{conf['zmq.port.offset']}): {exc}"
+                    ) from exc
+                time.sleep(0.05)
+        self._thread = threading.Thread(target=self._loop, name=f"zmq-receive-{port}", daemon=True)
+        self._thread.start()
+
+    @property
+    def duplicate_batches(self) -> int:
+        return self.filter.duplicates
+
+    def _reject(self, what: str) -> None:
+        self.rejected_frames += 1
+        self._log.log(
+            "zmq receive on %s: %s (%d rejected in total)", self.address, what, self.rejected_frames
+        )
+
+    def _loop(self) -> None:
+        sock = self._socket
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        duplicates: dict[bytes, int] = {}
+        try:
+            while not self._closed.is_set():
+                if not poller.poll(100):
+                    continue
+                while True:
+                    try:
+                        frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
+                    except zmq.Again:
+                        break
+                    self._handle(sock, frames, duplicates)
+        except zmq.ZMQError as exc:
+            if not self._closed.is_set():
+                log.error("zmq receive on %s stopped: %s", self.address, exc)
+        finally:
+            sock.close(0)
+
+    def _handle(self, sock: Any, frames: list[bytes], duplicates: dict[bytes, int]) -> None:
+        if len(frames) != 3:
+            self._reject(f"a message of {len(frames) - 1} frame(s), expected 2")
+            return
+        identity, header, packed = frames
+        try:
+            topology, sender, session, sequence, ack_requested, first_unacked = msgpack.unpackb(
+                header, raw=False
+            )
+            if any(type(v) is not int for v in (sender, session, sequence, first_unacked)):
+                raise ValueError("header fields are not integers")
+        except (ValueError, TypeError, msgpack.UnpackException) as exc:
+            self._reject(f"malformed header: {exc}")
+            return
+        if topology != self.topology_id:
+            self._reject(
+                f"a batch for topology {topology!r} from worker {sender}; this worker runs {self.topology_id!r}"
+            )
+            return
+        try:
+            messages = _unpack_messages(packed)
+        except ValueError as exc:
+            self._reject(f"malformed batch {sequence} from worker {sender}: {exc}")
+            return
+        key = (sender, session)
+        with self.filter.lock(key):
+            verdict, last = self.filter.judge(key, sequence, first_unacked)
+            if verdict is Verdict.DUPLICATE:
+                duplicates[identity] = duplicates.get(identity, 0) + 1
+                self._ack(sock, identity, last or 0, [], duplicates[identity])
+                return
+            if verdict is Verdict.GAP:
+                # A batch before it was lost with a dead connection: say what we have; the
+                # sender resends from its oldest unacknowledged batch.
+                self._ack(sock, identity, last or 0, [], duplicates.get(identity, 0))
+                return
+            try:
+                unknown = self.on_batch(messages) if messages else []
+            except ReceiverStoppedError as exc:
+                self._log.log("zmq receive on %s: %s (not acknowledged)", self.address, exc)
+                return
+            self.filter.delivered(key, sequence)
+        self.received_batches += 1
+        if unknown or ack_requested or sequence % self.ack_every == 0:
+            self._ack(sock, identity, sequence, unknown[:64], duplicates.get(identity, 0))
+
+    def _ack(self, sock: Any, identity: bytes, sequence: int, unknown: list[int], duplicates: int) -> None:
+        try:
+            sock.send_multipart([identity, _pack([sequence, self.credit, unknown, duplicates])], zmq.NOBLOCK)
+        except zmq.ZMQError as exc:  # peer gone or its queue full: it will resend and be acked again
+            self._log.log("zmq ack to a peer of %s not sent: %s", self.address, exc)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(5.0)
+
+
+class ZmqConnection:
+    """DEALER socket to one peer, owned by its own thread; ``send`` from one thread at a time."""
+
+    def __init__(self, context: ZmqContext, topology_id: str, host: str, port: int) -> None:
+        conf = context.conf
+        self.address = f"tcp://{host}:{port + conf['zmq.port.offset']}"
+        self.topology_id = topology_id
+        self.sender = conf["worker.index"]
+        self.session = random.getrandbits(63) + 1
+        self.max_payload = conf["messaging.max.message.bytes"]
+        self.close_timeout = conf["messaging.close.timeout.secs"]
+        self.resend_after = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        self.window = SendWindow(
+            conf["messaging.window.batches"], conf["messaging.window.bytes"], self.address
+        )
+        self.state = "CONNECTING"
+        self.channel_state = "CONNECTING"
+        self.sent_batches = 0
+        self.resent_batches = 0
+        self.reconnects = 0
+        self.lost_on_close = 0
+        self.unknown_tasks = 0
+        self._closed = False
+        self._wake_r, self._wake_w = os.pipe()
+        self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._socket = context.zmq.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.SNDHWM, conf["zmq.hwm"])
+        self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
+        self._socket.setsockopt(zmq.LINGER, conf["zmq.linger.millis"])
+        self._socket.setsockopt(zmq.RECONNECT_IVL, conf["storm.messaging.netty.min_wait_ms"])
+        self._socket.setsockopt(zmq.RECONNECT_IVL_MAX, conf["storm.messaging.netty.max_wait_ms"])
+        self._monitor = self._socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
+        self._socket.connect(self.address)
+        self._thread = threading.Thread(target=self._loop, name=f"zmq-send-{self.address}", daemon=True)
+        self._thread.start()
+
+    @property
+    def unacked(self) -> int:
+        return len(self.window)
+
+    def send(self, batch: list[TaskMessage]) -> None:
+        """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
+        for packed in pack_within(batch, self.max_payload):
+            self.window.add(lambda seq, packed=packed: packed, len(packed))  # type: ignore[misc]
+            os.write(self._wake_w, b"\0")
+
+    def _loop(self) -> None:
+        sock = self._socket
+        poller = zmq.Poller()
+        poller.register(sock, zmq.POLLIN)
+        poller.register(self._monitor, zmq.POLLIN)
+        poller.register(self._wake_r, zmq.POLLIN)
+        position = 1
+        blocked = False
+        last_progress = time.monotonic()
+        try:
+            while not self._closed:
+                events = dict(poller.poll(50))
+                if self._wake_r in events:
+                    os.read(self._wake_r, 65536)
+                if self._monitor in events:
+                    position = self._on_monitor(position)
+                if sock in events and events[sock] & zmq.POLLIN:
+                    if self._read_acks(sock):
+                        last_progress = time.monotonic()
+                unacked = len(self.window)
+                if unacked and time.monotonic() - last_progress > self.resend_after:
+                    # no acknowledgement for a while: the peer may have restarted under us
+                    position = self.window.oldest
+                    self.resent_batches += self.window.next_seq - position
+                    last_progress = time.monotonic()
+                if not unacked:
+                    last_progress = time.monotonic()
+                position, now_blocked = self._send_ready(sock, position)
+                if now_blocked != blocked:
+                    poller.modify(sock, zmq.POLLIN | (zmq.POLLOUT if now_blocked else 0))
+                    blocked = now_blocked
+        except zmq.ZMQError as exc:
+            if not self._closed:
+                log.error("zmq connection to %s stopped: %s", self.address, exc)
+        finally:
+            self.state = "CLOSED"
+            self._monitor.close(0)
+            sock.close(0)
+
+    def _on_monitor(self, position: int) -> int:
+        from zmq.utils.monitor import recv_monitor_message
+
+        while True:
+            try:
+                event = recv_monitor_message(self._monitor, zmq.NOBLOCK)
+            except zmq.Again:
+                return position
+            if event["event"] == zmq.EVENT_CONNECTED:
+                self.channel_state = self.state = "READY"
+                if self.sent_batches:  # a reconnect: resend everything not acknowledged, in order
+                    self.reconnects += 1
+                    position = self.window.oldest
+                    self.resent_batches += self.window.next_seq - position
+            elif event["event"] == zmq.EVENT_DISCONNECTED:
+                self.channel_state = self.state = "RECONNECTING"
+
+    def _read_acks(self, sock: Any) -> bool:
+        progressed = False
+        while True:
+            try:
+                frame = sock.recv(zmq.NOBLOCK)
+            except zmq.Again:
+                return progressed
+            try:
+                sequence, credit, unknown, _duplicates = msgpack.unpackb(frame, raw=False)
+            except (ValueError, TypeError, msgpack.UnpackException):
+                self._log.log("zmq: malformed acknowledgement from %s ignored", self.address)
+                continue
+            if self.window.ack(sequence, credit):
+                progressed = True
+            if unknown:
+                self.unknown_tasks += len(unknown)
+                self._log.log("peer %s does not own task(s) %s", self.address, sorted(set(unknown)))
+
+    def _send_ready(self, sock: Any, position: int) -> tuple[int, bool]:
+        """Send what is queued from ``position``; (new position, blocked on the high-water mark)."""
+        while True:
+            found = self.window.get(position)
+            if found is None:
+                return position, False
+            position, packed = found
+            ack_now = position + 1 >= self.window.next_seq
+            oldest = self.window.oldest
+            header = _pack([self.topology_id, self.sender, self.session, position, ack_now, oldest])
+            try:
+                sock.send_multipart([header, packed], zmq.NOBLOCK)
+            except zmq.Again:
+                return position, True  # high-water mark: the batch stays in the window
+            self.sent_batches += 1
+            position += 1
+
+    def close(self) -> None:
+        """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
+        left = self.window.drain(self.close_timeout)
+        if left:
+            self.lost_on_close = sum(len(msgpack.unpackb(p)) for p in self.window.unacked_items())
+            log.warning(
+                "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
+                self.address,
+                self.lost_on_close,
+            )
+        self._closed = True
+        os.write(self._wake_w, b"\0")
+        self._thread.join(5.0)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+
+class ZmqContext:
+    """The zmq plugin: one zmq.Context (``zmq.threads`` I/O threads) per worker."""
+
+    def __init__(self) -> None:
+        self.conf: Mapping[str, Any] = {}
+        self.zmq: Any = None
+        self._connections: list[ZmqConnection] = []
+        self._bindings: list[ZmqBinding] = []
+        self._lock = threading.Lock()
+
+    def prepare(self, conf: Mapping[str, Any]) -> None:
+        self.conf = conf
+        self.zmq = zmq.Context(io_threads=conf["zmq.threads"])
+
+    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> ZmqBinding:
+        binding = ZmqBinding(self, topology_id, port, on_batch)
+        with self._lock:
+            self._bindings.append(binding)
+        return binding
+
+    def connect(self, topology_id: str, host: str, port: int) -> ZmqConnection:
+        try:
+            conn = ZmqConnection(self, topology_id, host, port)
+        except zmq.ZMQError as exc:
+            raise TransportError(f"cannot connect to {host}:{port}: {exc}") from exc
+        with self._lock:
+            self._connections.append(conn)
+        return conn
+
+    def term(self) -> None:
+        with self._lock:
+            connections, self._connections = self._connections, []
+            bindings, self._bindings = self._bindings, []
+        for conn in connections:
+            if conn.state != "CLOSED":
+                conn.close()
+        for binding in bindings:
+            binding.close()
+        if self.zmq is not None:
+            self.zmq.term()
