@@ -1,8 +1,9 @@
 """Receiving side of the transport benchmark, in its own process.
 
 Usage: python -m bench.transport_peer KIND PORT EXPECTED
-KIND is a transport plugin (grpc, zmq) or a baseline (socket, pyzmq). Prints "ready", receives until EXPECTED tuples arrived (each batch
-fully unpacked into (task, payload) pairs, the same work for every kind), prints "done".
+KIND is a transport plugin (grpc, zmq) or a baseline (socket, pyzmq). Prints "ready",
+receives until EXPECTED tuples arrived (each batch fully unpacked into (task, payload)
+pairs, the same work for every kind), prints "done".
 """
 
 from __future__ import annotations

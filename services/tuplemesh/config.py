@@ -224,8 +224,8 @@ KEYS: dict[str, ConfigKey] = {
             "zmq.hwm",
             int,
             32,
-            "High-water mark of zmq sockets, in batches; when reached, the batch waits in the sender's window "
-            "(Storm's key; Storm dropped there, tuplemesh blocks).",
+            "High-water mark of zmq sockets, in batches; when reached, the batch waits in the sender's "
+            "window (Storm's key; Storm dropped there, tuplemesh blocks).",
             _positive,
         ),
         ConfigKey(

@@ -14,10 +14,11 @@ the grpc plugin, from the same code (`SendWindow`, `DuplicateFilter`):
   under an unchanged connection). The receiver discards duplicates by (sender, session,
   sequence).
 
-Frames: ``[header, packed]`` where header = msgpack ``[topology, sender, session, sequence,
-ack_requested, first_unacked]`` (the sender's oldest unacknowledged sequence: ZeroMQ may still
-deliver batches queued before a reconnect ahead of the in-order resend, and a restarted
-receiver must start at the oldest, not at whatever arrives first) and packed = msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
+Frames: ``[header, packed]``. The header is msgpack ``[topology, sender, session, sequence,
+ack_requested, first_unacked]``. ``first_unacked`` is the sender's oldest unacknowledged
+sequence. ZeroMQ may still deliver batches queued before a reconnect ahead of the in-order
+resend, and a restarted receiver must start at the oldest, not at whatever arrives first.
+``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
 Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates]``. The data port is the worker
 port + ``zmq.port.offset``, so the worker's gRPC Admin/health/reflection keep the worker port.
 Storm's ``zmq.threads``, ``zmq.hwm`` and ``zmq.linger.millis`` are honoured. pyzmq is the
@@ -155,7 +156,8 @@ class ZmqBinding:
             return
         if topology != self.topology_id:
             self._reject(
-                f"a batch for topology {topology!r} from worker {sender}; this worker runs {self.topology_id!r}"
+                f"a batch for topology {topology!r} from worker {sender}; "
+                f"this worker runs {self.topology_id!r}"
             )
             return
         try:
@@ -258,9 +260,9 @@ class ZmqConnection:
                     os.read(self._wake_r, 65536)
                 if self._monitor in events:
                     position = self._on_monitor(position)
-                if sock in events and events[sock] & zmq.POLLIN:
-                    if self._read_acks(sock):
-                        last_progress = time.monotonic()
+                acked = sock in events and events[sock] & zmq.POLLIN and self._read_acks(sock)
+                if acked:
+                    last_progress = time.monotonic()
                 unacked = len(self.window)
                 if unacked and time.monotonic() - last_progress > self.resend_after:
                     # no acknowledgement for a while: the peer may have restarted under us
