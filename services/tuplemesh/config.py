@@ -218,6 +218,26 @@ KEYS: dict[str, ConfigKey] = {
             "storm.messaging.netty.max_wait_ms", int, 1000, "Longest reconnect backoff to a peer.", _positive
         ),
         ConfigKey(
+            "metrics.enabled",
+            bool,
+            True,
+            "Collect per-batch histograms and serve /metrics (counters are always kept: Admin uses them).",
+        ),
+        ConfigKey(
+            "metrics.port",
+            int,
+            9100,
+            "Port of the worker's Prometheus /metrics endpoint; 0 turns it off.",
+            lambda v: None if 0 <= v <= 65535 else "must be a port in 0..65535 (0: off)",
+        ),
+        ConfigKey(
+            "metrics.bind.host",
+            str,
+            "127.0.0.1",
+            "Address /metrics binds (0.0.0.0 in a pod; the chart sets it).",
+            lambda v: None if v.strip() else "must not be empty",
+        ),
+        ConfigKey(
             "zmq.threads", int, 1, "I/O threads of the zmq transport's context (Storm's key).", _positive
         ),
         ConfigKey(

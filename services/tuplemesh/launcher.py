@@ -51,7 +51,8 @@ class ProcessCluster:
         self.num_workers = num_workers
         self.transport = transport
         self.host = host
-        self.ports = free_ports(num_workers, host)
+        ports = free_ports(2 * num_workers, host)
+        self.ports, self.metrics_ports = ports[:num_workers], ports[num_workers:]
         self.config_path = config_path
         self.env = {**os.environ, **(env or {})}
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -63,6 +64,7 @@ class ProcessCluster:
     def start(self) -> None:
         peers = ",".join(f"{self.host}:{p}" for p in self.ports)
         for index, port in enumerate(self.ports):
+            env = {**self.env, "TUPLEMESH_METRICS_PORT": str(self.metrics_ports[index])}
             cmd = [
                 sys.executable, "-m", "tuplemesh.cli", "worker", self.target,
                 "--index", str(index), "--workers", str(self.num_workers), "--port", str(port),
@@ -70,7 +72,7 @@ class ProcessCluster:
             ]  # fmt: skip
             if self.config_path:
                 cmd += ["--config", self.config_path]
-            self.procs.append(subprocess.Popen(cmd, env=self.env, stdin=subprocess.DEVNULL))
+            self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL))
 
     def check_alive(self) -> None:
         if self._stopping:

@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 class Mesh:
     ports: list[int]
     procs: list[subprocess.Popen[bytes]]
+    metrics_ports: list[int]
+
+    def metrics_url(self, index: int = 0) -> str:
+        return f"http://127.0.0.1:{self.metrics_ports[index]}/metrics"
 
     def address(self, index: int = 0) -> str:
         return f"127.0.0.1:{self.ports[index]}"
@@ -50,7 +54,8 @@ class Mesh:
 
 
 def start_mesh(target: str, workers: int, config: Path | None = None, wait: bool = True) -> Mesh:
-    ports = free_ports(workers)
+    ports = free_ports(2 * workers)
+    ports, metrics_ports = ports[:workers], ports[workers:]
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = []
     for index, port in enumerate(ports):
@@ -58,8 +63,9 @@ def start_mesh(target: str, workers: int, config: Path | None = None, wait: bool
                "--workers", str(workers), "--port", str(port), "--peers", peers]  # fmt: skip
         if config is not None:
             cmd += ["--config", str(config)]
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}))
-    mesh = Mesh(ports, procs)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TUPLEMESH_METRICS_PORT": str(metrics_ports[index])}
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env))
+    mesh = Mesh(ports, procs, metrics_ports)
     if wait:
         for index in range(workers):
             wait_serving(mesh, index)

@@ -201,6 +201,7 @@ class GrpcConnection:
         self.state = "CONNECTING"
         self.channel_state = "IDLE"
         self.sent_batches = 0
+        self.sent_bytes = 0
         self.resent_batches = 0
         self.reconnects = 0
         self.lost_on_close = 0
@@ -219,6 +220,7 @@ class GrpcConnection:
     def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
         for packed in pack_within(batch, self.max_payload):
+            self.sent_bytes += len(packed)
             self.window.add(
                 lambda seq, packed=packed: messages_pb2.TransferBatch(  # type: ignore[misc]
                     topology_id=self.topology_id,

@@ -216,6 +216,7 @@ class ZmqConnection:
         self.state = "CONNECTING"
         self.channel_state = "CONNECTING"
         self.sent_batches = 0
+        self.sent_bytes = 0
         self.resent_batches = 0
         self.reconnects = 0
         self.lost_on_close = 0
@@ -241,6 +242,7 @@ class ZmqConnection:
     def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
         for packed in pack_within(batch, self.max_payload):
+            self.sent_bytes += len(packed)
             self.window.add(lambda seq, packed=packed: packed, len(packed))  # type: ignore[misc]
             os.write(self._wake_w, b"\0")
 

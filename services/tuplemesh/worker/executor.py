@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, cast
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.topology import Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.worker.collectors import OutputCollector, build_routes
-from tuplemesh.worker.markers import FLUSH, STOP
+from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ class Executor:
                 worker.topology, worker.assignment, task, spec.component, worker.index, conf
             )
         self.final_reports: dict[int, Any] = {}
+        enabled = conf["metrics.enabled"]
+        self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
+        self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._thread: threading.Thread | None = None
@@ -161,8 +165,15 @@ class BoltExecutor(Executor):
             self._user_call("cleanup", task, bolt.cleanup)
 
     def on_event(self, batch: Any, sequence: int, end_of_batch: bool) -> None:
-        if batch.__class__ is list:
+        kind = batch.__class__
+        if kind is Batch or kind is list:
+            start = time.monotonic()
+            stamp = getattr(batch, "stamp", None)
+            if stamp is not None:
+                self.inbox_wait.observe(start - stamp)
             self._execute_batch(batch)
+            if batch:
+                self.execute_seconds.observe((time.monotonic() - start) / len(batch))
             if (
                 end_of_batch
                 and self.outbox.pending

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["FLUSH", "STOP", "Marker"]
+__all__ = ["FLUSH", "STOP", "Batch", "Marker"]
+
+
+class Batch(list):
+    """A batch of ``(task, tuple or payload)`` for one inbox, stamped when it was published."""
+
+    __slots__ = ("stamp",)
 
 
 class Marker:

@@ -19,6 +19,7 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer
 from tuplemesh.topology import Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
+from tuplemesh.worker.markers import Batch
 
 __all__ = ["Outbox"]
 
@@ -51,7 +52,9 @@ class Outbox:
         self._workers: list[int] = sorted(set(remote_workers.values()))
         for task, worker in remote_workers.items():
             self._task_dest[task] = self._local_count + self._workers.index(worker)
-        self._buffers: list[list[tuple[int, Any]]] = [[] for _ in range(len(rings) + len(self._workers))]
+        self._buffers: list[list[tuple[int, Any]]] = [
+            Batch() if i < len(rings) else [] for i in range(len(rings) + len(self._workers))
+        ]
         self._transfer = transfer_ring
         self._serialize = serializer.serialize
         self.batch_size = batch_size
@@ -124,11 +127,13 @@ class Outbox:
         buf = self._buffers[dest]
         if not buf:
             return
-        self._buffers[dest] = []
         self.pending -= len(buf)
         if dest < self._local_count:
+            self._buffers[dest] = Batch()
+            buf.stamp = time.monotonic()  # type: ignore[attr-defined]
             self._rings[dest].put(buf)
         else:
+            self._buffers[dest] = []
             self._transfer.put((self._workers[dest - self._local_count], buf))
 
     def flush(self) -> None:

@@ -20,6 +20,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.admin import AdminServicer
 from tuplemesh.config import Config
+from tuplemesh.errors import TransportError
+from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
@@ -66,6 +68,7 @@ class WorkerProcess:
         )
         enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
         self.port = bind_port(self.server, self.conf["worker.bind.host"], port)
+        self.metrics_server: Any = None
         self._stop = threading.Event()
         self._terms = 0
 
@@ -80,6 +83,15 @@ class WorkerProcess:
     def start(self) -> None:
         self.worker.start()  # registers Transfer on the shared server before it starts
         self.server.start()
+        if self.conf["metrics.enabled"] and self.conf["metrics.port"]:
+            try:
+                self.metrics_server, _, _ = serve_metrics(
+                    self.worker, self.conf["metrics.bind.host"], self.conf["metrics.port"]
+                )
+            except OSError as exc:
+                raise TransportError(
+                    f"metrics.port {self.conf['metrics.port']}: cannot serve /metrics: {exc.strerror}"
+                ) from exc
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
 
@@ -127,6 +139,8 @@ class WorkerProcess:
             time.sleep(0.01)
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         self.server.stop(grace).wait()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
         self.context.term()
         return clean
 

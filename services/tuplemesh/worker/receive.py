@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import SHUTDOWN_TASK, TaskMessage
+from tuplemesh.worker.markers import Batch
 
 __all__ = ["ReceivePath"]
 
@@ -40,7 +42,7 @@ class ReceivePath:
         Raises ReceiverStoppedError when an inbox is halted (the worker is stopping).
         """
         inbox_of_task = self._inbox_of_task
-        groups: dict[int, tuple[RingBuffer[Any], list[TaskMessage]]] = {}
+        groups: dict[int, tuple[RingBuffer[Any], Batch]] = {}
         rejected: list[int] = []
         for message in batch:
             task = message[0]
@@ -53,11 +55,13 @@ class ReceivePath:
                 continue
             group = groups.get(id(ring))
             if group is None:
-                groups[id(ring)] = (ring, [message])
+                groups[id(ring)] = (ring, Batch((message,)))
             else:
                 group[1].append(message)
         halted = 0
+        now = time.monotonic()
         for ring, messages in groups.values():
+            messages.stamp = now  # type: ignore[attr-defined]
             try:
                 ring.put(messages)
             except AlertError:  # the executor was halted: this worker is stopping

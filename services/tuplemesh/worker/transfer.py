@@ -14,6 +14,7 @@ from typing import Any
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, TransportError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.metrics.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.transport.base import Connection, Context, TaskMessage
 from tuplemesh.worker.markers import STOP
 
@@ -33,6 +34,7 @@ class TransferPath:
         peers: Mapping[int, tuple[str, int]],
         batch_size: int,
         log_interval: float,
+        metrics_enabled: bool = True,
     ) -> None:
         self.ring = ring
         self.context = context
@@ -43,6 +45,9 @@ class TransferPath:
         self._pending: dict[int, list[TaskMessage]] = {}
         self.sent_batches = 0
         self.sent_messages = 0
+        self.sent_to: dict[int, int] = {}  # tuples per peer
+        self.batches_to: dict[int, int] = {}
+        self.batch_sizes = make_buckets(BATCH_SIZE_BUCKETS, metrics_enabled)
         self.lost_messages = 0  # a transport refused a batch: counted, logged, reported
         self._error_log = RateLimitedLog(log, log_interval)
         self.processor = BatchEventProcessor(ring, ring.new_barrier(), self, release_slots=True)
@@ -114,6 +119,9 @@ class TransferPath:
                 conn.send(chunk)
                 self.sent_batches += 1
                 self.sent_messages += len(chunk)
+                self.sent_to[worker] = self.sent_to.get(worker, 0) + len(chunk)
+                self.batches_to[worker] = self.batches_to.get(worker, 0) + 1
+                self.batch_sizes.observe(len(chunk))
             except TransportError as exc:
                 self.lost_messages += len(chunk)
                 self._error_log.log(

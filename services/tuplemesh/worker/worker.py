@@ -84,6 +84,7 @@ class Worker:
             {w: addr for w, addr in peers.items() if w != index},
             conf["topology.transfer.batch.size"],
             log_interval,
+            conf["metrics.enabled"],
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, self) if topology.components[e.component].is_spout else BoltExecutor(e, self)
