@@ -139,8 +139,11 @@ def test_drain_then_sigterm_exits_cleanly():
         admin = mesh.admin(0)
         time.sleep(0.3)
         assert admin.Drain(admin_pb2.DrainRequest()).state == "NOT_SERVING"
-        health = mesh.health(0).Check(health_pb2.HealthCheckRequest(service="tuplemesh.v1.Admin"))
-        assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        for service in ("", "tuplemesh.v1.Transfer"):  # readiness: out of rotation
+            health = mesh.health(0).Check(health_pb2.HealthCheckRequest(service=service))
+            assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        alive = mesh.health(0).Check(health_pb2.HealthCheckRequest(service="tuplemesh.v1.Admin"))
+        assert alive.status == health_pb2.HealthCheckResponse.SERVING  # liveness: never restarted for it
         time.sleep(0.3)  # let what was emitted arrive
         spouts = lambda: sum(  # noqa: E731
             e.emitted for i in (0, 1) for e in mesh.admin(i).GetStatus(admin_pb2.GetStatusRequest()).executors

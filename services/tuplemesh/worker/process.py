@@ -35,6 +35,10 @@ __all__ = ["WorkerProcess"]
 log = logging.getLogger(__name__)
 
 SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin")
+#: Health entries that mean "ready for traffic": NOT_SERVING until every peer is connected and
+#: again while draining. "tuplemesh.v1.Admin" means "alive" (liveness) and is SERVING as long as
+#: the server runs, so a drained or slow-starting worker is never restarted by its probe.
+READINESS = ("", "tuplemesh.v1.Transfer")
 
 
 class WorkerProcess:
@@ -62,6 +66,7 @@ class WorkerProcess:
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.health.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         admin_pb2_grpc.add_AdminServicer_to_server(
             AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
@@ -73,7 +78,7 @@ class WorkerProcess:
         self._terms = 0
 
     def _set_health(self, status: Any) -> None:
-        for service in ("", *SERVICES):
+        for service in READINESS:
             self.health.set(service, status)
 
     @property
