@@ -1,0 +1,202 @@
+"""A test Kubernetes API server for EndpointSlices: list and watch, as the real one speaks them.
+
+- ``GET /apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices`` lists (with
+  ``metadata.resourceVersion``), filtered by ``labelSelector=kubernetes.io/service-name=...``.
+- With ``watch=true``: a chunked stream of newline-delimited JSON events with resourceVersion
+  after the one asked for, held open until ``timeoutSeconds``. A resourceVersion older than the
+  retained history gets an ``ERROR`` event whose object is a 410 ``Status`` (reason Expired), as
+  etcd compaction makes the real server answer.
+- ``down()``/``up()`` stop and restart it on the same port (the API server away for a while).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+SERVICE_LABEL = "kubernetes.io/service-name"
+
+
+def endpoint_slice(
+    name: str, service: str, endpoints: list[tuple[str, str, bool | None]], port: int = 6700
+) -> dict[str, Any]:
+    """An EndpointSlice with (hostname, ip, ready) endpoints; ready None leaves the condition out."""
+    return {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": "streams", "labels": {SERVICE_LABEL: service}},
+        "addressType": "IPv4",
+        "ports": [{"name": "transfer", "port": port, "protocol": "TCP"}],
+        "endpoints": [
+            {
+                "addresses": [ip],
+                "hostname": host,
+                "conditions": {} if ready is None else {"ready": ready},
+                "targetRef": {"kind": "Pod", "name": host, "namespace": "streams"},
+            }
+            for host, ip, ready in endpoints
+        ],
+    }
+
+
+class FakeApiServer:
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self._cond = threading.Condition()
+        self._objects: dict[str, dict[str, Any]] = {}
+        self._events: list[tuple[int, str, dict[str, Any]]] = []
+        self._version = 100
+        self._oldest = 100  # events at or below this were compacted away
+        self.requests: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- state changes ------------------------------------------------------------------------
+    def put(self, obj: dict[str, Any]) -> None:
+        with self._cond:
+            self._version += 1
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = str(self._version)
+            kind = "MODIFIED" if obj["metadata"]["name"] in self._objects else "ADDED"
+            self._objects[obj["metadata"]["name"]] = obj
+            self._events.append((self._version, kind, obj))
+            self._cond.notify_all()
+
+    def delete(self, name: str) -> None:
+        with self._cond:
+            self._version += 1
+            obj = self._objects.pop(name)
+            obj["metadata"]["resourceVersion"] = str(self._version)
+            self._events.append((self._version, "DELETED", obj))
+            self._cond.notify_all()
+
+    def compact(self) -> None:
+        """Forget the event history: a watch from any older resourceVersion now gets 410."""
+        with self._cond:
+            self._oldest = self._version
+            self._events.clear()
+            self._cond.notify_all()
+
+    def watchers_cut(self) -> None:
+        """End open watches now (as an apiserver restart does)."""
+        with self._cond:
+            self._cut = time.monotonic()
+            self._cond.notify_all()
+
+    # -- serving ------------------------------------------------------------------------------
+    def up(self) -> None:
+        self._cut = 0.0
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        self._server.daemon_threads = True
+        self._server.allow_reuse_address = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def down(self) -> None:
+        if self._server is not None:
+            self.watchers_cut()
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def kubeconfig(self, path: Path) -> Path:
+        path.write_text(
+            "apiVersion: v1\nkind: Config\n"
+            f"clusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{self.port}\n"
+            "users:\n- name: fake\n  user:\n    token: test-token\n"
+            "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: streams\n"
+            "current-context: fake\n"
+        )
+        return path
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                url = urlparse(self.path)
+                fake.requests.append(self.path)
+                if not url.path.startswith("/apis/discovery.k8s.io/v1/namespaces/") or not url.path.endswith(
+                    "/endpointslices"
+                ):
+                    self._json(
+                        404, {"kind": "Status", "code": 404, "reason": "NotFound", "message": url.path}
+                    )
+                    return
+                query = parse_qs(url.query)
+                selector = query.get("labelSelector", [""])[0]
+                wanted = selector.split("=", 1)[1] if "=" in selector else None
+                if query.get("watch", [""])[0] in ("true", "1", "True"):
+                    self._watch(int(query.get("resourceVersion", ["0"])[0] or 0),
+                                float(query.get("timeoutSeconds", ["30"])[0]), wanted)  # fmt: skip
+                    return
+                with fake._cond:
+                    items = [o for o in fake._objects.values() if self._matches(o, wanted)]
+                    version = fake._version
+                self._json(200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
+                                 "metadata": {"resourceVersion": str(version)}, "items": items})  # fmt: skip
+
+            @staticmethod
+            def _matches(obj: dict[str, Any], wanted: str | None) -> bool:
+                return wanted is None or obj["metadata"].get("labels", {}).get(SERVICE_LABEL) == wanted
+
+            def _json(self, code: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(code)
+                # one request per connection: down() must really leave clients with nothing
+                self.send_header("Connection", "close")
+                self.close_connection = True
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _chunk(self, event: dict[str, Any]) -> None:
+                line = json.dumps(event).encode() + b"\n"
+                self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                self.wfile.flush()
+
+            def _watch(self, since: int, timeout: float, wanted: str | None) -> None:
+                self.send_response(200)
+                self.send_header("Connection", "close")
+                self.close_connection = True
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                started = time.monotonic()
+                try:
+                    with fake._cond:
+                        if since < fake._oldest:
+                            self._chunk({"type": "ERROR", "object": {
+                                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": f"too old resource version: {since} ({fake._oldest})",
+                                "reason": "Expired", "code": 410}})  # fmt: skip
+                            self.wfile.write(b"0\r\n\r\n")
+                            return
+                    position = since
+                    while True:
+                        with fake._cond:
+                            pending = [e for e in fake._events if e[0] > position]
+                            if not pending:
+                                remaining = timeout - (time.monotonic() - started)
+                                if remaining <= 0 or fake._cut > started:
+                                    break
+                                fake._cond.wait(min(remaining, 0.2))
+                                continue
+                        for version, kind, obj in pending:
+                            position = version
+                            if self._matches(obj, wanted):
+                                self._chunk({"type": kind, "object": obj})
+                    self.wfile.write(b"0\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        return Handler
