@@ -175,9 +175,9 @@ class KubernetesDirectory:
         self._stop.wait(delay)
 
     def _relist(self) -> str:
-        response = self.api.list_namespaced_endpoint_slice(
+        response: Any = self.api.list_namespaced_endpoint_slice(
             self.namespace, label_selector=self.selector, _preload_content=False
-        )
+        )  # raw HTTP response: our own parsing, as for watch events
         body = json.loads(response.data)
         slices = {}
         for item in body.get("items") or []:
