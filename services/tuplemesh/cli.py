@@ -161,6 +161,20 @@ def _parser() -> argparse.ArgumentParser:
         "--transport", default=_env("transport"), help="messaging.transport (default from config)"
     )
     worker.add_argument("--config", default=_env("config"), help="YAML config file")
+    worker.add_argument(
+        "--discovery", choices=["static", "kubernetes"], default=_env("discovery", "static"),
+        help="static: --peers; kubernetes: the EndpointSlices of --discovery-service",
+    )  # fmt: skip
+    worker.add_argument(
+        "--discovery-service",
+        default=_env("discovery-service"),
+        help="headless Service whose EndpointSlices list the workers (kubernetes discovery)",
+    )
+    worker.add_argument(
+        "--discovery-namespace",
+        default=_env("discovery-namespace"),
+        help="its namespace (default: the pod's own)",
+    )
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
     bench.add_argument("part", choices=["ring", "transport", "e2e", "all"], help="which benchmark")
@@ -228,18 +242,54 @@ def _worker(args: argparse.Namespace) -> int:
     topology = load_topology(args.target)
     if args.index >= args.workers:
         raise CliError(f"--index {args.index} is out of range for --workers {args.workers}")
-    peers = parse_peers(args.peers, args.workers) if args.peers else {args.index: ("127.0.0.1", args.port)}
-    if len(peers) != args.workers:
-        raise CliError(f"--peers is required with --workers {args.workers}")
     overrides: dict[str, Any] = {}
     if args.transport:
         overrides["messaging.transport"] = args.transport
     conf = Config.load(args.config, overrides=overrides)
     make_context(conf["messaging.transport"])  # an unknown transport fails here, naming it
+    directory = _directory(args)
     process = WorkerProcess(
-        topology, conf, index=args.index, num_workers=args.workers, port=args.port, peers=peers
+        topology, conf, index=args.index, num_workers=args.workers, port=args.port, directory=directory
     )
     return process.serve()
+
+
+def _directory(args: argparse.Namespace) -> Any:
+    """The PeerDirectory the worker flags ask for (errors name the flag at fault)."""
+    from tuplemesh.discovery import StaticDirectory
+
+    if args.discovery == "static":
+        peers = (
+            parse_peers(args.peers, args.workers) if args.peers else {args.index: ("127.0.0.1", args.port)}
+        )
+        if len(peers) != args.workers:
+            raise CliError(f"--peers is required with --workers {args.workers}")
+        return StaticDirectory(peers)
+    from tuplemesh.discovery.kubernetes import KubernetesDirectory, api_client_from_environment
+
+    if not args.discovery_service:
+        raise CliError("--discovery kubernetes needs --discovery-service (the workers' headless Service)")
+    try:
+        api = api_client_from_environment()
+    except Exception as exc:  # no service account and no kubeconfig
+        raise CliError(
+            f"--discovery kubernetes: no in-cluster config and no usable kubeconfig ({exc})"
+        ) from exc
+    directory = KubernetesDirectory(
+        api, args.discovery_namespace or _pod_namespace(), args.discovery_service,
+        workers=args.workers, default_port=args.port,
+    )  # fmt: skip
+    directory.start()
+    directory.listed.wait(30)  # start with what is known; peers found later are connected then
+    return directory
+
+
+def _pod_namespace() -> str:
+    try:
+        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+            return f.read().strip()
+    except OSError:
+        return "default"
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -263,6 +263,14 @@ KEYS: dict[str, ConfigKey] = {
             lambda v: None if 1 <= v <= 10_000 else "must be in 1..10000",
         ),
         ConfigKey(
+            "task.refresh.poll.secs",
+            float,
+            10.0,
+            "How often a worker re-applies discovery's view of its peers, besides on every change "
+            "(Storm's key).",
+            _positive,
+        ),
+        ConfigKey(
             "topology.shutdown.timeout.secs",
             float,
             30.0,

@@ -210,6 +210,7 @@ class GrpcConnection:
         self._wake = threading.Event()
         self._call: Any = None
         self._error_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._conf = conf
         self._channel = grpc.insecure_channel(self.address, options=channel_options(conf))
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
@@ -292,9 +293,23 @@ class GrpcConnection:
                 break
             self.state = "RECONNECTING"
             self.reconnects += 1
-            self._wake.wait(delay)
+            if self._wake.wait(delay) and not self._closed:
+                self._wake.clear()  # woken by retarget: go now
             delay = min(delay * 2, self.max_wait)
         self.state = "CLOSED"
+
+    def retarget(self, host: str, port: int) -> None:
+        """The peer moved: stream to ``host:port`` from now on, resending what is unacknowledged."""
+        old = self._channel
+        self.address = self.window.address = f"{host}:{port}"
+        self._channel = grpc.insecure_channel(self.address, options=channel_options(self._conf))
+        self._channel.subscribe(self._on_channel_state, try_to_connect=True)
+        self._stub = transfer_pb2_grpc.TransferStub(self._channel)
+        call = self._call
+        if call is not None:
+            call.cancel()  # the stream thread reconnects at once, with the new stub
+        self._wake.set()
+        old.close()
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""

@@ -222,6 +222,8 @@ class ZmqConnection:
         self.lost_on_close = 0
         self.unknown_tasks = 0
         self._closed = False
+        self._offset = conf["zmq.port.offset"]
+        self._retarget_to: str | None = None
         self._wake_r, self._wake_w = os.pipe()
         self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._socket = context.zmq.socket(zmq.DEALER)
@@ -260,6 +262,13 @@ class ZmqConnection:
                 events = dict(poller.poll(50))
                 if self._wake_r in events:
                     os.read(self._wake_r, 65536)
+                if self._retarget_to is not None:
+                    sock.disconnect(self.address)
+                    self.address, self._retarget_to = self._retarget_to, None
+                    sock.connect(self.address)
+                    position = self.window.oldest  # resend what the old address never acknowledged
+                    self.resent_batches += self.window.next_seq - position
+                    self.reconnects += 1
                 if self._monitor in events:
                     position = self._on_monitor(position)
                 acked = sock in events and events[sock] & zmq.POLLIN and self._read_acks(sock)
@@ -336,6 +345,11 @@ class ZmqConnection:
                 return position, True  # high-water mark: the batch stays in the window
             self.sent_batches += 1
             position += 1
+
+    def retarget(self, host: str, port: int) -> None:
+        """The peer moved: connect to ``host:port`` (plus the offset), resending what is unacknowledged."""
+        self._retarget_to = f"tcp://{host}:{port + self._offset}"
+        os.write(self._wake_w, b"\0")
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""

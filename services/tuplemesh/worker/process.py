@@ -13,13 +13,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.admin import AdminServicer
 from tuplemesh.config import Config
+from tuplemesh.discovery import PeerDirectory
 from tuplemesh.errors import TransportError
 from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
@@ -52,7 +52,7 @@ class WorkerProcess:
         index: int,
         num_workers: int,
         port: int,
-        peers: Mapping[int, tuple[str, int]],
+        directory: PeerDirectory,
     ) -> None:
         self.conf = conf.with_overrides({"worker.index": index, "topology.workers": num_workers})
         tune_gc(self.conf)
@@ -62,7 +62,11 @@ class WorkerProcess:
         self.server = new_server(self.conf)
         if isinstance(self.context, GrpcContext):
             self.context.use_server(self.server)
-        self.worker = Worker(topology, index, num_workers, self.conf, self.context, port=port, peers=peers)
+        self.directory = directory
+        self.worker = Worker(
+            topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()
+        )
+        directory.subscribe(self.worker.transfer.update_peers)
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -99,12 +103,17 @@ class WorkerProcess:
                 ) from exc
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
+        threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
+
+    def _refresh_peers(self) -> None:
+        """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
+        while not self._stop.wait(self.conf["task.refresh.poll.secs"]):
+            self.worker.transfer.update_peers(self.directory.snapshot())
 
     def _watch_readiness(self) -> None:
         """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
         while not self._stop.is_set() and self._state == "STARTING":
-            connections = self.worker.transfer.connections.values()
-            if all(getattr(c, "channel_state", "READY") == "READY" for c in connections):
+            if self.worker.peers_connected():
                 self._state = "SERVING"
                 self._set_health(health_pb2.HealthCheckResponse.SERVING)
                 log.info("worker %d serving on port %d", self.worker.index, self.port)
@@ -139,11 +148,14 @@ class WorkerProcess:
     def shutdown(self, grace: float = 2.0) -> bool:
         """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
         self.drain()
+        # Refuse (never acknowledge) new batches: their senders keep them for our successor.
+        self.worker.receive.refusing = True
         deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
         while time.monotonic() < deadline and not self.worker.idle():
             time.sleep(0.01)
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         self.server.stop(grace).wait()
+        self.directory.stop()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
         self.context.term()

@@ -8,6 +8,7 @@ then hands them to that worker's Connection (which blocks while the peer's windo
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ class TransferPath:
         context: Context,
         topology_id: str,
         peers: Mapping[int, tuple[str, int]],
+        expected: set[int],
         batch_size: int,
         log_interval: float,
         metrics_enabled: bool = True,
@@ -40,8 +42,12 @@ class TransferPath:
         self.context = context
         self.topology_id = topology_id
         self.peers = dict(peers)
+        self.expected = expected  # the other workers of the assignment
         self.batch_size = batch_size
         self.connections: dict[int, Connection] = {}
+        self.retargets = 0
+        self._peers_cond = threading.Condition()
+        self._stopping = False
         self._pending: dict[int, list[TaskMessage]] = {}
         self.sent_batches = 0
         self.sent_messages = 0
@@ -54,9 +60,42 @@ class TransferPath:
         ring.add_gating_sequences(self.processor.sequence)
 
     def start(self) -> None:
-        for worker, (host, port) in sorted(self.peers.items()):
-            self.connections[worker] = self.context.connect(self.topology_id, host, port)
+        peers, self.peers = self.peers, {}
+        self.update_peers(peers)
         self.processor.start(name="transfer")
+
+    def update_peers(self, peers: Mapping[int, tuple[str, int]]) -> None:
+        """Refresh connections (seed 003's refresh-connections). Any thread.
+
+        A new peer is connected; a peer at a new address is retargeted, keeping its window, so
+        batches buffered for a restarting peer go to its new address; a peer that vanished keeps
+        its connection (and its bounded window) until it comes back.
+        """
+        with self._peers_cond:
+            for worker, address in sorted(peers.items()):
+                if worker not in self.expected:
+                    continue
+                conn = self.connections.get(worker)
+                if conn is None:
+                    self.connections[worker] = self.context.connect(self.topology_id, *address)
+                elif self.peers.get(worker) != address:
+                    log.info("worker %d moved from %s to %s", worker, self.peers.get(worker), address)
+                    retarget = getattr(conn, "retarget", None)
+                    if retarget is not None:
+                        retarget(*address)
+                    else:  # a transport without retarget: a new connection (the old one drains)
+                        self.connections[worker] = self.context.connect(self.topology_id, *address)
+                        threading.Thread(target=conn.close, daemon=True).start()
+                    self.retargets += 1
+                self.peers[worker] = address
+            self._peers_cond.notify_all()
+
+    def _connection(self, worker: int) -> Connection | None:
+        """The connection to ``worker``, waiting (backpressure) until discovery has found it."""
+        with self._peers_cond:
+            while worker not in self.connections and not self._stopping:
+                self._peers_cond.wait(0.5)
+            return self.connections.get(worker)
 
     def request_stop(self) -> None:
         """Send everything already queued, then stop."""
@@ -69,6 +108,9 @@ class TransferPath:
         return self.processor.join(timeout)
 
     def halt(self) -> None:
+        with self._peers_cond:
+            self._stopping = True
+            self._peers_cond.notify_all()
         self.processor.halt()
 
     def close_connections(self) -> None:
@@ -109,7 +151,7 @@ class TransferPath:
         messages = self._pending.pop(worker, None)
         if not messages:
             return
-        conn = self.connections.get(worker)
+        conn = self.connections.get(worker) or self._connection(worker)
         size = self.batch_size
         for start in range(0, len(messages), size):
             chunk = messages[start : start + size] if len(messages) > size else messages

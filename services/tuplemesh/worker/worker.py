@@ -82,6 +82,7 @@ class Worker:
             context,
             self.topology_id,
             {w: addr for w, addr in peers.items() if w != index},
+            set(range(num_workers)) - {index},
             conf["topology.transfer.batch.size"],
             log_interval,
             conf["metrics.enabled"],
@@ -192,6 +193,13 @@ class Worker:
         consumed += sum(e.counters.received for e in self.executors)
         delivered = sum(e.outbox.delivered for e in self.executors) + self.injected
         return consumed, delivered
+
+    def peers_connected(self) -> bool:
+        """Every other worker has a connection that is up."""
+        connections = self.transfer.connections
+        return len(connections) == len(self.transfer.expected) and all(
+            getattr(c, "channel_state", "READY") == "READY" for c in connections.values()
+        )
 
     def idle(self) -> bool:
         """Nothing queued in this worker: inboxes, transfer ring, emit buffers, unacked sends."""
