@@ -1,0 +1,110 @@
+"""Worker processes finding each other through the test API server, and a pod that restarts
+with a new IP while tuples flow to it: nothing is lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.discovery.apiserver import FakeApiServer, endpoint_slice
+from tests.discovery.topologies import TOTAL
+from tuplemesh.netutil import free_ports
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICE = "moving-headless"
+
+
+def start_worker(index: int, host: str, port: int, kubeconfig: Path, sink: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "KUBECONFIG": str(kubeconfig),
+        "SINK_FILE": str(sink),
+        "TUPLEMESH_WORKER_BIND_HOST": host,
+        "TUPLEMESH_METRICS_PORT": "0",
+        "TUPLEMESH_TASK_REFRESH_POLL_SECS": "0.5",
+        "TUPLEMESH_STORM_MESSAGING_NETTY_MAX_WAIT_MS": "300",
+    }
+    cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", "tests.discovery.topologies:moving",
+           "--index", str(index), "--workers", "2", "--port", str(port), "--discovery", "kubernetes",
+           "--discovery-service", SERVICE, "--discovery-namespace", "streams"]  # fmt: skip
+    return subprocess.Popen(cmd, cwd=ROOT, env=env)
+
+
+def serving(address: str) -> bool:
+    try:
+        stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(address))
+        return (
+            stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status
+            == health_pb2.HealthCheckResponse.SERVING
+        )
+    except grpc.RpcError:
+        return False
+
+
+def wait(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def numbers(sink: Path) -> list[int]:
+    return [int(line) for line in sink.read_text().split()] if sink.exists() else []
+
+
+def test_pod_restarting_with_a_new_ip_while_tuples_flow(tmp_path: Path):
+    api_port, p0, p1 = free_ports(3)
+    apiserver = FakeApiServer(api_port)
+    apiserver.up()
+    kubeconfig = apiserver.kubeconfig(tmp_path / "kubeconfig")
+    sink = tmp_path / "sink.txt"
+
+    def publish(worker1_ip: str, ready: bool) -> None:
+        apiserver.put(endpoint_slice("moving-a", SERVICE, [("moving-0", "127.0.0.1", True)], port=p0))
+        apiserver.put(endpoint_slice("moving-b", SERVICE, [("moving-1", worker1_ip, ready)], port=p1))
+
+    publish("127.0.0.1", True)
+    w0 = start_worker(0, "127.0.0.1", p0, kubeconfig, sink)
+    w1 = start_worker(1, "127.0.0.1", p1, kubeconfig, sink)
+    w1b = None
+    try:
+        wait(lambda: serving(f"127.0.0.1:{p0}") and serving(f"127.0.0.1:{p1}"), 30, "both workers serving")
+        wait(lambda: len(numbers(sink)) >= TOTAL // 4, 30, "a quarter of the tuples")
+        # the pod restarts: terminating (not ready), then back on a new IP
+        apiserver.put(endpoint_slice("moving-b", SERVICE, [("moving-1", "127.0.0.1", False)], port=p1))
+        w1.send_signal(signal.SIGTERM)
+        assert w1.wait(30) == 0
+        before_restart = len(numbers(sink))
+        assert before_restart < TOTAL, "the flow ended before the restart: nothing tested"
+        w1b = start_worker(1, "127.0.0.2", p1, kubeconfig, sink)
+        publish("127.0.0.2", True)
+        wait(lambda: len(set(numbers(sink))) >= TOTAL, 60, "every tuple at the sink")
+        got = numbers(sink)
+        assert set(got) == set(range(TOTAL)), f"lost: {sorted(set(range(TOTAL)) - set(got))[:10]}"
+        status = admin_pb2_grpc.AdminStub(grpc.insecure_channel(f"127.0.0.1:{p0}")).GetStatus(
+            admin_pb2.GetStatusRequest(), timeout=5
+        )
+        [peer] = status.peers
+        assert peer.address == f"127.0.0.2:{p1}" and peer.reconnects >= 1
+    finally:
+        for proc in (w0, w1, w1b):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in (w0, w1, w1b):
+            if proc is not None:
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        apiserver.down()
