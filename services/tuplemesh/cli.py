@@ -176,6 +176,15 @@ def _parser() -> argparse.ArgumentParser:
         help="its namespace (default: the pod's own)",
     )
 
+    top = sub.add_parser("top", help="live view of running workers (Admin.WatchStats)")
+    top.add_argument(
+        "--target",
+        default=_env("target", "127.0.0.1:6700"),
+        help="HOST:PORT of one or more workers, comma-separated",
+    )
+    top.add_argument("--interval", type=_positive_float("interval"), default=_env("interval", "1"))
+    top.add_argument("--once", action="store_true", help="print one view and exit")
+
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
     bench.add_argument("part", choices=["ring", "transport", "e2e", "all"], help="which benchmark")
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
@@ -316,6 +325,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bench(args)
         if args.command == "worker":
             return _worker(args)
+        if args.command == "top":
+            from tuplemesh.top import top
+
+            targets = [t.strip() for t in args.target.split(",") if t.strip()]
+            for target in targets:
+                host, sep, port = target.rpartition(":")
+                if not sep or not host or not port.isdigit():
+                    raise CliError(f"--target {target!r} is not HOST:PORT")
+            return top(targets, args.interval, args.once)
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0

@@ -54,6 +54,11 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
         "tuplemesh_inbox_wait_seconds_count",
     ):
         assert name in exposition
+    # per-peer traffic in both directions (the ticker's spout runs on worker 0)
+    assert 'tuplemesh_transfer_tuples_sent_total{peer="1",worker="0"}' in exposition
+    received = scrape(ticker_mesh.metrics_url(1))
+    assert 'tuplemesh_transfer_tuples_received_total{peer="0",worker="1"}' in received
+    assert 'tuplemesh_transfer_bytes_received_total{peer="0",worker="1"}' in received
 
 
 def test_labels_are_bounded(ticker_mesh: Mesh):

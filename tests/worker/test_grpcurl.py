@@ -139,3 +139,34 @@ def test_health_check(wordcount_mesh: Mesh):
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"status": "SERVING"}
+
+
+def test_top_once_shows_workers_components_and_queues(wordcount_mesh: Mesh):
+    targets = f"{wordcount_mesh.address(0)},{wordcount_mesh.address(1)}"
+    out = subprocess.run(
+        [sys.executable, "-m", "tuplemesh.cli", "top", "--target", targets, "--once", "--interval", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    assert out.returncode == 0, out.stderr
+    for text in (
+        "components",
+        "queues",
+        "count",
+        "split",
+        "transfer",
+        "inbox:count",
+        f"0 ({wordcount_mesh.address(0)})",
+    ):
+        assert text in out.stdout, text
+
+
+def test_top_unreachable_and_bad_targets():
+    out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "127.0.0.1:1", "--once",
+                          "--interval", "0.2"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 1 and "127.0.0.1:1: UNAVAILABLE" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "nowhere"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and "--target 'nowhere' is not HOST:PORT" in out.stderr

@@ -116,10 +116,21 @@ class WorkerCollector(Collector):
         lost.add_metric([worker], transfer.lost_messages)
         yield lost
         received = CounterMetricFamily(
-            "tuplemesh_transfer_tuples_received_total", "Tuples received from peers.", labels=["worker"]
+            "tuplemesh_transfer_tuples_received_total",
+            "Tuples received, per sending peer.",
+            labels=["worker", "peer"],
         )
-        received.add_metric([worker], w.receive.received)
+        received_bytes = CounterMetricFamily(
+            "tuplemesh_transfer_bytes_received_total",
+            "Packed bytes received, per sending peer.",
+            labels=["worker", "peer"],
+        )
+        tuples_from, bytes_from = w.received_from()
+        for peer in sorted(tuples_from):
+            received.add_metric([worker, str(peer)], tuples_from[peer])
+            received_bytes.add_metric([worker, str(peer)], bytes_from.get(peer, 0))
         yield received
+        yield received_bytes
         unknown = CounterMetricFamily(
             "tuplemesh_unknown_task_messages_total",
             "Messages for tasks this worker does not own.",

@@ -95,6 +95,8 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         self.closed = False
         self.filter = DuplicateFilter()
         self._lock = threading.Lock()
+        self.received_tuples_from: dict[int, int] = {}  # per sending worker
+        self.received_bytes_from: dict[int, int] = {}
         self.received_batches = 0
         self.rejected_batches = 0
         self._reject_log = RateLimitedLog(log, log_interval)
@@ -151,6 +153,9 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 self.filter.delivered(key, batch.sequence)
             with self._lock:
                 self.received_batches += 1
+                sender = batch.sender
+                self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
+                self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(batch.packed)
             if unknown or batch.ack_requested or batch.sequence % self.ack_every == 0:
                 yield messages_pb2.TransferAck(
                     sequence=batch.sequence,
@@ -166,6 +171,18 @@ class GrpcBinding:
     def __init__(self, servicer: _TransferServicer, server: grpc.Server | None) -> None:
         self.servicer = servicer
         self._server = server
+
+    @property
+    def duplicate_batches(self) -> int:
+        return self.servicer.duplicate_batches
+
+    @property
+    def received_tuples_from(self) -> dict[int, int]:
+        return dict(self.servicer.received_tuples_from)
+
+    @property
+    def received_bytes_from(self) -> dict[int, int]:
+        return dict(self.servicer.received_bytes_from)
 
     def close(self, grace: float = 1.0) -> None:
         self.servicer.closed = True

@@ -86,6 +86,8 @@ class ZmqBinding:
         self.address = f"tcp://{conf['worker.bind.host']}:{port + conf['zmq.port.offset']}"
         self.rejected_frames = 0
         self.received_batches = 0
+        self.received_tuples_from: dict[int, int] = {}  # per sending worker
+        self.received_bytes_from: dict[int, int] = {}
         self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
@@ -184,6 +186,8 @@ class ZmqBinding:
                 return
             self.filter.delivered(key, sequence)
         self.received_batches += 1
+        self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
+        self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(packed)
         if unknown or ack_requested or sequence % self.ack_every == 0:
             self._ack(sock, identity, sequence, unknown[:64], duplicates.get(identity, 0))
 

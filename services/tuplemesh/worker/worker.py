@@ -213,8 +213,14 @@ class Worker:
     @property
     def duplicate_batches(self) -> int:
         """Batches the transport discarded as resends (transports that track it)."""
-        servicer = getattr(self._binding, "servicer", None)
-        return int(getattr(servicer, "duplicate_batches", 0))
+        return int(getattr(self._binding, "duplicate_batches", 0))
+
+    def received_from(self) -> tuple[dict[int, int], dict[int, int]]:
+        """(tuples, bytes) received per sending worker (transports that track it)."""
+        return (
+            dict(getattr(self._binding, "received_tuples_from", {})),
+            dict(getattr(self._binding, "received_bytes_from", {})),
+        )
 
     def live_reports(self) -> dict[str, dict[int, Any]]:
         """Every task's ``report()`` now; consistent only once the topology is quiescent."""
