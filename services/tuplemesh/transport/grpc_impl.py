@@ -21,30 +21,27 @@ from reading, and HTTP/2 flow control carries the backpressure to the sender.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent import futures
 from typing import Any
 
 import grpc
-import msgpack
 
-from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError, TransportError
+from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
-from tuplemesh.transport.window import SendWindow
+from tuplemesh.transport.framing import unpack_batch
+from tuplemesh.transport.window import WindowedConnection
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
-__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options", "pack_within"]
+__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options"]
 
 log = logging.getLogger(__name__)
 
 #: Room for the protobuf framing around the largest payload in one TransferBatch.
 _FRAME_SLACK = 64 * 1024
-
-_pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
 def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -62,23 +59,9 @@ def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def decode_batch(batch: messages_pb2.TransferBatch) -> list[TaskMessage]:
-    """The (task, payload) pairs of a batch; ValueError when it is malformed."""
+    """The (task, payload) pairs of a batch (``packed``, or hand-written ``messages``)."""
     if batch.packed:
-        try:
-            messages = msgpack.unpackb(batch.packed, use_list=False, raw=False)
-        except Exception as exc:  # msgpack raises several unrelated types on bad input
-            raise ValueError(f"packed field is not msgpack: {exc}") from exc
-        if type(messages) is not tuple:
-            raise ValueError("packed field is not an array of [task, payload] pairs")
-        for message in messages:
-            if type(message) is not tuple or len(message) != 2:
-                raise ValueError("packed field holds an element that is not a [task, payload] pair")
-            task, payload = message
-            if type(task) is not int or type(payload) is not bytes:
-                raise ValueError(
-                    f"packed pair ({type(task).__name__}, {type(payload).__name__}) is not (int, bytes)"
-                )
-        return list(messages)
+        return unpack_batch(batch.packed)
     return [(m.task, m.payload) for m in batch.messages]
 
 
@@ -199,30 +182,15 @@ class _Attempt:
         self.alive = True
 
 
-class GrpcConnection:
+class GrpcConnection(WindowedConnection):
     """Client side to one peer. ``send`` from one thread at a time; the rest any thread."""
 
     def __init__(self, context: GrpcContext, topology_id: str, host: str, port: int) -> None:
         conf = context.conf
-        self.address = f"{host}:{port}"
-        self.topology_id = topology_id
-        self.sender = conf["worker.index"]
-        self.session = random.getrandbits(63) + 1
-        self.max_payload = conf["messaging.max.message.bytes"]
-        self.close_timeout = conf["messaging.close.timeout.secs"]
+        super().__init__(conf, topology_id, f"{host}:{port}")
         self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
         self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
-        self.window = SendWindow(
-            conf["messaging.window.batches"], conf["messaging.window.bytes"], self.address
-        )
-        self.state = "CONNECTING"
         self.channel_state = "IDLE"
-        self.sent_batches = 0
-        self.sent_bytes = 0
-        self.resent_batches = 0
-        self.reconnects = 0
-        self.lost_on_close = 0
-        self.unknown_tasks = 0
         self._closed = False
         self._wake = threading.Event()
         self._call: Any = None
@@ -234,25 +202,14 @@ class GrpcConnection:
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
         self._thread.start()
 
-    # -- sending --------------------------------------------------------------------------------
-    def send(self, batch: list[TaskMessage]) -> None:
-        """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
-        for packed in pack_within(batch, self.max_payload):
-            self.sent_bytes += len(packed)
-            self.window.add(
-                lambda seq, packed=packed: messages_pb2.TransferBatch(  # type: ignore[misc]
-                    topology_id=self.topology_id,
-                    sender=self.sender,
-                    sequence=seq,
-                    packed=packed,
-                    session=self.session,
-                ),
-                len(packed),
-            )
-
-    @property
-    def unacked(self) -> int:
-        return len(self.window)
+    def _item(self, sequence: int, packed: bytes) -> messages_pb2.TransferBatch:
+        return messages_pb2.TransferBatch(
+            topology_id=self.topology_id,
+            sender=self.sender,
+            sequence=sequence,
+            packed=packed,
+            session=self.session,
+        )
 
     def _requests(self, attempt: _Attempt) -> Iterator[messages_pb2.TransferBatch]:
         """Request stream of one attempt: every unacknowledged batch in order, then new ones."""
@@ -330,40 +287,14 @@ class GrpcConnection:
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
-        left = self.window.drain(self.close_timeout)
+        self._drain_window(lambda message: bytes(message.packed))
         self._closed = True
-        if left:
-            # Not silent: what the peer never acknowledged is counted and logged.
-            self.lost_on_close = sum(len(msgpack.unpackb(m.packed)) for m in self.window.unacked_items())
-            log.warning(
-                "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
-                self.address,
-                self.lost_on_close,
-            )
         self._wake.set()
         self.window.wake()
         if self._call is not None:
             self._call.cancel()
         self._thread.join(5.0)
         self._channel.close()
-
-
-def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[bytes]:
-    """``batch`` packed as msgpack, split in halves until every part fits ``limit`` bytes."""
-    if not batch:
-        return
-    packed = _pack(batch)
-    if len(packed) <= limit:
-        yield packed
-        return
-    if len(batch) == 1:
-        raise MessageTooLargeError(
-            f"a {len(batch[0][1])}-byte tuple for task {batch[0][0]} exceeds "
-            f"messaging.max.message.bytes = {limit}"
-        )
-    half = len(batch) // 2
-    yield from pack_within(batch[:half], limit)
-    yield from pack_within(batch[half:], limit)
 
 
 def _details(exc: grpc.RpcError) -> str:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import threading
 import time
 from collections.abc import Mapping
@@ -42,8 +41,8 @@ from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
-from tuplemesh.transport.grpc_impl import pack_within
-from tuplemesh.transport.window import SendWindow
+from tuplemesh.transport.framing import unpack_batch
+from tuplemesh.transport.window import WindowedConnection
 
 try:
     import zmq
@@ -55,22 +54,6 @@ __all__ = ["ZmqBinding", "ZmqConnection", "ZmqContext"]
 log = logging.getLogger(__name__)
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
-
-
-def _unpack_messages(packed: bytes) -> list[TaskMessage]:
-    """The (task, payload) pairs of a packed frame; ValueError when malformed."""
-    try:
-        messages = msgpack.unpackb(packed, use_list=False, raw=False)
-    except Exception as exc:  # msgpack raises several unrelated types on bad input
-        raise ValueError(f"data frame is not msgpack: {exc}") from exc
-    if type(messages) is not tuple:
-        raise ValueError("data frame is not an array of [task, payload] pairs")
-    for message in messages:
-        if type(message) is not tuple or len(message) != 2:
-            raise ValueError("data frame holds an element that is not a [task, payload] pair")
-        if type(message[0]) is not int or type(message[1]) is not bytes:
-            raise ValueError("a [task, payload] pair is not (int, bytes)")
-    return list(messages)
 
 
 class ZmqBinding:
@@ -163,7 +146,7 @@ class ZmqBinding:
             )
             return
         try:
-            messages = _unpack_messages(packed)
+            messages = unpack_batch(packed)
         except ValueError as exc:
             self._reject(f"malformed batch {sequence} from worker {sender}: {exc}")
             return
@@ -202,29 +185,13 @@ class ZmqBinding:
         self._thread.join(5.0)
 
 
-class ZmqConnection:
+class ZmqConnection(WindowedConnection):
     """DEALER socket to one peer, owned by its own thread; ``send`` from one thread at a time."""
 
     def __init__(self, context: ZmqContext, topology_id: str, host: str, port: int) -> None:
         conf = context.conf
-        self.address = f"tcp://{host}:{port + conf['zmq.port.offset']}"
-        self.topology_id = topology_id
-        self.sender = conf["worker.index"]
-        self.session = random.getrandbits(63) + 1
-        self.max_payload = conf["messaging.max.message.bytes"]
-        self.close_timeout = conf["messaging.close.timeout.secs"]
+        super().__init__(conf, topology_id, f"tcp://{host}:{port + conf['zmq.port.offset']}")
         self.resend_after = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
-        self.window = SendWindow(
-            conf["messaging.window.batches"], conf["messaging.window.bytes"], self.address
-        )
-        self.state = "CONNECTING"
-        self.channel_state = "CONNECTING"
-        self.sent_batches = 0
-        self.sent_bytes = 0
-        self.resent_batches = 0
-        self.reconnects = 0
-        self.lost_on_close = 0
-        self.unknown_tasks = 0
         self._closed = False
         self._offset = conf["zmq.port.offset"]
         self._retarget_to: str | None = None
@@ -241,16 +208,12 @@ class ZmqConnection:
         self._thread = threading.Thread(target=self._loop, name=f"zmq-send-{self.address}", daemon=True)
         self._thread.start()
 
-    @property
-    def unacked(self) -> int:
-        return len(self.window)
+    def _item(self, sequence: int, packed: bytes) -> bytes:
+        return packed  # the header is built when sending: it carries the current oldest sequence
 
     def send(self, batch: list[TaskMessage]) -> None:
-        """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
-        for packed in pack_within(batch, self.max_payload):
-            self.sent_bytes += len(packed)
-            self.window.add(lambda seq, packed=packed: packed, len(packed))  # type: ignore[misc]
-            os.write(self._wake_w, b"\0")
+        super().send(batch)
+        os.write(self._wake_w, b"\0")
 
     def _loop(self) -> None:
         sock = self._socket
@@ -357,14 +320,7 @@ class ZmqConnection:
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
-        left = self.window.drain(self.close_timeout)
-        if left:
-            self.lost_on_close = sum(len(msgpack.unpackb(p)) for p in self.window.unacked_items())
-            log.warning(
-                "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
-                self.address,
-                self.lost_on_close,
-            )
+        self._drain_window(lambda packed: packed)
         self._closed = True
         os.write(self._wake_w, b"\0")
         self._thread.join(5.0)
