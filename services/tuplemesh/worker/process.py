@@ -21,12 +21,13 @@ from tuplemesh.admin import AdminServicer
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory
 from tuplemesh.errors import TransportError
+from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
-from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.worker import Worker
 
@@ -34,7 +35,7 @@ __all__ = ["WorkerProcess"]
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin")
+SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin", "tuplemesh.v1.Gateway")
 #: Health entries that mean "ready for traffic": NOT_SERVING until every peer is connected and
 #: again while draining. "tuplemesh.v1.Admin" means "alive" (liveness) and is SERVING as long as
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
@@ -75,6 +76,7 @@ class WorkerProcess:
         admin_pb2_grpc.add_AdminServicer_to_server(
             AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
         )
+        gateway_pb2_grpc.add_GatewayServicer_to_server(GatewayServicer(topology.name, index), self.server)
         enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
         self.port = bind_port(self.server, self.conf["worker.bind.host"], port)
         self.metrics_server: Any = None

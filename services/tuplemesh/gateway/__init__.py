@@ -1,0 +1,5 @@
+"""The Gateway: external producers publish into IngestSpouts, consumers fetch from ExportBolts."""
+
+from tuplemesh.gateway.components import ExportBolt, IngestSpout
+
+__all__ = ["ExportBolt", "IngestSpout"]

@@ -1,0 +1,170 @@
+"""Gateway on real worker processes: publish rows in, fetch running counts out by offset."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import msgpack
+import pytest
+
+from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
+
+LINES = ["the cow jumped over the moon", "the quick brown fox", "a cow and a fox"] * 40
+
+
+def stubs(mesh: Mesh) -> list[gateway_pb2_grpc.GatewayStub]:
+    return [
+        gateway_pb2_grpc.GatewayStub(grpc.insecure_channel(mesh.address(i))) for i in range(len(mesh.ports))
+    ]
+
+
+def publish(stub: gateway_pb2_grpc.GatewayStub, rows: list[list[object]], batch_id: str = "",
+            partition: int = 0, per_request: int = 25) -> list[gateway_pb2.PublishAck]:  # fmt: skip
+    requests = [
+        gateway_pb2.PublishRequest(
+            component="lines",
+            packed=msgpack.packb(rows[i : i + per_request]),
+            batch_id=batch_id,
+            partition=partition,
+            sequence=i // per_request + 1,
+        )
+        for i in range(0, len(rows), per_request)
+    ]
+    return list(stub.Publish(iter(requests), timeout=30))
+
+
+def final_counts(mesh: Mesh, expect_total: int, timeout: float = 30) -> dict[str, int]:
+    """Max count per word over every export partition, once expect_total records arrived."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = []
+        for stub in stubs(mesh):
+            offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
+            for p in offsets.partitions:
+                request = gateway_pb2.FetchRequest(
+                    export="counts", partition=p.partition, start_offset=p.start, max_records=100_000
+                )
+                got = stub.Fetch(request)
+                records.extend(msgpack.unpackb(got.packed))
+        if len(records) >= expect_total or time.monotonic() > deadline:
+            counts: dict[str, int] = {}
+            for word, count in records:
+                counts[word] = max(count, counts.get(word, 0))
+            assert len(records) == expect_total, f"{len(records)} records, expected {expect_total}"
+            return counts
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def pipeline_mesh() -> Iterator[Mesh]:
+    mesh = start_mesh("examples.pipeline:topology", 2)
+    yield mesh
+    assert mesh.stop() == [0, 0]
+
+
+def test_publish_then_fetch_counts_exactly(pipeline_mesh: Mesh):
+    expected = Counter(w for line in LINES for w in line.split())
+    half = len(LINES) // 2
+    acks = publish(stubs(pipeline_mesh)[0], [[line] for line in LINES[:half]], batch_id="b1")
+    acks += publish(stubs(pipeline_mesh)[1], [[line] for line in LINES[half:]], batch_id="b2")
+    assert sum(a.accepted for a in acks) == len(LINES) and not any(a.duplicate for a in acks)
+    assert final_counts(pipeline_mesh, sum(expected.values())) == dict(expected)
+
+
+def test_offsets_schema_commit_and_out_of_range(pipeline_mesh: Mesh):
+    stub = stubs(pipeline_mesh)[0]
+    offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
+    assert offsets.total_partitions == 2 and list(offsets.fields) == ["word", "count"]
+    assert offsets.schema == "word STRING, count BIGINT"
+    [p] = offsets.partitions  # one export task per worker
+    assert p.end > p.start
+    middle = (p.start + p.end) // 2
+    assert (
+        stub.Commit(gateway_pb2.CommitRequest(export="counts", partition=p.partition, offset=middle)).start
+        == middle
+    )
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.start))
+    assert err.value.code() == grpc.StatusCode.OUT_OF_RANGE and "committed" in err.value.details()
+    got = stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=middle,
+                                              max_records=3, json=True))  # fmt: skip
+    assert got.count == 3 and got.next_offset == middle + 3 and len(json.loads(got.records_json)) == 3
+
+
+def test_a_retried_request_is_recognised_not_published_twice(pipeline_mesh: Mesh):
+    stub = stubs(pipeline_mesh)[0]
+    rows = [["retry one two"]] * 10
+    first = publish(stub, rows, batch_id="retry", partition=3, per_request=5)
+    again = publish(stub, rows, batch_id="retry", partition=3, per_request=5)
+    assert [a.accepted for a in first] == [5, 5] and [a.duplicate for a in again] == [True, True]
+
+
+def test_bad_input(pipeline_mesh: Mesh):
+    stub = stubs(pipeline_mesh)[0]
+
+    def publish_raw(component: str, packed: bytes) -> object:
+        return list(stub.Publish(iter([gateway_pb2.PublishRequest(component=component, packed=packed)])))
+
+    cases = [
+        (
+            lambda: publish_raw("nope", msgpack.packb([["x"]])),
+            (grpc.StatusCode.NOT_FOUND, "no IngestSpout 'nope'"),
+        ),
+        (lambda: publish_raw("lines", b"\xc1"), (grpc.StatusCode.INVALID_ARGUMENT, "not msgpack")),
+        (
+            lambda: stub.PublishOne(gateway_pb2.PublishOneRequest(component="lines", values_json="{}")),
+            (grpc.StatusCode.INVALID_ARGUMENT, "must be a JSON array"),
+        ),
+        (
+            lambda: stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=9)),
+            (grpc.StatusCode.NOT_FOUND, "partition 9"),
+        ),
+        (
+            lambda: stub.Offsets(gateway_pb2.OffsetsRequest(export="nope")),
+            (grpc.StatusCode.NOT_FOUND, "no ExportBolt"),
+        ),
+    ]
+    for call, expected in cases:
+        with pytest.raises(grpc.RpcError) as err:
+            call()
+        assert (err.value.code(), expected[1] in err.value.details()) == (expected[0], True), (
+            err.value.details()
+        )
+
+
+def test_full_export_log_applies_backpressure(tmp_path: Path):
+    import os
+
+    os.environ["PIPELINE_RETENTION"] = "40"  # read by examples.pipeline in the worker processes
+    try:
+        mesh = start_mesh("examples.pipeline:topology", 1)
+    finally:
+        del os.environ["PIPELINE_RETENTION"]
+    try:
+        stub = stubs(mesh)[0]
+        publish(stub, [[f"w{i}"] for i in range(300)], per_request=50)
+        time.sleep(1.0)
+        offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
+        ends = sorted(p.end for p in offsets.partitions)
+        assert ends == [40, 40], ends  # held at the retention: nothing dropped, the rest waits upstream
+        for p in offsets.partitions:
+            stub.Commit(gateway_pb2.CommitRequest(export="counts", partition=p.partition, offset=p.end))
+        deadline = time.monotonic() + 20
+        total = 0
+        while time.monotonic() < deadline:
+            parts = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
+            total = sum(p.end for p in parts)
+            for p in parts:  # keep committing: the consumer keeps up now
+                stub.Commit(gateway_pb2.CommitRequest(export="counts", partition=p.partition, offset=p.end))
+            if total == 300:
+                break
+            time.sleep(0.1)
+        assert total == 300
+    finally:
+        assert mesh.stop() == [0]
