@@ -45,6 +45,9 @@ class IngestSpout(Spout):
             emit(row)
         self.emitted += len(rows)
 
+    def pending(self) -> int:
+        return len(self.queue)
+
     def report(self) -> Any:
         return {"emitted": self.emitted, "queued": len(self.queue)}
 

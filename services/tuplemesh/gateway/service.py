@@ -20,8 +20,11 @@ _REMEMBERED = 100_000  # (component, batch, partition) entries kept for recognis
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
-    def __init__(self, topology: str, worker: int, put_timeout: float = 1.0) -> None:
+    def __init__(
+        self, topology: str, worker: int, accepting: Any = lambda: True, put_timeout: float = 1.0
+    ) -> None:
         self.topology = topology
+        self.accepting = accepting  # False while the worker drains: publishers go elsewhere
         self.worker = worker
         self.put_timeout = put_timeout
         self._accepted: OrderedDict[tuple[str, str, int], int] = OrderedDict()
@@ -30,6 +33,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self.duplicates = 0
 
     def _queues(self, component: str, context: grpc.ServicerContext) -> list[IngestQueue]:
+        if not self.accepting():
+            context.abort(grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is draining: publish elsewhere")
         queues = ingest_queues((self.topology, self.worker, component))
         if not queues:
             context.abort(

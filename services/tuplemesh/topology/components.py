@@ -138,6 +138,11 @@ class Spout:
         """True when a finite spout has nothing more to emit."""
         return False
 
+    def pending(self) -> int:
+        """Tuples this spout already accepted from outside (acknowledged to a producer) and must
+        still emit. A deactivated spout keeps being called until this is 0, so a drain loses none."""
+        return 0
+
     def close(self) -> None:
         """Called once when the worker shuts down."""
 

@@ -256,8 +256,12 @@ class SpoutExecutor(Executor):
         self._started.wait()
 
     def deactivate(self) -> None:
-        """Stop calling next_tuple (tuples already emitted still flow). Any thread."""
+        """Stop calling next_tuple, except on spouts whose ``pending()`` input must go out. Any thread."""
         self._active = False
+
+    def pending(self) -> int:
+        """Accepted input the spouts still have to emit (read from any thread: a snapshot)."""
+        return sum(cast(Spout, s).pending() for s in self.tasks.values())
 
     def request_stop(self) -> None:
         self._active = False
@@ -286,12 +290,21 @@ class SpoutExecutor(Executor):
         monotonic = time.monotonic
         sleep = time.sleep
         next_tuples = [(task, spout.next_tuple) for task, spout in spouts]
+        spouts_by_task = dict(spouts)
         try:
             while self._running:
                 poll(self._on_control)
                 if self._active and not self.finished.is_set():
+                    callers = next_tuples
+                else:  # deactivated: only spouts still holding accepted input keep emitting
+                    callers = [
+                        (t, spouts_by_task[t].next_tuple)
+                        for t, _ in next_tuples
+                        if spouts_by_task[t].pending()
+                    ]
+                if callers:
                     before = counters.emitted
-                    for task, next_tuple in next_tuples:
+                    for task, next_tuple in callers:
                         try:
                             next_tuple()
                         except AlertError:
@@ -305,7 +318,7 @@ class SpoutExecutor(Executor):
                         if outbox.pending and monotonic() - outbox.last_flush >= self.flush_interval:
                             outbox.flush()
                         continue
-                    if all(spout.is_finished() for _, spout in spouts):
+                    if self._active and all(spout.is_finished() for _, spout in spouts):
                         outbox.flush()
                         self.finished.set()
                         continue

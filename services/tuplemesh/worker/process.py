@@ -76,7 +76,9 @@ class WorkerProcess:
         admin_pb2_grpc.add_AdminServicer_to_server(
             AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
         )
-        gateway_pb2_grpc.add_GatewayServicer_to_server(GatewayServicer(topology.name, index), self.server)
+        gateway_pb2_grpc.add_GatewayServicer_to_server(
+            GatewayServicer(topology.name, index, accepting=lambda: self._state != "NOT_SERVING"), self.server
+        )
         enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
         self.port = bind_port(self.server, self.conf["worker.bind.host"], port)
         self.metrics_server: Any = None

@@ -203,7 +203,7 @@ class Worker:
 
     def idle(self) -> bool:
         """Nothing queued in this worker: inboxes, transfer ring, emit buffers, unacked sends."""
-        if any(e.outbox.pending for e in self.executors):
+        if any(e.outbox.pending for e in self.executors) or any(e.pending() for e in self.spout_executors):
             return False
         rings = [e.inbox for e in self.executors] + [self.transfer_ring]
         if any(r.remaining_capacity() != r.buffer_size for r in rings):
