@@ -51,6 +51,8 @@ from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 __all__ = ["TuplemeshDataSource", "register"]
 
 _KNOWN = {"targets", "component", "export", "columns", "batchsize", "timeout", "retries", "sinkid"}
+#: Spark's own options, which it passes along to every source and sink.
+_SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 
 
 class OptionError(ValueError):
@@ -71,7 +73,7 @@ class Options:
     @classmethod
     def parse(cls, options: Mapping[str, str], mode: str) -> Options:
         lowered = {k.lower(): v for k, v in options.items()}
-        unknown = sorted(set(lowered) - _KNOWN - {"path"})
+        unknown = sorted(set(lowered) - _KNOWN - _SPARK_OPTIONS)
         if unknown:
             raise OptionError(f"tuplemesh: unknown option(s) {unknown}; known: {sorted(_KNOWN)}")
         targets = tuple(t.strip() for t in lowered.get("targets", "").split(",") if t.strip())
@@ -235,16 +237,20 @@ def _offsets(opts: Options) -> tuple[dict[int, tuple[str, int, int]], gateway_pb
     for target in opts.targets:
         channel, stub = _stub(target)
         try:
-            answer = stub.Offsets(gateway_pb2.OffsetsRequest(export=opts.export), timeout=opts.timeout)
+            reply = stub.Offsets(gateway_pb2.OffsetsRequest(export=opts.export), timeout=opts.timeout)
         except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.NOT_FOUND:
+                continue  # no partition of this export on that worker
             raise RuntimeError(
                 f"tuplemesh: Offsets from {target} failed: {exc.code().name}: {exc.details()}"
             ) from None
         finally:
             channel.close()
-        for p in answer.partitions:
+        answer = reply
+        for p in reply.partitions:
             found[p.partition] = (target, p.start, p.end)
-    assert answer is not None
+    if answer is None:
+        raise RuntimeError(f"tuplemesh: no worker of {list(opts.targets)} runs an ExportBolt {opts.export!r}")
     if len(found) != answer.total_partitions:
         missing = sorted(set(range(answer.total_partitions)) - set(found))
         raise RuntimeError(
