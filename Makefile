@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-dev
 PROTO_SRC := $(wildcard protos/tuplemesh/v1/*.proto)
 PROTO_OUT := services
 
-.PHONY: run test bench proto lint docs clean
+.PHONY: run test bench proto lint docs pipeline clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ run: $(STAMP)
 ## test: the whole suite (unit, stress, conformance, end-to-end)
 test: $(STAMP)
 	$(BIN)/pytest
+
+## pipeline: Spark -> topology on 3 workers -> Spark -> Parquet, checked against Spark's own count
+pipeline: $(STAMP)
+	$(PY) examples/spark_pipeline.py
 
 ## bench: every benchmark beside its baselines; writes bench/results.json
 bench: $(STAMP)

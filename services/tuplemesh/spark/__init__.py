@@ -153,21 +153,26 @@ def _publish_partition(
             chunk = []
     if chunk:
         requests.append(_request(opts, batch_id, partition, len(requests) + 1, chunk))
-    attempt = 0
+    attempt = 0  # failures counted against ``retries``
+    turn = 0  # which target to try next
+    hosting = list(opts.targets)  # targets that may run the IngestSpout (NOT_FOUND removes one)
     while True:
-        target = opts.targets[(partition + attempt) % len(opts.targets)]
+        target = hosting[(partition + turn) % len(hosting)]
         channel, stub = _stub(target)
         try:
             acks = list(stub.Publish(iter(requests), timeout=opts.timeout * max(1, len(requests))))
-            accepted = sum(a.accepted for a in acks)
-            duplicates = sum(1 for a in acks if a.duplicate)
             if len(acks) != len(requests):
                 raise RuntimeError(
                     f"tuplemesh: {target} acknowledged {len(acks)} of {len(requests)} requests"
                 )
+            accepted = sum(a.accepted for a in acks)
+            duplicates = sum(1 for a in acks if a.duplicate)
             return PublishCommit(partition, accepted, duplicates, attempt + 1)
         except grpc.RpcError as exc:
             code = exc.code()
+            if code == grpc.StatusCode.NOT_FOUND and len(hosting) > 1:
+                hosting.remove(target)  # no ingest task on that worker: not a failure
+                continue
             if (
                 code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
                 or attempt >= opts.retries
@@ -176,6 +181,7 @@ def _publish_partition(
                     f"tuplemesh: publishing to {target} failed: {code.name}: {exc.details()}"
                 ) from None
             attempt += 1
+            turn += 1
             time.sleep(min(5.0, 0.2 * 2**attempt))
         finally:
             channel.close()
