@@ -62,22 +62,30 @@ class IngestQueue:
 
 
 class ExportLog:
-    """A bounded log of records with offsets (one per ExportBolt task = partition). Thread-safe."""
+    """A bounded log of records with offsets (one per ExportBolt task = partition). Thread-safe.
+
+    A list with a head index, not a deque: fetches slice from the middle of the log, and
+    indexing into a deque there costs O(n) per record (measured: it capped reads near 80k rows/s).
+    """
 
     def __init__(self, retention: int) -> None:
         self.retention = retention
-        self._records: deque[list[Any]] = deque()
+        self._records: list[list[Any]] = []
+        self._head = 0  # index in _records of the first retained record
         self.start = 0  # offset of the first retained record
         self._cond = threading.Condition()
 
+    def __len__(self) -> int:
+        return len(self._records) - self._head
+
     @property
     def end(self) -> int:
-        return self.start + len(self._records)
+        return self.start + len(self)
 
     def append(self, values: list[Any], stop: threading.Event) -> None:
         """Append, waiting while the log is full (backpressure upstream) until a commit frees room."""
         with self._cond:
-            while len(self._records) >= self.retention and not stop.is_set():
+            while len(self) >= self.retention and not stop.is_set():
                 self._cond.wait(0.5)
             self._records.append(values)
 
@@ -86,16 +94,18 @@ class ExportLog:
         with self._cond:
             if start < self.start:
                 raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
-            first = start - self.start
-            records = [self._records[i] for i in range(first, min(first + limit, len(self._records)))]
-            return records, self.end
+            first = self._head + (start - self.start)
+            return self._records[first : first + limit], self.end
 
     def commit(self, offset: int) -> int:
         """Forget records below ``offset``; returns the new start."""
         with self._cond:
-            while self.start < min(offset, self.end):
-                self._records.popleft()
-                self.start += 1
+            drop = max(0, min(offset, self.end) - self.start)
+            self._head += drop
+            self.start += drop
+            if self._head > len(self._records) // 2:  # compact now and then: amortised O(1)
+                del self._records[: self._head]
+                self._head = 0
             self._cond.notify_all()
             return self.start
 
