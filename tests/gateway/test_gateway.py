@@ -168,3 +168,23 @@ def test_full_export_log_applies_backpressure(tmp_path: Path):
         assert total == 300
     finally:
         assert mesh.stop() == [0]
+
+
+def test_grpcurl_publish_one_and_offsets(pipeline_mesh: Mesh):
+    import shutil
+    import subprocess
+    import sys
+
+    grpcurl = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
+    address = pipeline_mesh.address(1)  # worker 1 runs an ingest task and an export task
+    out = subprocess.run(
+        [grpcurl, "-plaintext", "-d", '{"component": "lines", "values_json": "[\\"grpcurl says hello\\"]"}',
+         address, "tuplemesh.v1.Gateway/PublishOne"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"accepted": "1"}  # uint64 is a string in proto3 JSON
+    out = subprocess.run([grpcurl, "-plaintext", "-d", '{"export": "counts"}', address,
+                          "tuplemesh.v1.Gateway/Offsets"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    answer = json.loads(out.stdout)
+    assert answer["total_partitions"] == 2 and answer["schema"] == "word STRING, count BIGINT"
