@@ -184,7 +184,9 @@ def test_grpcurl_publish_one_and_offsets(pipeline_mesh: Mesh):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == {"accepted": "1"}  # uint64 is a string in proto3 JSON
-    out = subprocess.run([grpcurl, "-plaintext", "-d", '{"export": "counts"}', address,
-                          "tuplemesh.v1.Gateway/Offsets"], capture_output=True, text=True, timeout=30)  # fmt: skip
+    out = subprocess.run(
+        [grpcurl, "-plaintext", "-d", '{"export": "counts"}', address, "tuplemesh.v1.Gateway/Offsets"],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
     answer = json.loads(out.stdout)
     assert answer["total_partitions"] == 2 and answer["schema"] == "word STRING, count BIGINT"
