@@ -3,22 +3,15 @@ into a noop sink in the same run (local[2], after a warm-up so session start-up 
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 from bench.records import Record
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
 
 def run(quick: bool = False) -> list[Record]:
-    from pyspark.sql import SparkSession
-
     from bench.topologies_spark import build
     from tuplemesh.launcher import ProcessCluster
-    from tuplemesh.spark import register
+    from tuplemesh.spark import local_session
 
     n = 200_000 if quick else 1_000_000
     cluster = ProcessCluster("bench.topologies_spark:build", build(), 2, transport="grpc")
@@ -27,12 +20,7 @@ def run(quick: bool = False) -> list[Record]:
     try:
         cluster.wait_serving(60)
         targets = ",".join(f"127.0.0.1:{p}" for p in cluster.ports)
-        spark = (
-            SparkSession.builder.master("local[2]").appName("tuplemesh-bench")
-            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate()
-        )  # fmt: skip
-        spark.sparkContext.setLogLevel("ERROR")
-        register(spark)
+        spark = local_session("tuplemesh-bench")
 
         def write(rows: int) -> float:
             df = spark.range(rows, numPartitions=2).selectExpr("concat('row-', id) AS line")

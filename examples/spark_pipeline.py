@@ -11,23 +11,19 @@ Run with ``make pipeline``. Exit code 0 only when every count matches.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 sys.path.insert(0, str(ROOT))
 
 import grpc  # noqa: E402
-from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from examples.pipeline import build  # noqa: E402
 from tuplemesh.launcher import ProcessCluster  # noqa: E402
-from tuplemesh.spark import register  # noqa: E402
+from tuplemesh.spark import local_session  # noqa: E402
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 
 
@@ -52,15 +48,7 @@ def main() -> int:
     try:
         cluster.wait_serving(60)
         targets = ",".join(f"127.0.0.1:{p}" for p in cluster.ports)
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("tuplemesh-pipeline")
-            .config("spark.ui.enabled", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        register(spark)
+        spark = local_session("tuplemesh-pipeline")
 
         lines = spark.read.text(str(data))
         # the topology's split: lower case, split on whitespace (Python's str.split())

@@ -10,6 +10,7 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.grpcutil import json_array
 from tuplemesh.topology import Tuple
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.executor import SpoutExecutor
@@ -178,15 +179,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     # -- actions --------------------------------------------------------------------------------
     def Emit(self, request: admin_pb2.EmitRequest, context: grpc.ServicerContext) -> admin_pb2.EmitResponse:
         worker = self.worker
-        try:
-            values = json.loads(request.values_json)
-        except ValueError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"values_json is not JSON: {exc}")
-        if not isinstance(values, list):
-            context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"values_json must be a JSON array, got {request.values_json!r}",
-            )
+        values = json_array(request.values_json, "values_json", context)
         task, component = self._target(request, context)
         spec = worker.topology.components[component]
         stream = request.stream or "default"

@@ -15,32 +15,19 @@ from pathlib import Path
 
 import grpc
 import pytest
-
-from tests.worker.conftest import Mesh, start_mesh, wait_serving
-from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
-
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tuplemesh.spark import register
+from tests.worker.conftest import Mesh, start_mesh, wait_serving
+from tuplemesh.spark import local_session
+from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 CORPUS = [f"line {i} of the corpus with word{i % 17} and word{i % 5}" for i in range(600)]
 
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("tuplemesh-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
+    session = local_session("tuplemesh-tests")
     yield session
     session.stop()
 

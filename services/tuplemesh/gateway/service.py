@@ -12,6 +12,7 @@ import grpc
 import msgpack
 
 from tuplemesh.gateway.registry import ExportInfo, IngestQueue, exports, ingest_queues
+from tuplemesh.grpcutil import json_array
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 __all__ = ["GatewayServicer"]
@@ -97,15 +98,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self, request: gateway_pb2.PublishOneRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.PublishAck:
         queues = self._queues(request.component, context)
-        try:
-            row = json.loads(request.values_json)
-        except ValueError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"values_json is not JSON: {exc}")
-        if not isinstance(row, list):
-            context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"values_json must be a JSON array, got {request.values_json!r}",
-            )
+        row = json_array(request.values_json, "values_json", context)
         self._put(queues, [row], context)
         return gateway_pb2.PublishAck(sequence=0, accepted=1)
 

@@ -48,7 +48,7 @@ from pyspark.sql.types import StructType
 
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
-__all__ = ["TuplemeshDataSource", "register"]
+__all__ = ["TuplemeshDataSource", "local_session", "register"]
 
 _KNOWN = {"targets", "component", "export", "columns", "batchsize", "timeout", "retries", "sinkid"}
 #: Spark's own options, which it passes along to every source and sink.
@@ -397,3 +397,28 @@ class TuplemeshDataSource(DataSource):
 def register(spark: Any) -> None:
     """Make ``format("tuplemesh")`` available in this session."""
     spark.dataSource.register(TuplemeshDataSource)
+
+
+def local_session(app: str, cores: int = 2) -> Any:
+    """A quiet ``local[cores]`` session with ``tuplemesh`` registered (examples, tests, benchmarks).
+
+    Sets what a local PySpark needs here: this interpreter for the Python workers, loopback only,
+    no UI.
+    """
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session
