@@ -72,6 +72,7 @@ class ZmqBinding:
         self.received_tuples_from: dict[int, int] = {}  # per sending worker
         self.received_bytes_from: dict[int, int] = {}
         self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._ack_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"], logging.DEBUG)
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
@@ -177,8 +178,10 @@ class ZmqBinding:
     def _ack(self, sock: Any, identity: bytes, sequence: int, unknown: list[int], duplicates: int) -> None:
         try:
             sock.send_multipart([identity, _pack([sequence, self.credit, unknown, duplicates])], zmq.NOBLOCK)
-        except zmq.ZMQError as exc:  # peer gone or its queue full: it will resend and be acked again
-            self._log.log("zmq ack to a peer of %s not sent: %s", self.address, exc)
+        except zmq.ZMQError as exc:
+            # Peer gone or its queue full. Harmless: acks are cumulative, so the next one covers
+            # this one, and a peer that hears nothing resends and is acknowledged again.
+            self._ack_log.log("zmq ack to a peer of %s not sent: %s", self.address, exc)
 
     def close(self) -> None:
         self._closed.set()

@@ -155,7 +155,10 @@ class WorkerProcess:
         # Refuse (never acknowledge) new batches: their senders keep them for our successor.
         self.worker.receive.refusing = True
         deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
-        while time.monotonic() < deadline and not self.worker.idle():
+        # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
+        # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
+        # close, and whatever is still unacknowledged then is counted and logged.
+        while time.monotonic() < deadline and not self.worker.idle(unacked=False):
             time.sleep(0.01)
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         self.server.stop(grace).wait()

@@ -201,14 +201,15 @@ class Worker:
             getattr(c, "channel_state", "READY") == "READY" for c in connections.values()
         )
 
-    def idle(self) -> bool:
-        """Nothing queued in this worker: inboxes, transfer ring, emit buffers, unacked sends."""
+    def idle(self, unacked: bool = True) -> bool:
+        """Nothing queued in this worker: inboxes, transfer ring, emit buffers, accepted spout
+        input, and (with ``unacked``) sends the peers have not acknowledged yet."""
         if any(e.outbox.pending for e in self.executors) or any(e.pending() for e in self.spout_executors):
             return False
         rings = [e.inbox for e in self.executors] + [self.transfer_ring]
         if any(r.remaining_capacity() != r.buffer_size for r in rings):
             return False
-        return not any(getattr(c, "unacked", 0) for c in self.transfer.connections.values())
+        return not unacked or not any(getattr(c, "unacked", 0) for c in self.transfer.connections.values())
 
     @property
     def duplicate_batches(self) -> int:
