@@ -179,6 +179,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     # -- actions --------------------------------------------------------------------------------
     def Emit(self, request: admin_pb2.EmitRequest, context: grpc.ServicerContext) -> admin_pb2.EmitResponse:
         worker = self.worker
+        if not worker.conf["admin.emit.enabled"]:
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "Admin.Emit is off: set admin.emit.enabled: true"
+            )
         values = json_array(request.values_json, "values_json", context)
         task, component = self._target(request, context)
         spec = worker.topology.components[component]
@@ -246,6 +250,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     def Drain(
         self, request: admin_pb2.DrainRequest, context: grpc.ServicerContext
     ) -> admin_pb2.DrainResponse:
+        if not self.worker.conf["admin.drain.enabled"]:
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "Admin.Drain is off: set admin.drain.enabled: true"
+            )
         return admin_pb2.DrainResponse(state=self._drain())
 
 

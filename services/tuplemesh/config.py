@@ -24,7 +24,18 @@ from tuplemesh.errors import ConfigError
 __all__ = ["KEYS", "Config", "ConfigKey", "env_name"]
 
 # Namespaces that belong to tuplemesh: an unknown key inside them is a typo, not user config.
-_OWN_PREFIXES = ("topology.", "messaging.", "storm.", "zmq.", "task.", "worker.", "tuplemesh.")
+_OWN_PREFIXES = (
+    "topology.",
+    "messaging.",
+    "storm.",
+    "zmq.",
+    "task.",
+    "worker.",
+    "tuplemesh.",
+    "tls.",
+    "admin.",
+    "metrics.",
+)
 
 
 @dataclass(frozen=True)
@@ -216,6 +227,30 @@ KEYS: dict[str, ConfigKey] = {
         ),
         ConfigKey(
             "storm.messaging.netty.max_wait_ms", int, 1000, "Longest reconnect backoff to a peer.", _positive
+        ),
+        ConfigKey(
+            "tls.enabled", bool, False, "Serve and dial the worker port with mTLS (certificates below)."
+        ),
+        ConfigKey(
+            "tls.cert.file",
+            str,
+            "",
+            "PEM certificate of this worker (server and client), signed by the mesh CA.",
+        ),
+        ConfigKey("tls.key.file", str, "", "PEM private key of tls.cert.file."),
+        ConfigKey(
+            "tls.ca.file", str, "", "PEM of the mesh CA: the only issuer whose certificates are accepted."
+        ),
+        ConfigKey(
+            "tls.server.name",
+            str,
+            "",
+            "Name to verify in peers' certificates instead of the address dialled (empty: the address).",
+        ),
+        ConfigKey("admin.token", str, "", "Bearer token required by Admin and Gateway calls (empty: none)."),
+        ConfigKey("admin.emit.enabled", bool, False, "Allow Admin.Emit (tuple injection); off by default."),
+        ConfigKey(
+            "admin.drain.enabled", bool, False, "Allow Admin.Drain; off by default (SIGTERM always drains)."
         ),
         ConfigKey(
             "metrics.enabled",

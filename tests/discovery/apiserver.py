@@ -90,6 +90,7 @@ class FakeApiServer:
     # -- serving ------------------------------------------------------------------------------
     def up(self) -> None:
         self._cut = 0.0
+        self._down = False
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
         self._server.daemon_threads = True
         self._server.allow_reuse_address = True
@@ -97,6 +98,8 @@ class FakeApiServer:
 
     def down(self) -> None:
         if self._server is not None:
+            with self._cond:
+                self._down = True  # open watch streams deliver nothing more, as when a server dies
             self.watchers_cut()
             self._server.shutdown()
             self._server.server_close()
@@ -184,6 +187,8 @@ class FakeApiServer:
                     position = since
                     while True:
                         with fake._cond:
+                            if fake._down:
+                                return  # the connection just ends: no final chunk, like a dead server
                             pending = [e for e in fake._events if e[0] > position]
                             if not pending:
                                 remaining = timeout - (time.monotonic() - started)

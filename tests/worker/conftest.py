@@ -53,7 +53,14 @@ class Mesh:
         return codes
 
 
-def start_mesh(target: str, workers: int, config: Path | None = None, wait: bool = True) -> Mesh:
+def start_mesh(
+    target: str,
+    workers: int,
+    config: Path | None = None,
+    wait: bool = True,
+    env: dict[str, str] | None = None,
+) -> Mesh:
+    """Worker processes on loopback. Admin Emit and Drain are on (tests use them) unless ``env`` says."""
     ports = free_ports(2 * workers)
     ports, metrics_ports = ports[:workers], ports[workers:]
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
@@ -63,8 +70,15 @@ def start_mesh(target: str, workers: int, config: Path | None = None, wait: bool
                "--workers", str(workers), "--port", str(port), "--peers", peers]  # fmt: skip
         if config is not None:
             cmd += ["--config", str(config)]
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TUPLEMESH_METRICS_PORT": str(metrics_ports[index])}
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env))
+        proc_env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TUPLEMESH_METRICS_PORT": str(metrics_ports[index]),
+            "TUPLEMESH_ADMIN_EMIT_ENABLED": "true",
+            "TUPLEMESH_ADMIN_DRAIN_ENABLED": "true",
+            **(env or {}),
+        }
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=proc_env))
     mesh = Mesh(ports, procs, metrics_ports)
     if wait:
         for index in range(workers):

@@ -30,6 +30,8 @@ import grpc
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.security import TokenInterceptor, server_credentials
+from tuplemesh.security import channel as secure_channel
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.framing import unpack_batch
@@ -196,7 +198,7 @@ class GrpcConnection(WindowedConnection):
         self._call: Any = None
         self._error_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._conf = conf
-        self._channel = grpc.insecure_channel(self.address, options=channel_options(conf))
+        self._channel = secure_channel(self.address, conf, channel_options(conf))
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
@@ -276,7 +278,7 @@ class GrpcConnection(WindowedConnection):
         """The peer moved: stream to ``host:port`` from now on, resending what is unacknowledged."""
         old = self._channel
         self.address = self.window.address = f"{host}:{port}"
-        self._channel = grpc.insecure_channel(self.address, options=channel_options(self._conf))
+        self._channel = secure_channel(self.address, self._conf, channel_options(self._conf))
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
         call = self._call
@@ -336,7 +338,7 @@ class GrpcContext:
         else:
             server = new_server(self.conf)
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, server)
-            bind_port(server, self.conf["worker.bind.host"], port)
+            bind_port(server, self.conf["worker.bind.host"], port, self.conf)
             server.start()
             binding = GrpcBinding(servicer, server)
         with self._lock:
@@ -366,6 +368,7 @@ class GrpcContext:
 def new_server(conf: Mapping[str, Any]) -> grpc.Server:
     """A gRPC server sized and limited by the config (its services are added by the caller)."""
     limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
+    interceptors = [TokenInterceptor(conf["admin.token"])] if conf.get("admin.token") else []
     return grpc.server(
         futures.ThreadPoolExecutor(
             max_workers=conf["messaging.grpc.server.threads"], thread_name_prefix="grpc-server"
@@ -376,14 +379,18 @@ def new_server(conf: Mapping[str, Any]) -> grpc.Server:
             ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
         ],
         maximum_concurrent_rpcs=conf["messaging.grpc.server.threads"],
+        interceptors=interceptors,
     )
 
 
-def bind_port(server: grpc.Server, host: str, port: int) -> int:
-    """Add an insecure port; TransportError naming the address when it cannot be bound."""
+def bind_port(server: grpc.Server, host: str, port: int, conf: Mapping[str, Any] | None = None) -> int:
+    """Add the port (mTLS when ``tls.enabled``); TransportError naming the address if it cannot bind."""
     address = f"{host}:{port}"
     try:
-        bound = server.add_insecure_port(address)
+        if conf is not None and conf.get("tls.enabled"):
+            bound = server.add_secure_port(address, server_credentials(conf))
+        else:
+            bound = server.add_insecure_port(address)
     except RuntimeError as exc:
         raise TransportError(f"cannot bind {address}: {exc}") from exc
     if bound == 0:

@@ -80,7 +80,7 @@ class WorkerProcess:
             GatewayServicer(topology.name, index, accepting=lambda: self._state != "NOT_SERVING"), self.server
         )
         enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
-        self.port = bind_port(self.server, self.conf["worker.bind.host"], port)
+        self.port = bind_port(self.server, self.conf["worker.bind.host"], port, self.conf)
         self.metrics_server: Any = None
         self._stop = threading.Event()
         self._terms = 0

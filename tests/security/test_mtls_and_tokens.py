@@ -1,0 +1,177 @@
+"""mTLS between workers and for Admin/Gateway clients, the bearer token, and Admin actions
+that are off unless enabled. The tests make their own CA and certificates."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from examples.wordcount import expected_counts
+from tests.worker.conftest import start_mesh
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def make_ca(directory: Path, name: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(_name(name)).issuer_name(_name(name)).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    (directory / f"{name}.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return key, cert
+
+
+def make_leaf(directory: Path, name: str, ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate]) -> None:
+    """A certificate for 127.0.0.1/localhost usable as server and as client."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.UTC)
+    names = x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    usage = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH])
+    cert = (
+        x509.CertificateBuilder().subject_name(_name(name)).issuer_name(ca[1].subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(names, False).add_extension(usage, False)
+        .sign(ca[0], hashes.SHA256())
+    )  # fmt: skip
+    (directory / f"{name}.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (directory / f"{name}.key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    mesh_ca = make_ca(d, "mesh-ca")
+    make_leaf(d, "worker", mesh_ca)
+    make_leaf(d, "client", mesh_ca)
+    make_leaf(d, "intruder", make_ca(d, "foreign-ca"))
+    return d
+
+
+def tls_env(pki: Path, **extra: str) -> dict[str, str]:
+    return {
+        "TUPLEMESH_TLS_ENABLED": "true",
+        "TUPLEMESH_TLS_CA_FILE": str(pki / "mesh-ca.pem"),
+        "TUPLEMESH_TLS_CERT_FILE": str(pki / "worker.crt"),
+        "TUPLEMESH_TLS_KEY_FILE": str(pki / "worker.key"),
+        **extra,
+    }
+
+
+def admin(address: str, pki: Path, who: str | None) -> admin_pb2_grpc.AdminStub:
+    if who is None:
+        creds = grpc.ssl_channel_credentials(root_certificates=(pki / "mesh-ca.pem").read_bytes())
+    else:
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=(pki / "mesh-ca.pem").read_bytes(),
+            private_key=(pki / f"{who}.key").read_bytes(),
+            certificate_chain=(pki / f"{who}.crt").read_bytes(),
+        )
+    return admin_pb2_grpc.AdminStub(grpc.secure_channel(address, creds))
+
+
+def wait_tls_serving(address: str, pki: Path, timeout: float = 30) -> None:
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=(pki / "mesh-ca.pem").read_bytes(),
+        private_key=(pki / "client.key").read_bytes(),
+        certificate_chain=(pki / "client.crt").read_bytes(),
+    )
+    stub = health_pb2_grpc.HealthStub(grpc.secure_channel(address, creds))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if (
+                stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status
+                == health_pb2.HealthCheckResponse.SERVING
+            ):
+                return
+        except grpc.RpcError:
+            pass
+        time.sleep(0.1)
+    raise TimeoutError(f"{address} not SERVING over mTLS")
+
+
+def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
+    mesh = start_mesh("tests.worker.topologies:small_wordcount", 2, wait=False, env=tls_env(pki))
+    try:
+        for i in (0, 1):
+            wait_tls_serving(mesh.address(i), pki)
+        expected = sum(expected_counts(10).values())
+        deadline = time.monotonic() + 30
+        executed = 0
+        while time.monotonic() < deadline and executed < expected:
+            executed = sum(
+                e.executed
+                for i in (0, 1)
+                for e in admin(mesh.address(i), pki, "client")
+                .GetStatus(admin_pb2.GetStatusRequest())
+                .executors
+                if e.component == "count"
+            )
+            time.sleep(0.1)
+        assert executed == expected  # every word crossed the mTLS Transfer streams and was counted
+        for who in (None, "intruder"):  # no client certificate; a certificate from another CA
+            with pytest.raises(grpc.RpcError) as err:
+                admin(mesh.address(0), pki, who).GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        with pytest.raises(grpc.RpcError) as err:  # plaintext
+            admin_pb2_grpc.AdminStub(grpc.insecure_channel(mesh.address(0))).GetStatus(
+                admin_pb2.GetStatusRequest(), timeout=5
+            )
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        assert mesh.stop() == [0, 0]
+
+
+def test_bearer_token_and_admin_actions_off_by_default():
+    mesh = start_mesh(
+        "tests.worker.topologies:small_wordcount", 1,
+        env={"TUPLEMESH_ADMIN_TOKEN": "s3cret", "TUPLEMESH_ADMIN_EMIT_ENABLED": "false",
+             "TUPLEMESH_ADMIN_DRAIN_ENABLED": "false"},
+    )  # fmt: skip
+    try:
+        stub = mesh.admin(0)
+        for metadata in ((), (("authorization", "Bearer wrong"),), (("authorization", "s3cret"),)):
+            with pytest.raises(grpc.RpcError) as err:
+                stub.GetStatus(admin_pb2.GetStatusRequest(), metadata=metadata, timeout=5)
+            assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "bearer token" in err.value.details()
+        good = (("authorization", "Bearer s3cret"),)
+        assert stub.GetStatus(admin_pb2.GetStatusRequest(), metadata=good, timeout=5).topology == "wordcount"
+        for call, request in ((stub.Emit, admin_pb2.EmitRequest(component="count", values_json='["x"]')),
+                              (stub.Drain, admin_pb2.DrainRequest())):  # fmt: skip
+            with pytest.raises(grpc.RpcError) as err:
+                call(request, metadata=good, timeout=5)
+            assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert "is off: set admin." in err.value.details()
+        # health stays open for probes
+        assert (
+            mesh.health(0).Check(health_pb2.HealthCheckRequest()).status
+            == health_pb2.HealthCheckResponse.SERVING
+        )
+    finally:
+        assert mesh.stop() == [0]
