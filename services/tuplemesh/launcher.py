@@ -28,7 +28,7 @@ from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.local_cluster import RunSummary
 
-__all__ = ["ProcessCluster", "run_processes"]
+__all__ = ["ProcessCluster", "is_serving", "run_processes", "stop_processes"]
 
 
 class WorkerDied(RuntimeError):
@@ -92,12 +92,8 @@ class ProcessCluster:
         for index, stub in enumerate(self.healths):
             while True:
                 self.check_alive()
-                try:
-                    reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
-                    if reply.status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                except grpc.RpcError:
-                    pass
+                if is_serving(stub):
+                    break
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"worker {index} not SERVING within {timeout}s")
                 time.sleep(0.05)
@@ -140,19 +136,34 @@ class ProcessCluster:
     def stop(self, timeout: float = 60.0) -> list[int]:
         """SIGTERM every worker (they drain) and return their exit codes."""
         self._stopping = True
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        codes = []
-        for proc in self.procs:
-            try:
-                codes.append(proc.wait(timeout))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(proc.wait())
+        codes = stop_processes(self.procs, timeout)
         for channel in self.channels:
             channel.close()
         return codes
+
+
+def is_serving(stub: health_pb2_grpc.HealthStub) -> bool:
+    """True when the worker's health says SERVING (False while unreachable or not ready)."""
+    try:
+        reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1.0)
+    except grpc.RpcError:
+        return False
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def stop_processes(procs: list[subprocess.Popen[bytes]], timeout: float) -> list[int]:
+    """SIGTERM every live process (workers drain), wait, kill what outlives ``timeout``; exit codes."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    codes = []
+    for proc in procs:
+        try:
+            codes.append(proc.wait(timeout))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            codes.append(proc.wait())
+    return codes
 
 
 def summarize(statuses: list[admin_pb2.WorkerStatus]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:

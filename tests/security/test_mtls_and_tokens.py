@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from examples.wordcount import expected_counts
 from tests.worker.conftest import start_mesh
+from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 
@@ -103,14 +104,8 @@ def wait_tls_serving(address: str, pki: Path, timeout: float = 30) -> None:
     stub = health_pb2_grpc.HealthStub(grpc.secure_channel(address, creds))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            if (
-                stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status
-                == health_pb2.HealthCheckResponse.SERVING
-            ):
-                return
-        except grpc.RpcError:
-            pass
+        if is_serving(stub):
+            return
         time.sleep(0.1)
     raise TimeoutError(f"{address} not SERVING over mTLS")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,8 +12,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2_grpc
 
+from tuplemesh.launcher import is_serving, stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2_grpc
 
@@ -39,18 +39,8 @@ class Mesh:
     def health(self, index: int = 0) -> health_pb2_grpc.HealthStub:
         return health_pb2_grpc.HealthStub(grpc.insecure_channel(self.address(index)))
 
-    def stop(self) -> list[int | None]:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        codes = []
-        for proc in self.procs:
-            try:
-                codes.append(proc.wait(30))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                codes.append(None)
-        return codes
+    def stop(self) -> list[int]:
+        return stop_processes(self.procs, 30)
 
 
 def start_mesh(
@@ -91,14 +81,8 @@ def wait_serving(mesh: Mesh, index: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert mesh.procs[index].poll() is None, f"worker {index} exited"
-        try:
-            if (
-                stub.Check(health_pb2.HealthCheckRequest(), timeout=1).status
-                == health_pb2.HealthCheckResponse.SERVING
-            ):
-                return
-        except grpc.RpcError:
-            pass
+        if is_serving(stub):
+            return
         time.sleep(0.05)
     raise TimeoutError(f"worker {index} not SERVING")
 
