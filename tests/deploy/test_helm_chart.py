@@ -171,6 +171,18 @@ def test_network_policy_pdb_and_gating():
 
 def test_tls_zmq_and_topology_source():
     m = render(VALUE_SETS["static-zmq-monitored"])
+    conf = yaml.safe_load(
+        next(c for c in m["ConfigMap"] if "tuplemesh.yaml" in c["data"])["data"]["tuplemesh.yaml"]
+    )
+    assert conf["tls.enabled"] is True and conf["tls.ca.file"] == "/etc/tuplemesh/tls/ca.crt"
+    assert (
+        conf["tls.cert.file"] == "/etc/tuplemesh/tls/tls.crt"
+        and conf["tls.key.file"] == "/etc/tuplemesh/tls/tls.key"
+    )
+    assert "tls.enabled" not in yaml.safe_load(render({})["ConfigMap"][0]["data"]["tuplemesh.yaml"])
+    container = m["StatefulSet"][0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"]["tcpSocket"] == {"port": "transfer"}  # kubelet has no client cert
+    assert container["readinessProbe"]["tcpSocket"] == {"port": "transfer"}
     pod = m["StatefulSet"][0]["spec"]["template"]["spec"]
     assert {"name": "tls", "secret": {"secretName": "mesh-tls"}} in pod["volumes"]
     ports = {p["name"]: p["containerPort"] for p in pod["containers"][0]["ports"]}

@@ -38,5 +38,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{- define "tuplemesh.config" -}}
 {{- $base := dict "messaging.transport" .Values.transport "worker.bind.host" "0.0.0.0" "metrics.bind.host" "0.0.0.0" "metrics.enabled" .Values.metrics.enabled "metrics.port" (int .Values.ports.metrics) "zmq.port.offset" (int .Values.ports.zmqOffset) -}}
+{{- if .Values.tls.enabled -}}
+{{- $_ := set $base "tls.enabled" true -}}
+{{- $_ := set $base "tls.cert.file" "/etc/tuplemesh/tls/tls.crt" -}}
+{{- $_ := set $base "tls.key.file" "/etc/tuplemesh/tls/tls.key" -}}
+{{- $_ := set $base "tls.ca.file" "/etc/tuplemesh/tls/ca.crt" -}}
+{{- end -}}
 {{- toYaml (merge (deepCopy .Values.config) $base) -}}
 {{- end -}}
