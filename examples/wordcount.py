@@ -1,7 +1,11 @@
 """Word count: sentence spout -> split bolt (shuffle) -> count bolt (fields on "word").
 
-The spout replays a fixed corpus ``wordcount.repeat`` times, so the exact answer is known and the
+The spout emits a fixed corpus ``wordcount.repeat`` times, so the exact answer is known and the
 run checks itself: ``tuplemesh run examples.wordcount:topology --workers 3``.
+
+It is written for guaranteed processing: with ``topology.acker.executors`` > 0 each sentence is a
+tracked tuple tree, the bolts are BasicBolts (emits anchored, inputs acked), and the spout
+re-emits a sentence whose tree failed or timed out. With acking off it emits without message ids.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology import BasicBolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 
 CORPUS = [
     "the cow jumped over the moon",
@@ -33,11 +37,17 @@ DEFAULT_REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "4000"))
 
 
 class SentenceSpout(Spout):
-    """Emits the corpus ``repeat`` times in total across all of its tasks, then is finished."""
+    """Emits the corpus ``repeat`` times in total across all of its tasks, then is finished.
+
+    With acking on, the message id of a sentence is its index; a failed one is emitted again.
+    """
 
     def __init__(self, repeat: int = DEFAULT_REPEAT) -> None:
         self.repeat = repeat
         self.emitted = 0
+        self.acked = 0
+        self.failed = 0
+        self.replayed = 0
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["sentence"])
@@ -49,25 +59,40 @@ class SentenceSpout(Spout):
         # Task i emits sentences i, i + n, i + 2n, ...: together the tasks emit each exactly once.
         self.indices = iter(range(context.task_index, total, len(tasks)))
         self.done = False
+        self.reliable = conf["topology.acker.executors"] > 0
+        self.replay: list[int] = []  # failed sentence indices, emitted again before new ones
 
     def next_tuple(self) -> None:
         emit = self.collector.emit
+        if self.replay:
+            i = self.replay.pop()
+            self.replayed += 1
+            self.emitted += 1
+            emit([CORPUS[i % len(CORPUS)]], msg_id=i)
+            return
         for _ in range(16):  # a few per call: amortises the executor loop
             i = next(self.indices, None)
             if i is None:
                 self.done = True
                 return
-            emit([CORPUS[i % len(CORPUS)]])
+            emit([CORPUS[i % len(CORPUS)]], msg_id=i if self.reliable else None)
             self.emitted += 1
 
+    def ack(self, msg_id: Any) -> None:
+        self.acked += 1
+
+    def fail(self, msg_id: Any) -> None:
+        self.failed += 1
+        self.replay.append(msg_id)
+
     def is_finished(self) -> bool:
-        return self.done
+        return self.done and not self.replay
 
     def report(self) -> Any:
-        return {"emitted": self.emitted}
+        return {"emitted": self.emitted, "acked": self.acked, "failed": self.failed, "replayed": self.replayed}
 
 
-class SplitBolt(Bolt):
+class SplitBolt(BasicBolt):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["word"])
 
@@ -80,7 +105,7 @@ class SplitBolt(Bolt):
             emit([word])
 
 
-class CountBolt(Bolt):
+class CountBolt(BasicBolt):
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.counts: Counter[str] = Counter()
 

@@ -22,10 +22,41 @@ values = st.lists(
 )
 
 
-@given(st.integers(1, 10_000), st.integers(0, 500), values)
-def test_msgpack_round_trip(task, stream, vals):
+anchors = st.none() | st.dictionaries(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), max_size=4)
+
+
+@given(st.integers(1, 10_000), st.integers(0, 500), values, anchors)
+def test_round_trip_with_and_without_anchors(task, stream, vals, anchor_map):
+    for s in (MsgpackSerializer(), JsonSerializer()):
+        if isinstance(s, JsonSerializer) and any(isinstance(v, bytes | float) for v in vals):
+            continue  # JSON has no bytes, and float text may not round-trip bit-exactly
+        assert s.deserialize(s.serialize(task, stream, vals, anchor_map)) == (task, stream, vals, anchor_map)
+
+
+def test_tuples_outside_a_tree_carry_no_anchor_field():
     s = MsgpackSerializer()
-    assert s.deserialize(s.serialize(task, stream, vals)) == (task, stream, vals)
+    assert len(s.serialize(1, 2, ["w"])) < len(s.serialize(1, 2, ["w"], {}))
+
+
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        ([1, 2, ["v"], [5]], "flat list of \\(root, edge\\) integer pairs"),
+        ([1, 2, ["v"], ["a", 1]], "flat list"),
+        ([1, 2, ["v"], 7], "flat list"),
+        ([1, 2], "sequence"),
+        (["1", 2, ["v"]], "triple"),
+    ],
+)
+def test_malformed_anchors_rejected(body, problem):
+    import json
+
+    import msgpack
+
+    with pytest.raises(SerializationError, match=problem):
+        MsgpackSerializer().deserialize(msgpack.packb(body))
+    with pytest.raises(SerializationError, match=problem):
+        JsonSerializer().deserialize(json.dumps(body).encode())
 
 
 @given(st.binary(max_size=64))

@@ -92,6 +92,30 @@ KEYS: dict[str, ConfigKey] = {
             _power_of_two,
         ),
         ConfigKey(
+            "topology.acker.executors",
+            int,
+            0,
+            "Acker executors for guaranteed processing (Storm's acker). 0 turns acking off: spout "
+            "message ids are acked at once and nothing is tracked or replayed, at no cost.",
+            _non_negative,
+        ),
+        ConfigKey(
+            "topology.message.timeout.secs",
+            float,
+            30.0,
+            "With acking on, a spout tuple whose tree is not fully acked within this time is failed "
+            "(and replayed by a spout that re-emits on fail).",
+            _positive,
+        ),
+        ConfigKey(
+            "topology.max.spout.pending",
+            int,
+            10000,
+            "With acking on, most tuple trees a spout task may have open; next_tuple is not called "
+            "while it has this many. 0 means no limit (open trees then grow with rate x latency).",
+            _non_negative,
+        ),
+        ConfigKey(
             "topology.executor.send.buffer.size",
             int,
             1024,

@@ -1,6 +1,8 @@
 """Tuple serialization for deliveries that cross workers (local deliveries are never serialized).
 
-A payload carries (source task, stream id, values). The serializer is chosen by
+A payload carries (source task, stream id, values) and, for a tuple in a tracked tuple tree
+(guaranteed processing), its anchors as a flat ``[root, edge, root, edge, ...]`` list: a fourth
+element that tuples outside any tree never carry. The serializer is chosen by
 ``topology.tuple.serializer``: ``msgpack`` (default), ``json``, or ``"module:attr"`` naming a
 class with a no-argument constructor that implements `Serializer`.
 """
@@ -16,7 +18,7 @@ import msgpack
 from tuplemesh.errors import SerializationError
 from tuplemesh.plugins import resolve_plugin
 
-__all__ = ["SERIALIZERS", "JsonSerializer", "MsgpackSerializer", "Serializer", "load_serializer"]
+__all__ = ["SERIALIZERS", "Decoded", "JsonSerializer", "MsgpackSerializer", "Serializer", "load_serializer"]
 
 SERIALIZERS = {
     "msgpack": "tuplemesh.serialization:MsgpackSerializer",
@@ -24,12 +26,37 @@ SERIALIZERS = {
 }
 
 
+#: What ``deserialize`` returns: (source task, stream id, values, anchors or None).
+Decoded = tuple[int, int, list[Any], dict[int, int] | None]
+
+
 class Serializer(Protocol):
-    """Encodes one tuple's (source task, stream id, values). One instance per thread."""
+    """Encodes one tuple's (source task, stream id, values, anchors). One instance per thread."""
 
-    def serialize(self, source_task: int, stream_id: int, values: Sequence[Any]) -> bytes: ...
+    def serialize(
+        self, source_task: int, stream_id: int, values: Sequence[Any], anchors: dict[int, int] | None = None
+    ) -> bytes: ...
 
-    def deserialize(self, payload: bytes) -> tuple[int, int, list[Any]]: ...
+    def deserialize(self, payload: bytes) -> Decoded: ...
+
+
+def _flat(anchors: dict[int, int]) -> list[int]:
+    return [n for pair in anchors.items() for n in pair]
+
+
+def _checked(decoded: Any) -> Decoded:
+    """Validate a decoded payload's shape; SerializationError naming what is wrong otherwise."""
+    if type(decoded) is not list or len(decoded) not in (3, 4):
+        raise SerializationError("payload is not a (task, stream, values[, anchors]) sequence")
+    source_task, stream_id, values = decoded[0], decoded[1], decoded[2]
+    if type(source_task) is not int or type(stream_id) is not int or type(values) is not list:
+        raise SerializationError("payload is not a (task, stream, values) triple")
+    if len(decoded) == 3:
+        return source_task, stream_id, values, None
+    flat = decoded[3]
+    if type(flat) is not list or len(flat) % 2 or any(type(n) is not int for n in flat):
+        raise SerializationError("payload anchors are not a flat list of (root, edge) integer pairs")
+    return source_task, stream_id, values, dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 class MsgpackSerializer:
@@ -38,39 +65,44 @@ class MsgpackSerializer:
     def __init__(self) -> None:
         self._pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
-    def serialize(self, source_task: int, stream_id: int, values: Sequence[Any]) -> bytes:
+    def serialize(
+        self, source_task: int, stream_id: int, values: Sequence[Any], anchors: dict[int, int] | None = None
+    ) -> bytes:
         try:
-            return self._pack((source_task, stream_id, values))
+            if anchors is None:
+                return self._pack((source_task, stream_id, values))
+            return self._pack((source_task, stream_id, values, _flat(anchors)))
         except (TypeError, ValueError, OverflowError) as exc:
             raise SerializationError(f"cannot serialize tuple values {values!r}: {exc}") from exc
 
-    def deserialize(self, payload: bytes) -> tuple[int, int, list[Any]]:
+    def deserialize(self, payload: bytes) -> Decoded:
         try:
-            source_task, stream_id, values = msgpack.unpackb(payload, raw=False)
+            decoded = msgpack.unpackb(payload, raw=False)
         except Exception as exc:  # msgpack raises several unrelated types for bad input
             raise SerializationError(f"cannot deserialize {len(payload)}-byte payload: {exc}") from exc
-        if type(source_task) is not int or type(stream_id) is not int or type(values) is not list:
-            raise SerializationError("payload is not a (task, stream, values) triple")
-        return source_task, stream_id, values
+        return _checked(decoded)
 
 
 class JsonSerializer:
     """JSON: readable on the wire, slower; for debugging."""
 
-    def serialize(self, source_task: int, stream_id: int, values: Sequence[Any]) -> bytes:
+    def serialize(
+        self, source_task: int, stream_id: int, values: Sequence[Any], anchors: dict[int, int] | None = None
+    ) -> bytes:
+        body: list[Any] = [source_task, stream_id, list(values)]
+        if anchors is not None:
+            body.append(_flat(anchors))
         try:
-            return json.dumps([source_task, stream_id, list(values)], separators=(",", ":")).encode()
+            return json.dumps(body, separators=(",", ":")).encode()
         except (TypeError, ValueError) as exc:
             raise SerializationError(f"cannot serialize tuple values {values!r}: {exc}") from exc
 
-    def deserialize(self, payload: bytes) -> tuple[int, int, list[Any]]:
+    def deserialize(self, payload: bytes) -> Decoded:
         try:
-            source_task, stream_id, values = json.loads(payload)
+            decoded = json.loads(payload)
         except (ValueError, TypeError) as exc:
             raise SerializationError(f"cannot deserialize {len(payload)}-byte payload: {exc}") from exc
-        if type(source_task) is not int or type(stream_id) is not int or type(values) is not list:
-            raise SerializationError("payload is not a (task, stream, values) triple")
-        return source_task, stream_id, values
+        return _checked(decoded)
 
 
 def load_serializer(name: str) -> Serializer:

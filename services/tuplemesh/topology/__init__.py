@@ -3,6 +3,7 @@
 from tuplemesh.topology.assignment import Assignment, ExecutorSpec
 from tuplemesh.topology.builder import BoltDeclarer, ComponentSpec, Subscription, Topology, TopologyBuilder
 from tuplemesh.topology.components import (
+    BasicBolt,
     Bolt,
     BoltCollector,
     OutputFieldsDeclarer,
@@ -12,11 +13,13 @@ from tuplemesh.topology.components import (
     TopologyContext,
 )
 from tuplemesh.topology.groupings import CustomStreamGrouping, stable_hash
-from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
+from tuplemesh.topology.tuple import DEFAULT_STREAM, AnchoredTuple, Fields, Tuple
 
 __all__ = [
     "DEFAULT_STREAM",
+    "AnchoredTuple",
     "Assignment",
+    "BasicBolt",
     "Bolt",
     "BoltCollector",
     "BoltDeclarer",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from tuplemesh.topology.builder import Topology
 
 __all__ = [
+    "BasicBolt",
     "Bolt",
     "BoltCollector",
     "OutputFieldsDeclarer",
@@ -170,3 +171,12 @@ class Bolt:
     def report(self) -> Any:
         """JSON-serialisable state for the run summary and the topology's result check."""
         return None
+
+
+class BasicBolt(Bolt):
+    """A bolt whose input is acked for it (Storm's BaseBasicBolt).
+
+    With acking on, every emit made during ``execute`` is anchored to the tuple being executed,
+    and that tuple is acked when ``execute`` returns, or failed when it raises. With acking off
+    it is an ordinary Bolt, at no extra cost.
+    """

@@ -1,11 +1,11 @@
-"""`Tuple` (the values a bolt executes) and `Fields` (the names declared for a stream)."""
+"""`Tuple` (the values a bolt executes), `AnchoredTuple` (one in a tracked tuple tree) and `Fields`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_STREAM", "Fields", "Tuple"]
+__all__ = ["DEFAULT_STREAM", "AnchoredTuple", "Fields", "Tuple"]
 
 DEFAULT_STREAM = "default"
 
@@ -92,3 +92,28 @@ class Tuple:
             f"Tuple({list(self.values)!r}, from={self.source_component}:{self.source_task}, "
             f"stream={self.source_stream!r})"
         )
+
+
+class AnchoredTuple(Tuple):
+    """A tuple in at least one tracked tuple tree (guaranteed processing is on).
+
+    ``anchors`` maps each spout tuple's root id to this tuple's edge id in that tree.
+    ``ack_val`` is the XOR of the edge ids of the tuples emitted anchored to this one; acking this
+    tuple sends ``edge ^ ack_val`` per root to its acker (Storm's scheme). A separate class so that
+    tuples outside any tree, the only kind when acking is off, carry nothing extra.
+    """
+
+    __slots__ = ("ack_val", "anchors")
+
+    def __init__(
+        self,
+        values: Sequence[Any],
+        source_task: int,
+        source_component: str,
+        source_stream: str,
+        fields: Fields,
+        anchors: dict[int, int],
+    ) -> None:
+        super().__init__(values, source_task, source_component, source_stream, fields)
+        self.anchors = anchors
+        self.ack_val = 0

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.topology import DEFAULT_STREAM, Fields, Topology, Tuple
+from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, Fields, Topology, Tuple
+from tuplemesh.topology.acker import ACK_STREAM, FAIL_STREAM, INIT_STREAM
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.worker.outbox import Outbox
+from tuplemesh.worker.tracker import SpoutTracker
 
-__all__ = ["OutputCollector", "StreamRoute"]
+__all__ = ["Acking", "BoltOutputCollector", "SpoutOutputCollector", "StreamRoute", "build_routes"]
 
 
 class StreamRoute:
@@ -34,12 +37,22 @@ class StreamRoute:
         self.direct_targets = direct_targets
 
 
-class OutputCollector:
-    """Collector of one task; implements both SpoutCollector and BoltCollector. Executor thread only.
+class Acking:
+    """What a collector needs when guaranteed processing is on: id source and acker tasks."""
 
-    With acking off (this release's only mode) ``ack`` and ``fail`` only count; anchors and message
-    ids are accepted so topologies written for guaranteed processing run unchanged.
-    """
+    __slots__ = ("acker_tasks", "new_id", "streams")
+
+    def __init__(self, acker_tasks: Sequence[int], streams: Mapping[str, StreamRoute], seed: int) -> None:
+        self.acker_tasks = tuple(acker_tasks)
+        self.new_id = random.Random(seed).getrandbits  # call with 64: one random 64-bit id
+        self.streams = streams  # this component's system stream routes (see topology.acker)
+
+    def acker_of(self, root: int) -> int:
+        return self.acker_tasks[root % len(self.acker_tasks)]
+
+
+class _Emitter:
+    """Stream checks and plain (untracked) emits, shared by spout and bolt collectors."""
 
     def __init__(
         self,
@@ -48,12 +61,14 @@ class OutputCollector:
         routes: Mapping[str, StreamRoute],
         outbox: Outbox,
         counters: Any,
+        acking: Acking | None,
     ) -> None:
         self.task = task
         self.component = component
         self._routes = routes
         self._outbox = outbox
         self._counters = counters
+        self._acking = acking
 
     def _route(self, stream: str, values: Sequence[Any], direct: bool) -> StreamRoute:
         route = self._routes.get(stream)
@@ -72,21 +87,151 @@ class OutputCollector:
             raise ValueError(f"component {self.component!r} stream {stream!r}: use {how} for this stream")
         return route
 
-    def emit(
-        self,
-        values: Sequence[Any],
-        anchors: Sequence[Tuple] | Tuple | None = None,
-        stream: str = DEFAULT_STREAM,
-        msg_id: Any = None,
+    def _direct_route(self, task: int, values: Sequence[Any], stream: str) -> StreamRoute:
+        route = self._route(stream, values, direct=True)
+        if task not in route.direct_targets:
+            raise ValueError(
+                f"component {self.component!r} stream {stream!r}: task {task!r} does not subscribe "
+                f"to it with direct_grouping (legal: {sorted(route.direct_targets)})"
+            )
+        return route
+
+    def _targets(self, route: StreamRoute, values: Sequence[Any], direct_task: int | None) -> list[int]:
+        if direct_task is not None:
+            return [direct_task]
+        return [task for chooser in route.choosers for task in chooser.choose(values)]
+
+    def _deliver_tree(
+        self, route: StreamRoute, values: Sequence[Any], task: int, anchors: dict[int, int]
     ) -> None:
+        self._outbox.deliver_one(
+            task, self.task, self.component, route.stream, route.stream_id, route.fields, values, anchors
+        )
+
+    def _to_acker(self, stream: str, root: int, values: list[Any]) -> None:
+        """Send one system message about ``root`` to the acker task that owns it."""
+        acking = self._acking
+        assert acking is not None
+        route = acking.streams[stream]
+        self._outbox.deliver_one(
+            acking.acker_of(root),
+            self.task,
+            self.component,
+            stream,
+            route.stream_id,
+            route.fields,
+            values,
+            None,
+        )
+
+
+class SpoutOutputCollector(_Emitter):
+    """A spout task's collector (SpoutCollector). Executor thread only.
+
+    An emit with a ``msg_id`` starts a tuple tree when acking is on: the spout's ``ack(msg_id)``
+    or ``fail(msg_id)`` is called later on the executor thread. With acking off (no acker
+    executors), ``ack(msg_id)`` is called right after the ``next_tuple`` that emitted it, as Storm does.
+    """
+
+    def __init__(
+        self,
+        task: int,
+        component: str,
+        routes: Mapping[str, StreamRoute],
+        outbox: Outbox,
+        counters: Any,
+        acking: Acking | None,
+        tracker: SpoutTracker,
+    ) -> None:
+        super().__init__(task, component, routes, outbox, counters, acking)
+        self._tracker = tracker
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None:
         """Emit ``values`` on ``stream`` to every subscriber chosen by its grouping."""
         route = self._routes.get(stream)
         if route is None or route.direct or len(values) != len(route.fields):
             route = self._route(stream, values, direct=False)
         self._counters.emitted += 1
-        self._outbox.deliver(
-            self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
-        )
+        if msg_id is None or self._acking is None:
+            self._outbox.deliver(
+                self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
+            )
+            if msg_id is not None:
+                self._tracker.completed_at_once(self.task, msg_id)
+            return
+        self._emit_root(route, values, msg_id, None)
+
+    def emit_direct(
+        self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
+    ) -> None:
+        """Emit ``values`` on direct ``stream`` to ``task``, which must subscribe with direct_grouping."""
+        route = self._direct_route(task, values, stream)
+        self._counters.emitted += 1
+        if msg_id is None or self._acking is None:
+            self._outbox.deliver_direct(
+                task, self.task, self.component, stream, route.stream_id, route.fields, values
+            )
+            if msg_id is not None:
+                self._tracker.completed_at_once(self.task, msg_id)
+            return
+        self._emit_root(route, values, msg_id, task)
+
+    def _emit_root(self, route: StreamRoute, values: Sequence[Any], msg_id: Any, direct: int | None) -> None:
+        acking = self._acking
+        assert acking is not None
+        new_id = acking.new_id
+        root = new_id(64)
+        first_edges = 0
+        targets = self._targets(route, values, direct)
+        for task in targets:
+            edge = new_id(64)
+            first_edges ^= edge
+            self._deliver_tree(route, values, task, {root: edge})
+        if not targets:  # nobody subscribes: the tree is complete already (Storm acks it at once)
+            self._tracker.completed_at_once(self.task, msg_id)
+            return
+        self._tracker.track(root, self.task, msg_id)
+        self._to_acker(INIT_STREAM, root, [root, first_edges, self.task])
+
+
+class BoltOutputCollector(_Emitter):
+    """A bolt task's collector (BoltCollector). Executor thread only.
+
+    With acking on, an emit anchored to tuples in tracked trees joins those trees, and ``ack`` and
+    ``fail`` report to the ackers. With acking off they only count.
+    """
+
+    def __init__(
+        self,
+        task: int,
+        component: str,
+        routes: Mapping[str, StreamRoute],
+        outbox: Outbox,
+        counters: Any,
+        acking: Acking | None,
+    ) -> None:
+        super().__init__(task, component, routes, outbox, counters, acking)
+        #: The tuple a BasicBolt is executing: its emits are anchored to it (set by the executor).
+        self.current_input: Tuple | None = None
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` on ``stream``, anchored to ``anchors`` (tuples being processed)."""
+        route = self._routes.get(stream)
+        if route is None or route.direct or len(values) != len(route.fields):
+            route = self._route(stream, values, direct=False)
+        self._counters.emitted += 1
+        trees = None if self._acking is None else self._anchor_tuples(anchors)
+        if not trees:
+            self._outbox.deliver(
+                self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
+            )
+            return
+        self._emit_anchored(route, values, trees, None)
 
     def emit_direct(
         self,
@@ -94,25 +239,57 @@ class OutputCollector:
         values: Sequence[Any],
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
-        msg_id: Any = None,
     ) -> None:
         """Emit ``values`` on direct ``stream`` to ``task``, which must subscribe with direct_grouping."""
-        route = self._route(stream, values, direct=True)
-        if task not in route.direct_targets:
-            raise ValueError(
-                f"component {self.component!r} stream {stream!r}: task {task!r} does not subscribe "
-                f"to it with direct_grouping (legal: {sorted(route.direct_targets)})"
-            )
+        route = self._direct_route(task, values, stream)
         self._counters.emitted += 1
-        self._outbox.deliver_direct(
-            task, self.task, self.component, stream, route.stream_id, route.fields, values
-        )
+        trees = None if self._acking is None else self._anchor_tuples(anchors)
+        if not trees:
+            self._outbox.deliver_direct(
+                task, self.task, self.component, stream, route.stream_id, route.fields, values
+            )
+            return
+        self._emit_anchored(route, values, trees, task)
+
+    def _anchor_tuples(self, anchors: Sequence[Tuple] | Tuple | None) -> list[AnchoredTuple]:
+        if anchors is None:
+            anchors = self.current_input
+            if anchors is None:
+                return []
+        if isinstance(anchors, Tuple):
+            anchors = (anchors,)
+        return [a for a in anchors if a.__class__ is AnchoredTuple]
+
+    def _emit_anchored(
+        self, route: StreamRoute, values: Sequence[Any], anchors: list[AnchoredTuple], direct: int | None
+    ) -> None:
+        """Storm's scheme: per delivery and anchor, one new edge id, XORed into the anchor's
+        ``ack_val`` and into the new tuple's id for each of the anchor's roots."""
+        assert self._acking is not None
+        new_id = self._acking.new_id
+        for task in self._targets(route, values, direct):
+            ids: dict[int, int] = {}
+            for anchor in anchors:
+                edge = new_id(64)
+                anchor.ack_val ^= edge
+                for root in anchor.anchors:
+                    ids[root] = ids.get(root, 0) ^ edge
+            self._deliver_tree(route, values, task, ids)
 
     def ack(self, tup: Tuple) -> None:
+        """``tup`` is fully processed by this task (its anchored emits are done)."""
         self._counters.acked += 1
+        if self._acking is not None and tup.__class__ is AnchoredTuple:
+            ack_val = tup.ack_val
+            for root, edge in tup.anchors.items():
+                self._to_acker(ACK_STREAM, root, [root, edge ^ ack_val])
 
     def fail(self, tup: Tuple) -> None:
+        """``tup`` failed here: its whole tree fails now (the spout replays it)."""
         self._counters.failed += 1
+        if self._acking is not None and tup.__class__ is AnchoredTuple:
+            for root in tup.anchors:
+                self._to_acker(FAIL_STREAM, root, [root])
 
 
 def build_routes(

@@ -9,6 +9,7 @@ its inbox between calls. Both flush their Outbox at the batch size or on the flu
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
@@ -17,10 +18,18 @@ from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
-from tuplemesh.topology import Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
-from tuplemesh.worker.collectors import OutputCollector, build_routes
+from tuplemesh.topology import AnchoredTuple, BasicBolt, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
+from tuplemesh.topology.acker import ACK_STREAM, ACKER, FAIL_STREAM
+from tuplemesh.worker.collectors import (
+    Acking,
+    BoltOutputCollector,
+    SpoutOutputCollector,
+    StreamRoute,
+    build_routes,
+)
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
+from tuplemesh.worker.tracker import SpoutTracker
 
 if TYPE_CHECKING:
     from tuplemesh.worker.worker import Worker
@@ -33,14 +42,24 @@ log = logging.getLogger(__name__)
 class ExecutorCounters:
     """Plain integer counters, written by the executor thread only, read by anyone."""
 
-    __slots__ = ("acked", "deserialize_errors", "emitted", "errors", "executed", "failed", "received")
+    __slots__ = (
+        "acked",
+        "deserialize_errors",
+        "emitted",
+        "errors",
+        "executed",
+        "failed",
+        "received",
+        "timed_out",
+    )
 
     def __init__(self) -> None:
         self.emitted = 0  # emit calls
         self.executed = 0  # execute calls (a broadcast counts once per task)
         self.received = 0  # inbox entries consumed (balances the senders' deliveries)
-        self.acked = 0
-        self.failed = 0
+        self.acked = 0  # bolts: ack calls; spouts: tuple trees completed (spout.ack called)
+        self.failed = 0  # bolts: fail calls and errors; spouts: trees failed or timed out
+        self.timed_out = 0  # spouts: trees failed by topology.message.timeout.secs
         self.errors = 0  # exceptions raised by user code
         self.deserialize_errors = 0
 
@@ -70,8 +89,8 @@ class Executor:
         component = worker.topology.components[spec.component]
         local_tasks = frozenset(worker.local_inbox_of_task)
         self.tasks: dict[int, Spout | Bolt] = {}
-        self.collectors: dict[int, OutputCollector] = {}
         self.contexts: dict[int, TopologyContext] = {}
+        acker_tasks = worker.assignment.component_tasks.get(ACKER, ())
         for task in spec.tasks:
             self.tasks[task] = component.new_instance()
             routes = build_routes(
@@ -81,11 +100,15 @@ class Executor:
                 local_tasks,
                 worker.stream_ids,
             )
-            self.collectors[task] = OutputCollector(task, spec.component, routes, self.outbox, self.counters)
+            # Root and edge ids must not repeat across tasks, processes or restarts: seed from the OS.
+            acking = Acking(acker_tasks, routes, secrets.randbits(64)) if acker_tasks else None
+            self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
                 worker.topology, worker.assignment, task, spec.component, worker.index, conf
             )
         self.final_reports: dict[int, Any] = {}
+        self._stream_info = worker.stream_info
+        self._deserialize = worker.new_serializer().deserialize
         enabled = conf["metrics.enabled"]
         self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
@@ -96,6 +119,26 @@ class Executor:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
+        raise NotImplementedError
+
+    def _decode(self, payload: bytes) -> Tuple | None:
+        """The payload's tuple; None (counted, logged, failed) for one that cannot be decoded.
+
+        Its tree cannot be failed early (its anchors are in the bytes that did not decode): with
+        acking on, the spout fails it at ``topology.message.timeout.secs`` and replays it."""
+        try:
+            source_task, stream_id, values, anchors = self._deserialize(payload)
+            component, stream, fields = self._stream_info[stream_id]
+        except (SerializationError, KeyError, ValueError, TypeError) as exc:
+            self.counters.deserialize_errors += 1
+            self.counters.failed += 1
+            self.errors_log.log("executor %s: undecodable %d-byte payload: %s", self.name, len(payload), exc)
+            return None
+        if anchors is None:
+            return Tuple(values, source_task, component, stream, fields)
+        return AnchoredTuple(values, source_task, component, stream, fields, anchors)
 
     def _user_call(self, what: str, task: int, fn: Any, *args: Any) -> bool:
         try:
@@ -125,14 +168,37 @@ class BoltExecutor(Executor):
     """Runs bolt tasks on a BatchEventProcessor over the inbox."""
 
     def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
+        self.collectors: dict[int, BoltOutputCollector] = {}
         super().__init__(spec, worker)
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
-        self._execute = {task: bolt.execute for task, bolt in self.bolts.items()}
-        self._stream_info = worker.stream_info
-        self._deserialize = worker.new_serializer().deserialize
+        self._acking = bool(worker.assignment.component_tasks.get(ACKER))
+        self._execute = {task: self._executor_of(task, bolt) for task, bolt in self.bolts.items()}
         self._debug = bool(worker.conf["topology.debug"])
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
+
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
+        self.collectors[task] = BoltOutputCollector(
+            task, self.spec.component, routes, self.outbox, self.counters, acking
+        )
+
+    def _executor_of(self, task: int, bolt: Bolt) -> Any:
+        """The per-tuple call for ``task``: ``execute`` itself, except for a BasicBolt with
+        acking on, whose emits are anchored to the input and whose input is acked after it."""
+        if not (self._acking and isinstance(bolt, BasicBolt)):
+            return bolt.execute
+        execute = bolt.execute
+        collector = self.collectors[task]
+
+        def execute_and_ack(tup: Tuple) -> None:
+            collector.current_input = tup
+            try:
+                execute(tup)
+            finally:
+                collector.current_input = None
+            collector.ack(tup)  # an exception skips this: the caller fails the tuple instead
+
+        return execute_and_ack
 
     def start(self) -> None:
         self._thread = self.processor.start(name=f"executor-{self.name}")
@@ -198,9 +264,9 @@ class BoltExecutor(Executor):
                 if item is None:
                     continue
             if task is None:  # no task: broadcast to every task of this executor
-                for fn in execute.values():
+                for each, fn in execute.items():
                     executed += 1
-                    self._run(fn, item)
+                    self._run(each, fn, item)
                 continue
             executed += 1
             try:
@@ -210,44 +276,54 @@ class BoltExecutor(Executor):
         counters.executed += executed
         counters.received += len(batch)
 
-    def _run(self, fn: Any, item: Tuple) -> None:
+    def _run(self, task: int, fn: Any, item: Tuple) -> None:
         try:
             fn(item)
         except Exception as exc:
-            self._bolt_error(-1, item, exc)
+            self._bolt_error(task, item, exc)
 
-    def _bolt_error(self, task: int | None, item: Any, exc: Exception) -> None:
-        counters = self.counters
-        counters.errors += 1
-        counters.failed += 1
+    def _bolt_error(self, task: int, item: Any, exc: Exception) -> None:
+        """A bolt raised: count and log it, and fail the tuple (its tree, when tracked)."""
+        self.counters.errors += 1
         self.errors_log.log(
             "bolt %s task %s raised %r on %r; tuple failed", self.spec.component, task, exc, item
         )
-
-    def _decode(self, payload: bytes) -> Tuple | None:
         try:
-            source_task, stream_id, values = self._deserialize(payload)
-            component, stream, fields = self._stream_info[stream_id]
-        except (SerializationError, KeyError, ValueError, TypeError) as exc:
-            self.counters.deserialize_errors += 1
-            self.counters.failed += 1
-            self.errors_log.log("executor %s: undecodable %d-byte payload: %s", self.name, len(payload), exc)
-            return None
-        return Tuple(values, source_task, component, stream, fields)
+            self.collectors[task].fail(item)
+        except AlertError:
+            raise
+        except Exception as fail_exc:  # e.g. the acker message did not fit: the tree times out
+            self.errors_log.log(
+                "bolt %s task %s: failing %r raised %r", self.spec.component, task, item, fail_exc
+            )
 
 
 class SpoutExecutor(Executor):
-    """Runs spout tasks in a loop: poll the inbox, call next_tuple, flush on size or time."""
+    """Runs spout tasks in a loop: poll the inbox, call next_tuple, flush on size or time.
+
+    With acking on, the inbox also brings the ackers' verdicts on the trees this executor's tasks
+    started; the spout's ``ack`` or ``fail`` is called for each, and trees past their timeout are
+    failed here. A finite spout is finished only once no tree of it is open.
+    """
 
     def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
+        conf = worker.conf
+        self.tracker = SpoutTracker(conf["topology.message.timeout.secs"], conf["topology.max.spout.pending"])
+        self.collectors: dict[int, SpoutOutputCollector] = {}
         super().__init__(spec, worker)
         self.poller = EventPoller(self.inbox, release_slots=True)
         self.inbox.add_gating_sequences(self.poller.sequence)
-        self.spout_wait = worker.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
-        self.finished = threading.Event()  # every task's is_finished() and all emits flushed
+        self.spout_wait = conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
+        self.finished = threading.Event()  # every task's is_finished(), no open tree, emits flushed
         self._running = False
         self._active = True
         self._started = threading.Event()
+        self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
+
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
+        self.collectors[task] = SpoutOutputCollector(
+            task, self.spec.component, routes, self.outbox, self.counters, acking, self.tracker
+        )
 
     def start(self) -> None:
         self._running = True
@@ -261,7 +337,12 @@ class SpoutExecutor(Executor):
 
     def pending(self) -> int:
         """Accepted input the spouts still have to emit (read from any thread: a snapshot)."""
-        return sum(cast(Spout, s).pending() for s in self.tasks.values())
+        return sum(spout.pending() for spout in self._spouts.values())
+
+    @property
+    def open_trees(self) -> int:
+        """Tuple trees started here and not yet acked, failed or timed out (a snapshot)."""
+        return len(self.tracker)
 
     def request_stop(self) -> None:
         self._active = False
@@ -270,15 +351,57 @@ class SpoutExecutor(Executor):
     halt = request_stop
 
     def _on_control(self, event: Any, sequence: int, end_of_batch: bool) -> None:
-        if event is STOP:
+        kind = event.__class__
+        if kind is Batch or kind is list:
+            self.counters.received += len(event)
+            for _task, item in event:
+                if item.__class__ is bytes:
+                    item = self._decode(item)
+                    if item is None:
+                        continue
+                self._on_verdict(item)
+        elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
             self.flush_requested = False
             self.outbox.flush()
-        # acks and failures arrive here once guaranteed processing exists
+        else:
+            log.error("executor %s: unexpected inbox event %r", self.name, event)
+
+    def _on_verdict(self, tup: Tuple) -> None:
+        """An acker's ``[root]`` on ``__ack_ack`` or ``__ack_fail``: call the spout's ack or fail."""
+        stream = tup.source_stream
+        root = tup.values[0] if len(tup.values) == 1 else None
+        if stream not in (ACK_STREAM, FAIL_STREAM) or type(root) is not int:
+            self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
+            return
+        entry = self.tracker.finish(root)
+        if entry is None:
+            return  # the tree timed out before the verdict came, and was failed then
+        task, msg_id = entry
+        if stream == ACK_STREAM:
+            self.counters.acked += 1
+            self._user_call("ack", task, self._spouts[task].ack, msg_id)
+        else:
+            self.counters.failed += 1
+            self._user_call("fail", task, self._spouts[task].fail, msg_id)
+
+    def _settle(self, now: float) -> None:
+        """Ack what completed without a tree and fail trees past their timeout."""
+        tracker = self.tracker
+        if tracker.acked_at_once:
+            done, tracker.acked_at_once = tracker.acked_at_once, []
+            self.counters.acked += len(done)
+            for task, msg_id in done:
+                self._user_call("ack", task, self._spouts[task].ack, msg_id)
+        if len(tracker):
+            for task, msg_id in tracker.expired(now):
+                self.counters.failed += 1
+                self.counters.timed_out += 1
+                self._user_call("fail", task, self._spouts[task].fail, msg_id)
 
     def _run_loop(self) -> None:
-        spouts = [(task, cast(Spout, spout)) for task, spout in self.tasks.items()]
+        spouts = list(self._spouts.items())
         for task, spout in spouts:
             self._user_call(
                 "open", task, spout.open, self.worker.conf, self.contexts[task], self.collectors[task]
@@ -286,22 +409,21 @@ class SpoutExecutor(Executor):
         self._started.set()
         outbox = self.outbox
         counters = self.counters
+        tracker = self.tracker
+        may_emit = tracker.may_emit
         poll = self.poller.poll
         monotonic = time.monotonic
         sleep = time.sleep
         next_tuples = [(task, spout.next_tuple) for task, spout in spouts]
-        spouts_by_task = dict(spouts)
         try:
             while self._running:
                 poll(self._on_control)
+                if tracker.acked_at_once or len(tracker):
+                    self._settle(monotonic())
                 if self._active and not self.finished.is_set():
-                    callers = next_tuples
+                    callers = [c for c in next_tuples if may_emit(c[0])] if len(tracker) else next_tuples
                 else:  # deactivated: only spouts still holding accepted input keep emitting
-                    callers = [
-                        (t, spouts_by_task[t].next_tuple)
-                        for t, _ in next_tuples
-                        if spouts_by_task[t].pending()
-                    ]
+                    callers = [(t, fn) for t, fn in next_tuples if self._spouts[t].pending()]
                 if callers:
                     before = counters.emitted
                     for task, next_tuple in callers:
@@ -318,10 +440,16 @@ class SpoutExecutor(Executor):
                         if outbox.pending and monotonic() - outbox.last_flush >= self.flush_interval:
                             outbox.flush()
                         continue
-                    if self._active and all(spout.is_finished() for _, spout in spouts):
-                        outbox.flush()
-                        self.finished.set()
-                        continue
+                if (
+                    self._active
+                    and not self.finished.is_set()
+                    and not len(tracker)
+                    and not tracker.acked_at_once
+                    and all(spout.is_finished() for _, spout in spouts)
+                ):
+                    outbox.flush()
+                    self.finished.set()
+                    continue
                 if outbox.pending:
                     outbox.flush()
                 sleep(self.spout_wait)

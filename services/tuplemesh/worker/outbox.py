@@ -17,7 +17,7 @@ from typing import Any
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer
-from tuplemesh.topology import Fields, Tuple
+from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.worker.markers import Batch
 
@@ -92,12 +92,7 @@ class Outbox:
                     buf.append((task, tup))
                 else:
                     if payload is None:
-                        payload = self._serialize(source_task, stream_id, values)
-                        if len(payload) > self.max_payload:
-                            raise MessageTooLargeError(
-                                f"{source_component!r} emitted a {len(payload)}-byte tuple on stream "
-                                f"{stream!r}; messaging.max.message.bytes is {self.max_payload}"
-                            )
+                        payload = self._encode(source_task, source_component, stream, stream_id, values, None)
                     buf.append((task, payload))
                 count += 1
                 if len(buf) >= batch_size:
@@ -122,6 +117,53 @@ class Outbox:
     ) -> None:
         """Deliver to one named task (``emit_direct``); the caller checked it is a legal target."""
         self.deliver(source_task, source_component, stream, stream_id, fields, values, [_One(task)])
+
+    def deliver_one(
+        self,
+        task: int,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        values: Sequence[Any],
+        anchors: dict[int, int] | None,
+    ) -> None:
+        """Deliver to one task with its own tuple (guaranteed processing: each delivery of a
+        tuple in a tree has its own edge ids in ``anchors``, so nothing is shared)."""
+        dest = self._task_dest[task]
+        if dest < self._local_count:
+            if anchors is None:
+                item: Any = Tuple(values, source_task, source_component, stream, fields)
+            else:
+                item = AnchoredTuple(values, source_task, source_component, stream, fields, anchors)
+        else:
+            item = self._encode(source_task, source_component, stream, stream_id, values, anchors)
+        buf = self._buffers[dest]
+        buf.append((task, item))
+        self.pending += 1
+        self.delivered += 1
+        if len(buf) >= self.batch_size:
+            self._flush(dest)
+        if self.pending >= self.send_capacity:
+            self.flush()
+
+    def _encode(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        values: Sequence[Any],
+        anchors: dict[int, int] | None,
+    ) -> bytes:
+        payload = self._serialize(source_task, stream_id, values, anchors)
+        if len(payload) > self.max_payload:
+            raise MessageTooLargeError(
+                f"{source_component!r} emitted a {len(payload)}-byte tuple on stream "
+                f"{stream!r}; messaging.max.message.bytes is {self.max_payload}"
+            )
+        return payload
 
     def _flush(self, dest: int) -> None:
         buf = self._buffers[dest]

@@ -55,7 +55,10 @@ class WorkerProcess:
         port: int,
         directory: PeerDirectory,
     ) -> None:
-        self.conf = conf.with_overrides({"worker.index": index, "topology.workers": num_workers})
+        # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
+        self.conf = conf.with_overrides(
+            {**topology.conf, "worker.index": index, "topology.workers": num_workers}
+        )
         tune_gc(self.conf)
         self.transport = self.conf["messaging.transport"]
         self.context = make_context(self.transport)

@@ -18,6 +18,7 @@ from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.topology import Assignment, Fields, Topology
+from tuplemesh.topology.acker import with_acker
 from tuplemesh.transport.base import Binding, Context
 from tuplemesh.worker.executor import BoltExecutor, Executor, SpoutExecutor
 from tuplemesh.worker.markers import FLUSH
@@ -46,6 +47,8 @@ class Worker:
     ) -> None:
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
+        # Every worker adds the same ackers, so all derive the same task ids (topology.acker).
+        topology = with_acker(topology, conf["topology.acker.executors"])
         self.topology = topology
         self.index = index
         self.conf = conf
