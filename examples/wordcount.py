@@ -89,7 +89,12 @@ class SentenceSpout(Spout):
         return self.done and not self.replay
 
     def report(self) -> Any:
-        return {"emitted": self.emitted, "acked": self.acked, "failed": self.failed, "replayed": self.replayed}
+        return {
+            "emitted": self.emitted,
+            "acked": self.acked,
+            "failed": self.failed,
+            "replayed": self.replayed,
+        }
 
 
 class SplitBolt(BasicBolt):

@@ -271,7 +271,9 @@ def test_no_subscriber_acks_at_once_and_acking_off_acks_every_msg_id():
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])
 def test_wordcount_with_acking_is_exact_and_fully_acked(transport):
-    summary, reports = run(wordcount.build(repeat=30, spouts=2), workers=3, **{"messaging.transport": transport})
+    summary, reports = run(
+        wordcount.build(repeat=30, spouts=2), workers=3, **{"messaging.transport": transport}
+    )
     assert summary.matched, summary.message
     sentences = 30 * len(wordcount.CORPUS)
     assert sum(r["acked"] for r in reports["sentences"]) == sentences
