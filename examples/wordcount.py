@@ -65,10 +65,10 @@ class SentenceSpout(Spout):
     def next_tuple(self) -> None:
         emit = self.collector.emit
         if self.replay:
-            i = self.replay.pop()
+            again = self.replay.pop()
             self.replayed += 1
             self.emitted += 1
-            emit([CORPUS[i % len(CORPUS)]], msg_id=i)
+            emit([CORPUS[again % len(CORPUS)]], msg_id=again)
             return
         for _ in range(16):  # a few per call: amortises the executor loop
             i = next(self.indices, None)
