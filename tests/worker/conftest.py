@@ -26,6 +26,7 @@ class Mesh:
     ports: list[int]
     procs: list[subprocess.Popen[bytes]]
     metrics_ports: list[int]
+    commands: list[tuple[list[str], dict[str, str]]]  # (argv, env) of each worker, for restarts
 
     def metrics_url(self, index: int = 0) -> str:
         return f"http://127.0.0.1:{self.metrics_ports[index]}/metrics"
@@ -42,6 +43,18 @@ class Mesh:
     def stop(self) -> list[int]:
         return stop_processes(self.procs, 30)
 
+    def kill(self, index: int) -> None:
+        """SIGKILL worker ``index`` and reap it."""
+        self.procs[index].kill()
+        self.procs[index].wait(10)
+
+    def restart(self, index: int, wait: bool = True) -> None:
+        """Start worker ``index`` again with its original command line and environment."""
+        argv, env = self.commands[index]
+        self.procs[index] = subprocess.Popen(argv, cwd=ROOT, env=env)
+        if wait:
+            wait_serving(self, index)
+
 
 def start_mesh(
     target: str,
@@ -55,6 +68,7 @@ def start_mesh(
     ports, metrics_ports = ports[:workers], ports[workers:]
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
     procs = []
+    commands = []
     for index, port in enumerate(ports):
         cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", target, "--index", str(index),
                "--workers", str(workers), "--port", str(port), "--peers", peers]  # fmt: skip
@@ -69,7 +83,8 @@ def start_mesh(
             **(env or {}),
         }
         procs.append(subprocess.Popen(cmd, cwd=ROOT, env=proc_env))
-    mesh = Mesh(ports, procs, metrics_ports)
+        commands.append((cmd, proc_env))
+    mesh = Mesh(ports, procs, metrics_ports, commands)
     if wait:
         for index in range(workers):
             wait_serving(mesh, index)
