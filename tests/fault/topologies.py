@@ -53,7 +53,12 @@ class PacedIdSpout(Spout):
 
     def report(self) -> Any:
         twice = sum(1 for n in self.acked.values() if n > 1)
-        return {"emitted": self.next_id, "acked": len(self.acked), "acked_twice": twice, "replayed": self.failed}
+        return {
+            "emitted": self.next_id,
+            "acked": len(self.acked),
+            "acked_twice": twice,
+            "replayed": self.failed,
+        }
 
 
 class RelayBolt(BasicBolt):
@@ -92,3 +97,14 @@ def build_relay() -> Any:
 
 
 relay = build_relay()
+
+
+def build_pipe() -> Any:
+    """ids -> count over two workers: the spout on worker 1, the sink on worker 0."""
+    builder = TopologyBuilder("pipe")
+    builder.set_spout("ids", PacedIdSpout())
+    builder.set_bolt("count", CountingSink()).global_grouping("ids")
+    return builder.build()
+
+
+pipe = build_pipe()
