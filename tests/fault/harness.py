@@ -28,15 +28,16 @@ def statuses(mesh: Mesh, reports: bool = False) -> list[admin_pb2.WorkerStatus]:
     return [mesh.admin(i).GetStatus(request, timeout=10.0) for i in range(len(mesh.ports))]
 
 
-def wait_settled(mesh: Mesh, timeout: float) -> None:
-    """Every spout finished and every worker idle, seen twice 0.3 s apart; TimeoutError otherwise."""
+def wait_settled(mesh: Mesh, timeout: float, drained: bool = False) -> None:
+    """Every spout finished (or, ``drained``, deactivated by Admin.Drain) and every worker idle,
+    seen twice 0.3 s apart; TimeoutError otherwise."""
     deadline = time.monotonic() + timeout
     streak = 0
     while time.monotonic() < deadline:
         for index, proc in enumerate(mesh.procs):
             assert proc.poll() is None, f"worker {index} exited with {proc.returncode}"
         now = statuses(mesh)
-        streak = streak + 1 if all(s.spouts_finished and s.idle for s in now) else 0
+        streak = streak + 1 if all((drained or s.spouts_finished) and s.idle for s in now) else 0
         if streak == 2:
             return
         time.sleep(0.3)

@@ -36,7 +36,8 @@ class PacedIdSpout(Spout):
             i = self.replay.pop()
             self.collector.emit([i], msg_id=i)
             return
-        due = min(self.total, int((time.monotonic() - self.started) * self.rate))
+        # at most 100 per call: a spout throttled by backpressure must still return to its executor
+        due = min(self.total, int((time.monotonic() - self.started) * self.rate), self.next_id + 100)
         while self.next_id < due:
             self.collector.emit([self.next_id], msg_id=self.next_id if self.reliable else None)
             self.next_id += 1
@@ -78,10 +79,15 @@ class RelayBolt(BasicBolt):
 
 
 class CountingSink(BasicBolt):
+    """Counts every id it sees, after ``fault.sink.delay.ms`` of work per tuple."""
+
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.seen: Counter[int] = Counter()
+        self.delay = float(conf.get("fault.sink.delay.ms", 0.0)) / 1000.0
 
     def execute(self, tup: Tuple) -> None:
+        if self.delay:
+            time.sleep(self.delay)
         self.seen[tup.values[0]] += 1
 
     def report(self) -> Any:

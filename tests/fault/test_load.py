@@ -1,0 +1,103 @@
+"""Sustained faults on real worker processes: a consumer 10x slower than its producer for 60 s, and
+a peer that restarts every few seconds. Memory and threads must stay flat; nothing is dropped."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.fault.harness import reports, sink_counts, statuses, wait_settled, write_config
+from tests.worker.conftest import start_mesh
+from tuplemesh.v1 import admin_pb2
+
+SINK, SPOUT = 0, 1  # tests.fault.topologies:pipe puts the sink on worker 0, the spout on worker 1
+
+
+def proc_status(pid: int) -> tuple[int, int]:
+    """(RSS bytes, threads) of a process, from /proc."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["Threads"])
+
+
+def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_path: Path):
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{
+            "fault.ids": 10**9,  # runs until drained
+            "fault.rate": 20_000.0,  # offered: 10x what the sink takes
+            "fault.sink.delay.ms": 0.5,  # about 2000 tuples/s at most
+            "topology.executor.receive.buffer.size": 64,
+            "topology.transfer.buffer.size": 64,
+            "topology.transfer.batch.size": 100,
+            "messaging.window.batches": 8,  # small queues: the backlog drains in seconds at the end
+        },
+    )
+    mesh = start_mesh("tests.fault.topologies:pipe", 2, config)
+    try:
+        samples: list[tuple[float, int, int]] = []
+        started = time.monotonic()
+        while time.monotonic() - started < 60.0:
+            rss = [proc_status(p.pid)[0] for p in mesh.procs]
+            samples.append((time.monotonic() - started, rss[SINK], rss[SPOUT]))
+            time.sleep(1.0)
+        mesh.admin(SPOUT).Drain(admin_pb2.DrainRequest(), timeout=10.0)
+        wait_settled(mesh, timeout=60.0, drained=True)
+        merged = reports(mesh)
+        executed = {s.worker: s for s in statuses(mesh)}
+    finally:
+        codes = mesh.stop()
+    assert codes == [0, 0]
+    emitted = merged["ids"][0]["emitted"]
+    seen = sink_counts(merged)
+    assert seen == Counter(range(emitted)), "an id was dropped or delivered twice"
+    elapsed = samples[-1][0]
+    assert emitted < 2500 * elapsed  # the producer was held to the consumer's pace (backpressure)
+    assert emitted > 1000 * elapsed  # and the consumer kept busy
+    warm = [s for s in samples if s[0] >= 10.0]
+    for column, who in ((1, "sink"), (2, "spout")):
+        growth = max(s[column] for s in warm) - warm[0][column]
+        assert growth < 30 * 1024 * 1024, f"{who} RSS grew {growth >> 20} MiB after warm-up"
+        assert max(s[column] for s in samples) < 200 * 1024 * 1024
+    assert executed[SINK].consumed == emitted
+    print(f"slow consumer: {emitted} ids in {elapsed:.0f}s, peak RSS {max(s[2] for s in samples) >> 20} MiB")
+
+
+def test_flapping_peer_leaves_no_growth_in_memory_or_threads(tmp_path: Path):
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{
+            "fault.ids": 10**9,
+            "fault.rate": 3000.0,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+        },
+    )
+    mesh = start_mesh("tests.fault.topologies:pipe", 2, config)
+    spout_proc = mesh.procs[SPOUT]
+    try:
+        after_cycle: list[tuple[int, int]] = []
+        for cycle in range(6):
+            time.sleep(1.5)  # flowing
+            if cycle % 2:
+                mesh.kill(SINK)
+            else:
+                mesh.procs[SINK].terminate()  # graceful this time: drains, then exits
+                assert mesh.procs[SINK].wait(30) == 0
+            time.sleep(0.5)
+            mesh.restart(SINK)
+            after_cycle.append(proc_status(spout_proc.pid))
+        time.sleep(1.5)
+        before = statuses(mesh)[SINK].consumed
+        time.sleep(1.0)
+        assert statuses(mesh)[SINK].consumed > before  # still flowing after the last restart
+    finally:
+        codes = mesh.stop()
+    assert codes == [0, 0]
+    rss = [r for r, _ in after_cycle]
+    threads = [t for _, t in after_cycle]
+    assert max(threads[1:]) <= threads[1] + 2, f"threads grew: {threads}"
+    assert rss[-1] - rss[1] < 20 * 1024 * 1024, f"RSS grew: {[r >> 20 for r in rss]} MiB"
+    print(f"flapping: threads {threads}, RSS {[r >> 20 for r in rss]} MiB")
