@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
+    from tuplemesh.rpcerrors import RpcErrors
     from tuplemesh.worker.worker import Worker
 
 __all__ = ["WorkerCollector", "serve_metrics"]
@@ -40,8 +41,9 @@ _COMPONENT_COUNTERS = {
 class WorkerCollector(Collector):
     """Reads one Worker's counters, queues and connections at scrape time."""
 
-    def __init__(self, worker: Worker) -> None:
+    def __init__(self, worker: Worker, rpc_errors: RpcErrors | None = None) -> None:
         self.worker = worker
+        self.rpc_errors = rpc_errors
 
     def collect(self) -> Iterator[Metric]:
         w = self.worker
@@ -167,11 +169,22 @@ class WorkerCollector(Collector):
             wait.add_metric(labels, executor.inbox_wait.cumulative(), executor.inbox_wait.total)
         yield execute
         yield wait
+        if self.rpc_errors is not None:
+            errors = CounterMetricFamily(
+                "tuplemesh_rpc_errors_total",
+                "gRPC calls answered with an error status, by method and code.",
+                labels=["worker", "method", "code"],
+            )
+            for (method, code), count in sorted(self.rpc_errors.snapshot().items()):
+                errors.add_metric([worker, method, code], count)
+            yield errors
 
 
-def serve_metrics(worker: Worker, host: str, port: int) -> tuple[Any, threading.Thread, CollectorRegistry]:
+def serve_metrics(
+    worker: Worker, host: str, port: int, rpc_errors: RpcErrors | None = None
+) -> tuple[Any, threading.Thread, CollectorRegistry]:
     """Serve ``/metrics`` for ``worker`` on ``host:port`` from a registry of its own."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(WorkerCollector(worker))
+    registry.register(WorkerCollector(worker, rpc_errors))
     server, thread = start_http_server(port, addr=host, registry=registry)
     return server, thread, registry

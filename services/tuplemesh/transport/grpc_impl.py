@@ -30,6 +30,7 @@ import grpc
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TokenInterceptor, server_credentials
 from tuplemesh.security import channel as secure_channel
 from tuplemesh.transport.base import OnBatch, TaskMessage
@@ -365,10 +366,14 @@ class GrpcContext:
             binding.close(grace=0.5)
 
 
-def new_server(conf: Mapping[str, Any]) -> grpc.Server:
-    """A gRPC server sized and limited by the config (its services are added by the caller)."""
+def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc.Server:
+    """A gRPC server sized and limited by the config (its services are added by the caller).
+
+    ``errors``, when given, counts every call answered with an error (including token refusals)."""
     limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
-    interceptors = [TokenInterceptor(conf["admin.token"])] if conf.get("admin.token") else []
+    interceptors: list[grpc.ServerInterceptor] = [] if errors is None else [errors]
+    if conf.get("admin.token"):
+        interceptors.append(TokenInterceptor(conf["admin.token"]))
     return grpc.server(
         futures.ThreadPoolExecutor(
             max_workers=conf["messaging.grpc.server.threads"], thread_name_prefix="grpc-server"

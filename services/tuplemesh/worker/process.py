@@ -24,6 +24,7 @@ from tuplemesh.errors import TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
+from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
@@ -63,7 +64,8 @@ class WorkerProcess:
         self.transport = self.conf["messaging.transport"]
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
-        self.server = new_server(self.conf)
+        self.rpc_errors = RpcErrors()
+        self.server = new_server(self.conf, self.rpc_errors)
         if isinstance(self.context, GrpcContext):
             self.context.use_server(self.server)
         self.directory = directory
@@ -102,7 +104,7 @@ class WorkerProcess:
         if self.conf["metrics.enabled"] and self.conf["metrics.port"]:
             try:
                 self.metrics_server, _, _ = serve_metrics(
-                    self.worker, self.conf["metrics.bind.host"], self.conf["metrics.port"]
+                    self.worker, self.conf["metrics.bind.host"], self.conf["metrics.port"], self.rpc_errors
                 )
             except OSError as exc:
                 raise TransportError(
@@ -164,7 +166,11 @@ class WorkerProcess:
         while time.monotonic() < deadline and not self.worker.idle(unacked=False):
             time.sleep(0.01)
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
-        self.server.stop(grace).wait()
+        # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable
+        # message on a stream (seen with random bytes on Transfer and Publish), and a worker
+        # must exit anyway; the RPCs are cancelled after ``grace`` regardless.
+        if not self.server.stop(grace).wait(grace + 3.0):
+            log.warning("gRPC server did not report its shutdown within %.0fs; exiting", grace + 3.0)
         self.directory.stop()
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
