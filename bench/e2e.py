@@ -34,11 +34,20 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def measure(transport: str, seconds: float, rate: float = 0.0, workers: int = 2) -> dict[str, Any]:
+def measure(
+    transport: str,
+    seconds: float,
+    rate: float = 0.0,
+    workers: int = 2,
+    *,
+    target: str = TARGET,
+    env: dict[str, str] | None = None,
+    config_path: str | None = None,
+) -> dict[str, Any]:
     os.environ["BENCH_RATE"] = str(rate)
     from bench.topologies import build
 
-    cluster = ProcessCluster(TARGET, build(), workers, transport=transport)
+    cluster = ProcessCluster(target, build(), workers, transport=transport, env=env, config_path=config_path)
     try:
         cluster.start()
         cluster.wait_serving(60)

@@ -11,7 +11,7 @@ import os
 import time
 from typing import Any
 
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 
 PAYLOAD = "x" * 100
 SAMPLE_LIMIT = 200_000
@@ -82,4 +82,28 @@ def build_slow() -> Any:
     b = TopologyBuilder("slowconsumer")
     b.set_spout("const", ConstSpout(0.0), parallelism=2)
     b.set_bolt("slow", SlowBolt(), parallelism=2).shuffle_grouping("const")
+    return b.build()
+
+
+class ReliableConstSpout(ConstSpout):
+    """ConstSpout whose tuples are tracked trees when acking is on (message id: a counter)."""
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        super().open(conf, context, collector)
+        reliable = conf["topology.acker.executors"] > 0
+        emit = collector.emit
+        ids = iter(range(1 << 62))
+        self.emit = (lambda values: emit(values, msg_id=next(ids))) if reliable else emit
+
+
+class AckingNullBolt(NullBolt, BasicBolt):
+    """NullBolt acked for it by BasicBolt when acking is on."""
+
+
+def build_reliable() -> Any:
+    """build() with guaranteed processing available: on when topology.acker.executors > 0."""
+    rate = float(os.environ.get("BENCH_RATE", "0"))
+    b = TopologyBuilder("constnull")
+    b.set_spout("const", ReliableConstSpout(rate), parallelism=2)
+    b.set_bolt("null", AckingNullBolt(), parallelism=2).shuffle_grouping("const")
     return b.build()

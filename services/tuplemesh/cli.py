@@ -186,7 +186,9 @@ def _parser() -> argparse.ArgumentParser:
     top.add_argument("--once", action="store_true", help="print one view and exit")
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
-    bench.add_argument("part", choices=["ring", "transport", "e2e", "spark", "all"], help="which benchmark")
+    bench.add_argument(
+        "part", choices=["ring", "transport", "e2e", "costs", "spark", "all"], help="which benchmark"
+    )
     bench.add_argument("--json", action="store_true", help="print the records as JSON")
     bench.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
     bench.add_argument(

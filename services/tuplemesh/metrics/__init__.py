@@ -31,6 +31,10 @@ _COMPONENT_COUNTERS = {
     "acked": ("tuplemesh_tuples_acked_total", "Tuples acked by component."),
     "failed": ("tuplemesh_tuples_failed_total", "Tuples failed by component (including bolt errors)."),
     "errors": ("tuplemesh_bolt_errors_total", "Exceptions raised by user code, by component."),
+    "timed_out": (
+        "tuplemesh_spout_timed_out_total",
+        "Tuple trees failed by topology.message.timeout.secs (acking on), by spout component.",
+    ),
     "deserialize_errors": (
         "tuplemesh_deserialize_errors_total",
         "Payloads that could not be decoded, by component.",
