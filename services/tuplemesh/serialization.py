@@ -41,6 +41,8 @@ class Serializer(Protocol):
 
 
 def _flat(anchors: dict[int, int]) -> list[int]:
+    if len(anchors) == 1:  # the common case: a tuple in one tree
+        return list(next(iter(anchors.items())))
     return [n for pair in anchors.items() for n in pair]
 
 
@@ -54,6 +56,8 @@ def _checked(decoded: Any) -> Decoded:
     if len(decoded) == 3:
         return source_task, stream_id, values, None
     flat = decoded[3]
+    if type(flat) is list and len(flat) == 2 and type(flat[0]) is int and type(flat[1]) is int:
+        return source_task, stream_id, values, {flat[0]: flat[1]}  # the common case: one tree
     if type(flat) is not list or len(flat) % 2 or any(type(n) is not int for n in flat):
         raise SerializationError("payload anchors are not a flat list of (root, edge) integer pairs")
     return source_task, stream_id, values, dict(zip(flat[::2], flat[1::2], strict=True))

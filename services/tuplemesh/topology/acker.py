@@ -4,16 +4,20 @@ A spout tuple emitted with a message id becomes the root of a tuple tree with a 
 root id. Every delivery of a tuple in the tree gets a random 64-bit edge id. The acker task that
 owns the root (``acker_tasks[root % n]``) keeps one 64-bit value per root: the XOR of
 
-- ``__ack_init`` from the spout: the XOR of the edge ids of the root's deliveries;
-- ``__ack_ack`` from each bolt acking a tuple: its edge id XOR the edge ids of the tuples it
-  emitted anchored to it.
+- the spout's *init*: the XOR of the edge ids of the root's first deliveries;
+- each bolt's *ack* of a tuple: its edge id XOR the edge ids of the tuples emitted anchored to it.
 
 Every edge id enters the value exactly twice (once when created, once when acked), so the value
-returns to 0 exactly when every tuple in the tree is acked, whatever the order the messages
-arrive in (up to a 2^-64 chance of a false zero). The acker then tells the spout task on
-``__ack_ack``; a ``__ack_fail`` from any bolt fails the tree at once. A tree the acker has held
-longer than ``topology.message.timeout.secs`` is forgotten; the spout fails it on its own timer.
+returns to 0 exactly when every tuple in the tree is acked, whatever order the messages arrive
+in (up to a 2^-64 chance of a false zero). A *fail* from any bolt fails the tree at once. The
+acker then sends the spout task its verdict. A tree the acker has held longer than
+``topology.message.timeout.secs`` is forgotten; the spout fails it on its own timer.
 
+Unlike Storm, messages to and from ackers are batched: each executor collects its inits, acks
+and fails per acker task and sends them as one ``__acking`` tuple ``[inits, acks, fails]`` of flat
+integer lists whenever it flushes its emit buffers; an acker answers each such tuple with one
+``__ack_verdict`` tuple ``[acked roots, failed roots]`` per spout task. A spout also picks root ids
+owned by an acker in its own worker when there is one, so inits and verdicts stay local.
 Memory per in-flight tree is one small list at its acker, whatever the tree's size.
 """
 
@@ -29,23 +33,17 @@ from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, Topolo
 from tuplemesh.topology.groupings import DirectGrouping
 from tuplemesh.topology.tuple import Fields, Tuple
 
-__all__ = ["ACKER", "ACK_STREAM", "FAIL_STREAM", "INIT_STREAM", "SYSTEM_STREAMS", "AckerBolt", "with_acker"]
+__all__ = ["ACKER", "ACKING_STREAM", "SYSTEM_STREAMS", "VERDICT_STREAM", "AckerBolt", "with_acker"]
 
 ACKER = "__acker"
-INIT_STREAM = "__ack_init"  # spout -> acker: [root, xor of the first edges, spout task]
-ACK_STREAM = "__ack_ack"  # bolt -> acker: [root, edge ^ ack_val]; acker -> spout: [root]
-FAIL_STREAM = "__ack_fail"  # bolt -> acker: [root]; acker -> spout: [root]
-SYSTEM_STREAMS = frozenset({INIT_STREAM, ACK_STREAM, FAIL_STREAM})
+#: spout or bolt -> acker: [inits [root, value, spout task]*, acks [root, value]*, fails [root]*]
+ACKING_STREAM = "__acking"
+#: acker -> spout: [acked roots, failed roots]
+VERDICT_STREAM = "__ack_verdict"
+SYSTEM_STREAMS = frozenset({ACKING_STREAM, VERDICT_STREAM})
 
-_SPOUT_OUT = {INIT_STREAM: StreamDef(Fields(["root", "value", "task"]), direct=True)}
-_BOLT_OUT = {
-    ACK_STREAM: StreamDef(Fields(["root", "value"]), direct=True),
-    FAIL_STREAM: StreamDef(Fields(["root"]), direct=True),
-}
-_ACKER_OUT = {
-    ACK_STREAM: StreamDef(Fields(["root"]), direct=True),
-    FAIL_STREAM: StreamDef(Fields(["root"]), direct=True),
-}
+_TO_ACKER = {ACKING_STREAM: StreamDef(Fields(["inits", "acks", "fails"]), direct=True)}
+_ACKER_OUT = {VERDICT_STREAM: StreamDef(Fields(["acked", "failed"]), direct=True)}
 
 
 def with_acker(topology: Topology, executors: int) -> Topology:
@@ -59,16 +57,11 @@ def with_acker(topology: Topology, executors: int) -> Topology:
     components: dict[str, ComponentSpec] = {}
     acker_inputs: list[Subscription] = []
     for name, spec in topology.components.items():
+        acker_inputs.append(Subscription(name, ACKING_STREAM, direct))
+        inputs = spec.inputs
         if spec.is_spout:
-            extra = _SPOUT_OUT
-            acker_inputs.append(Subscription(name, INIT_STREAM, direct))
-            verdicts = (Subscription(ACKER, ACK_STREAM, direct), Subscription(ACKER, FAIL_STREAM, direct))
-            inputs = (*spec.inputs, *verdicts)
-        else:
-            extra = _BOLT_OUT
-            acker_inputs += [Subscription(name, ACK_STREAM, direct), Subscription(name, FAIL_STREAM, direct)]
-            inputs = spec.inputs
-        components[name] = replace(spec, streams={**spec.streams, **extra}, inputs=inputs)
+            inputs = (*inputs, Subscription(ACKER, VERDICT_STREAM, direct))
+        components[name] = replace(spec, streams={**spec.streams, **_TO_ACKER}, inputs=inputs)
     components[ACKER] = ComponentSpec(
         name=ACKER,
         prototype=AckerBolt(),
@@ -95,29 +88,50 @@ class AckerBolt(Bolt):
         self.expired = 0
 
     def execute(self, tup: Tuple) -> None:
-        values = tup.values
-        root = values[0]
-        tree = self._trees.get(root)
-        if tree is None:
-            tree = self._trees[root] = [0, 0, time.monotonic(), False]
-        stream = tup.source_stream
-        if stream == ACK_STREAM:
-            tree[0] ^= values[1]
-        elif stream == INIT_STREAM:
-            tree[0] ^= values[1]
-            tree[1] = values[2]
-        elif stream == FAIL_STREAM:
+        inits, acks, fails = tup.values
+        trees = self._trees
+        now = time.monotonic()
+        touched: list[int] = []
+        for i in range(0, len(inits), 3):
+            root = inits[i]
+            tree = trees.get(root)
+            if tree is None:
+                tree = trees[root] = [0, 0, now, False]
+            tree[0] ^= inits[i + 1]
+            tree[1] = inits[i + 2]
+            touched.append(root)
+        for i in range(0, len(acks), 2):
+            root = acks[i]
+            tree = trees.get(root)
+            if tree is None:  # an ack may overtake its init
+                tree = trees[root] = [0, 0, now, False]
+            tree[0] ^= acks[i + 1]
+            touched.append(root)
+        for root in fails:
+            tree = trees.get(root)
+            if tree is None:
+                tree = trees[root] = [0, 0, now, False]
             tree[3] = True
-        if tree[1]:  # the spout task is known once init arrived; acks may overtake it
+            touched.append(root)
+        verdicts: dict[int, tuple[list[int], list[int]]] = {}
+        for root in touched:
+            tree = trees.get(root)
+            if tree is None or not tree[1]:  # decided already, or init not here yet
+                continue
             if tree[3]:
-                del self._trees[root]
+                verdict = 1
                 self.failed += 1
-                self._collector.emit_direct(tree[1], [root], stream=FAIL_STREAM)
             elif tree[0] == 0:
-                del self._trees[root]
+                verdict = 0
                 self.completed += 1
-                self._collector.emit_direct(tree[1], [root], stream=ACK_STREAM)
-        if self._trees and time.monotonic() >= self._next_sweep:
+            else:
+                continue
+            del trees[root]
+            verdicts.setdefault(tree[1], ([], []))[verdict].append(root)
+        emit_direct = self._collector.emit_direct
+        for spout_task, (acked, failed) in verdicts.items():
+            emit_direct(spout_task, [acked, failed], stream=VERDICT_STREAM)
+        if trees and now >= self._next_sweep:
             self._expire()
 
     def _expire(self) -> None:

@@ -7,12 +7,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, Fields, Topology, Tuple
-from tuplemesh.topology.acker import ACK_STREAM, FAIL_STREAM, INIT_STREAM
+from tuplemesh.topology.acker import ACKING_STREAM
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.tracker import SpoutTracker
 
-__all__ = ["Acking", "BoltOutputCollector", "SpoutOutputCollector", "StreamRoute", "build_routes"]
+__all__ = [
+    "AckerMailbox",
+    "Acking",
+    "BoltOutputCollector",
+    "SpoutOutputCollector",
+    "StreamRoute",
+    "build_routes",
+]
 
 
 class StreamRoute:
@@ -37,18 +44,89 @@ class StreamRoute:
         self.direct_targets = direct_targets
 
 
+class AckerMailbox:
+    """An executor's pending messages to ackers, one box ``[inits, acks, fails]`` per acker task.
+
+    Boxes go out as one ``__acking`` tuple each when the executor flushes its Outbox (the Outbox
+    calls ``post`` first), or as soon as a box holds ``limit`` entries. While a box is open it
+    counts as one tuple in ``outbox.pending``, so the flush timer and idle checks see it.
+    """
+
+    def __init__(self, outbox: Outbox, task: int, component: str, route: StreamRoute, limit: int = 256):
+        self._outbox = outbox
+        self._task = task  # any task of the executor: ackers do not look at the source
+        self._component = component
+        self._route = route
+        self._limit = limit
+        self._boxes: dict[int, tuple[list[int], list[int], list[int]]] = {}
+        outbox.before_flush = self.post
+
+    def _box(self, acker: int) -> tuple[list[int], list[int], list[int]]:
+        box = self._boxes.get(acker)
+        if box is None:
+            box = self._boxes[acker] = ([], [], [])
+            self._outbox.pending += 1
+        return box
+
+    def init(self, acker: int, root: int, value: int, spout_task: int) -> None:
+        box = self._box(acker)
+        box[0].extend((root, value, spout_task))
+        if len(box[0]) >= 3 * self._limit:
+            self._post_one(acker)
+
+    def ack(self, acker: int, root: int, value: int) -> None:
+        box = self._box(acker)
+        box[1].extend((root, value))
+        if len(box[1]) >= 2 * self._limit:
+            self._post_one(acker)
+
+    def fail(self, acker: int, root: int) -> None:
+        self._box(acker)[2].append(root)
+
+    def _post_one(self, acker: int) -> None:
+        box = self._boxes.pop(acker)
+        self._outbox.pending -= 1
+        self._deliver(acker, box)
+
+    def post(self) -> None:
+        """Hand every open box to the Outbox (called by ``Outbox.flush`` before it flushes)."""
+        boxes, self._boxes = self._boxes, {}
+        self._outbox.pending -= len(boxes)
+        for acker, box in boxes.items():
+            self._deliver(acker, box)
+
+    def _deliver(self, acker: int, box: tuple[list[int], list[int], list[int]]) -> None:
+        route = self._route
+        self._outbox.deliver_one(
+            acker, self._task, self._component, ACKING_STREAM, route.stream_id, route.fields, box, None
+        )
+
+
 class Acking:
-    """What a collector needs when guaranteed processing is on: id source and acker tasks."""
+    """What a collector needs when guaranteed processing is on: ids, acker tasks, the mailbox."""
 
-    __slots__ = ("acker_tasks", "new_id", "streams")
+    __slots__ = ("acker_tasks", "local_ackers", "mailbox", "new_id")
 
-    def __init__(self, acker_tasks: Sequence[int], streams: Mapping[str, StreamRoute], seed: int) -> None:
+    def __init__(
+        self, acker_tasks: Sequence[int], local_tasks: frozenset[int], mailbox: AckerMailbox, seed: int
+    ) -> None:
         self.acker_tasks = tuple(acker_tasks)
+        # positions (root % n) of the ackers in this worker: roots picked there keep inits and
+        # verdicts local
+        self.local_ackers = [i for i, t in enumerate(self.acker_tasks) if t in local_tasks]
         self.new_id = random.Random(seed).getrandbits  # call with 64: one random 64-bit id
-        self.streams = streams  # this component's system stream routes (see topology.acker)
+        self.mailbox = mailbox
 
     def acker_of(self, root: int) -> int:
         return self.acker_tasks[root % len(self.acker_tasks)]
+
+    def new_root(self) -> int:
+        """A random root id owned by an acker in this worker when there is one."""
+        if not self.local_ackers:
+            return self.new_id(64)
+        n = len(self.acker_tasks)
+        r = self.new_id(63)  # 63 bits: adding the offset below cannot pass 2**64
+        return r - r % n + self.local_ackers[r % len(self.local_ackers)]  # root % n is that acker
 
 
 class _Emitter:
@@ -96,32 +174,19 @@ class _Emitter:
             )
         return route
 
-    def _targets(self, route: StreamRoute, values: Sequence[Any], direct_task: int | None) -> list[int]:
+    def _targets(self, route: StreamRoute, values: Sequence[Any], direct_task: int | None) -> Sequence[int]:
         if direct_task is not None:
             return [direct_task]
-        return [task for chooser in route.choosers for task in chooser.choose(values)]
+        choosers = route.choosers
+        if len(choosers) == 1:
+            return choosers[0].choose(values)
+        return [task for chooser in choosers for task in chooser.choose(values)]
 
     def _deliver_tree(
         self, route: StreamRoute, values: Sequence[Any], task: int, anchors: dict[int, int]
     ) -> None:
         self._outbox.deliver_one(
             task, self.task, self.component, route.stream, route.stream_id, route.fields, values, anchors
-        )
-
-    def _to_acker(self, stream: str, root: int, values: list[Any]) -> None:
-        """Send one system message about ``root`` to the acker task that owns it."""
-        acking = self._acking
-        assert acking is not None
-        route = acking.streams[stream]
-        self._outbox.deliver_one(
-            acking.acker_of(root),
-            self.task,
-            self.component,
-            stream,
-            route.stream_id,
-            route.fields,
-            values,
-            None,
         )
 
 
@@ -180,7 +245,7 @@ class SpoutOutputCollector(_Emitter):
         acking = self._acking
         assert acking is not None
         new_id = acking.new_id
-        root = new_id(64)
+        root = acking.new_root()
         first_edges = 0
         targets = self._targets(route, values, direct)
         for task in targets:
@@ -191,7 +256,7 @@ class SpoutOutputCollector(_Emitter):
             self._tracker.completed_at_once(self.task, msg_id)
             return
         self._tracker.track(root, self.task, msg_id)
-        self._to_acker(INIT_STREAM, root, [root, first_edges, self.task])
+        acking.mailbox.init(acking.acker_of(root), root, first_edges, self.task)
 
 
 class BoltOutputCollector(_Emitter):
@@ -279,17 +344,20 @@ class BoltOutputCollector(_Emitter):
     def ack(self, tup: Tuple) -> None:
         """``tup`` is fully processed by this task (its anchored emits are done)."""
         self._counters.acked += 1
-        if self._acking is not None and tup.__class__ is AnchoredTuple:
+        acking = self._acking
+        if acking is not None and tup.__class__ is AnchoredTuple:
             ack_val = tup.ack_val
+            ack = acking.mailbox.ack
             for root, edge in tup.anchors.items():
-                self._to_acker(ACK_STREAM, root, [root, edge ^ ack_val])
+                ack(acking.acker_of(root), root, edge ^ ack_val)
 
     def fail(self, tup: Tuple) -> None:
         """``tup`` failed here: its whole tree fails now (the spout replays it)."""
         self._counters.failed += 1
-        if self._acking is not None and tup.__class__ is AnchoredTuple:
+        acking = self._acking
+        if acking is not None and tup.__class__ is AnchoredTuple:
             for root in tup.anchors:
-                self._to_acker(FAIL_STREAM, root, [root])
+                acking.mailbox.fail(acking.acker_of(root), root)
 
 
 def build_routes(

@@ -19,8 +19,9 @@ from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.topology import AnchoredTuple, BasicBolt, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
-from tuplemesh.topology.acker import ACK_STREAM, ACKER, FAIL_STREAM
+from tuplemesh.topology.acker import ACKER, ACKING_STREAM, VERDICT_STREAM
 from tuplemesh.worker.collectors import (
+    AckerMailbox,
     Acking,
     BoltOutputCollector,
     SpoutOutputCollector,
@@ -91,6 +92,7 @@ class Executor:
         self.tasks: dict[int, Spout | Bolt] = {}
         self.contexts: dict[int, TopologyContext] = {}
         acker_tasks = worker.assignment.component_tasks.get(ACKER, ())
+        mailbox: AckerMailbox | None = None
         for task in spec.tasks:
             self.tasks[task] = component.new_instance()
             routes = build_routes(
@@ -100,8 +102,12 @@ class Executor:
                 local_tasks,
                 worker.stream_ids,
             )
-            # Root and edge ids must not repeat across tasks, processes or restarts: seed from the OS.
-            acking = Acking(acker_tasks, routes, secrets.randbits(64)) if acker_tasks else None
+            acking = None
+            if acker_tasks and ACKING_STREAM in routes:  # every component but the ackers
+                if mailbox is None:  # one per executor: its tasks share the Outbox
+                    mailbox = AckerMailbox(self.outbox, task, spec.component, routes[ACKING_STREAM])
+                # Root and edge ids must not repeat across tasks, processes or restarts: seed from the OS.
+                acking = Acking(acker_tasks, local_tasks, mailbox, secrets.randbits(64))
             self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
                 worker.topology, worker.assignment, task, spec.component, worker.index, conf
@@ -369,22 +375,24 @@ class SpoutExecutor(Executor):
             log.error("executor %s: unexpected inbox event %r", self.name, event)
 
     def _on_verdict(self, tup: Tuple) -> None:
-        """An acker's ``[root]`` on ``__ack_ack`` or ``__ack_fail``: call the spout's ack or fail."""
-        stream = tup.source_stream
-        root = tup.values[0] if len(tup.values) == 1 else None
-        if stream not in (ACK_STREAM, FAIL_STREAM) or type(root) is not int:
+        """An acker's ``[acked roots, failed roots]``: call the spouts' ack and fail."""
+        values = tup.values
+        if tup.source_stream != VERDICT_STREAM or len(values) != 2:
             self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
             return
-        entry = self.tracker.finish(root)
-        if entry is None:
-            return  # the tree timed out before the verdict came, and was failed then
-        task, msg_id = entry
-        if stream == ACK_STREAM:
-            self.counters.acked += 1
-            self._user_call("ack", task, self._spouts[task].ack, msg_id)
-        else:
-            self.counters.failed += 1
-            self._user_call("fail", task, self._spouts[task].fail, msg_id)
+        finish = self.tracker.finish
+        for verdict, roots in enumerate(values):
+            for root in roots:
+                entry = finish(root)
+                if entry is None:
+                    continue  # the tree timed out before the verdict came, and was failed then
+                task, msg_id = entry
+                if verdict == 0:
+                    self.counters.acked += 1
+                    self._user_call("ack", task, self._spouts[task].ack, msg_id)
+                else:
+                    self.counters.failed += 1
+                    self._user_call("fail", task, self._spouts[task].fail, msg_id)
 
     def _settle(self, now: float) -> None:
         """Ack what completed without a tree and fail trees past their timeout."""

@@ -11,7 +11,7 @@ A buffer is flushed when it reaches ``topology.producer.batch.size``, when the w
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.disruptor import RingBuffer
@@ -63,6 +63,8 @@ class Outbox:
         self.pending = 0  # tuples held in buffers right now
         self.delivered = 0  # (task, tuple) deliveries accepted so far
         self.last_flush = time.monotonic()
+        #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
+        self.before_flush: Callable[[], None] | None = None
 
     def deliver(
         self,
@@ -180,6 +182,8 @@ class Outbox:
 
     def flush(self) -> None:
         """Publish every non-empty buffer (blocks while a destination ring is full)."""
+        if self.before_flush is not None:
+            self.before_flush()
         for dest, buf in enumerate(self._buffers):
             if buf:
                 self._flush(dest)
