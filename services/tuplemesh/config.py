@@ -92,6 +92,20 @@ KEYS: dict[str, ConfigKey] = {
             _power_of_two,
         ),
         ConfigKey(
+            "topology.backpressure.enable",
+            bool,
+            True,
+            "Per-task backpressure: a receiver reports tasks whose inbox is above the watermark on "
+            "its Transfer acks, and only the executors sending to those tasks wait (grpc transport).",
+        ),
+        ConfigKey(
+            "topology.backpressure.watermark",
+            float,
+            0.5,
+            "Fraction of an inbox's slots in use above which its tasks are reported congested.",
+            lambda v: None if 0.0 < v < 1.0 else "must be between 0 and 1 (exclusive)",
+        ),
+        ConfigKey(
             "topology.acker.executors",
             int,
             0,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent import futures
 from typing import Any
 
@@ -86,6 +86,8 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         self.received_batches = 0
         self.rejected_batches = 0
         self._reject_log = RateLimitedLog(log, log_interval)
+        #: The receiver's congested tasks (per-task backpressure); set by the worker.
+        self.congestion: Callable[[], list[int]] = list
 
     @property
     def duplicate_batches(self) -> int:
@@ -103,6 +105,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         if self.closed:
             context.abort(grpc.StatusCode.UNAVAILABLE, "worker is not receiving (shutting down)")
         duplicates = 0
+        reported: list[int] = []  # congested tasks as last told to this sender
         for batch in request_iterator:
             if batch.topology_id != self.topology_id:
                 self._reject(
@@ -142,12 +145,20 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 sender = batch.sender
                 self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
                 self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(batch.packed)
-            if unknown or batch.ack_requested or batch.sequence % self.ack_every == 0:
+            congested = self.congestion()
+            if (
+                unknown
+                or batch.ack_requested
+                or batch.sequence % self.ack_every == 0
+                or congested != reported
+            ):
+                reported = congested
                 yield messages_pb2.TransferAck(
                     sequence=batch.sequence,
                     credit=self.credit,
                     unknown_tasks=unknown[:64],
                     duplicates=duplicates,
+                    congested_tasks=congested,
                 )
 
 
@@ -161,6 +172,10 @@ class GrpcBinding:
     @property
     def duplicate_batches(self) -> int:
         return self.servicer.duplicate_batches
+
+    def report_congestion(self, congested: Callable[[], list[int]]) -> None:
+        """Answer every ack with ``congested()`` (per-task backpressure)."""
+        self.servicer.congestion = congested
 
     @property
     def received_tuples_from(self) -> dict[int, int]:
@@ -194,6 +209,8 @@ class GrpcConnection(WindowedConnection):
         self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
         self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
         self.channel_state = "IDLE"
+        #: Called with (this connection, congested tasks) on every ack; set by the worker.
+        self.on_congestion: Callable[[Any, Any], None] | None = None
         self._closed = False
         self._wake = threading.Event()
         self._call: Any = None
@@ -232,6 +249,8 @@ class GrpcConnection(WindowedConnection):
 
     def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
         self.window.ack(ack.sequence, ack.credit)
+        if self.on_congestion is not None:
+            self.on_congestion(self, ack.congested_tasks)
         if ack.unknown_tasks:
             self.unknown_tasks += len(ack.unknown_tasks)
             self._error_log.log(

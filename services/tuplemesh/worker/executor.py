@@ -86,6 +86,7 @@ class Executor:
             batch_size=conf["topology.producer.batch.size"],
             send_capacity=conf["topology.executor.send.buffer.size"],
             max_payload=conf["messaging.max.message.bytes"],
+            congestion=worker.congestion,
         )
         component = worker.topology.components[spec.component]
         local_tasks = frozenset(worker.local_inbox_of_task)

@@ -19,6 +19,7 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
+from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import Batch
 
 __all__ = ["Outbox"]
@@ -37,6 +38,7 @@ class Outbox:
         batch_size: int,
         send_capacity: int,
         max_payload: int = 16 * 1024 * 1024,
+        congestion: CongestionMap | None = None,
     ) -> None:
         """``local_inboxes``: task -> inbox ring in this worker; ``remote_workers``: task -> worker."""
         rings: list[RingBuffer[Any]] = []
@@ -63,6 +65,7 @@ class Outbox:
         self.pending = 0  # tuples held in buffers right now
         self.delivered = 0  # (task, tuple) deliveries accepted so far
         self.last_flush = time.monotonic()
+        self._congestion = congestion
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
         self.before_flush: Callable[[], None] | None = None
 
@@ -83,10 +86,16 @@ class Outbox:
         buffers = self._buffers
         local_count = self._local_count
         batch_size = self.batch_size
+        blocked = self._congestion.blocked if self._congestion is not None else None
         count = 0
         for chooser in choosers:
             for task in chooser.choose(values):
                 dest = task_dest[task]
+                if blocked and task in blocked and dest >= local_count:
+                    self.pending += count
+                    self.delivered += count
+                    count = 0
+                    self._hold(task)
                 buf = buffers[dest]
                 if dest < local_count:
                     if tup is None:
@@ -134,6 +143,9 @@ class Outbox:
         """Deliver to one task with its own tuple (guaranteed processing: each delivery of a
         tuple in a tree has its own edge ids in ``anchors``, so nothing is shared)."""
         dest = self._task_dest[task]
+        congestion = self._congestion
+        if congestion is not None and task in congestion.blocked and dest >= self._local_count:
+            self._hold(task)
         if dest < self._local_count:
             if anchors is None:
                 item: Any = Tuple(values, source_task, source_component, stream, fields)
@@ -149,6 +161,12 @@ class Outbox:
             self._flush(dest)
         if self.pending >= self.send_capacity:
             self.flush()
+
+    def _hold(self, task: int) -> None:
+        """Per-task backpressure: publish what is buffered, then wait while ``task`` is congested."""
+        assert self._congestion is not None
+        self.flush()
+        self._congestion.wait(task)
 
     def _encode(
         self,

@@ -2,6 +2,13 @@
 
 Runs on the transport's receive thread. It does as little per tuple as possible: one dict
 lookup and one append; payloads stay serialized until the executor thread decodes them.
+
+A full inbox does not block the receive thread, because that would stall every task fed by the
+same stream (head-of-line blocking): the batch waits in that inbox's overflow instead, in
+arrival order, and moves in as the executor frees slots. Per-task backpressure
+(``tuplemesh.worker.congestion``) stops the senders feeding that task long before the overflow
+grows; the overflow is still bounded (``overflow_limit`` batches per inbox, then the receive
+thread does block, as it did before).
 """
 
 from __future__ import annotations
@@ -9,11 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.errors import AlertError, ReceiverStoppedError
+from tuplemesh.errors import AlertError, InsufficientCapacityError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import SHUTDOWN_TASK, TaskMessage
 from tuplemesh.worker.markers import Batch
@@ -26,9 +34,19 @@ log = logging.getLogger(__name__)
 class ReceivePath:
     """``on_batch`` callback of a worker's binding. Thread-safe for one receive thread per peer."""
 
-    def __init__(self, worker_index: int, inbox_of_task: Mapping[int, RingBuffer[Any]], log_interval: float):
+    def __init__(
+        self,
+        worker_index: int,
+        inbox_of_task: Mapping[int, RingBuffer[Any]],
+        log_interval: float,
+        overflow_limit: int = 0,
+    ):
         self.worker_index = worker_index
         self._inbox_of_task = dict(inbox_of_task)
+        # ring id -> (ring, batches waiting for it); 0 disables the overflow (blocking puts)
+        self.overflow_limit = overflow_limit
+        self._overflow: dict[int, tuple[RingBuffer[Any], deque[Batch]]] = {}
+        self._overflow_lock = threading.Lock()
         self._lock = threading.Lock()  # guards the counters when several receive threads run
         self.received = 0
         self.unknown = 0  # messages for tasks this worker does not own
@@ -66,7 +84,10 @@ class ReceivePath:
         for ring, messages in groups.values():
             messages.stamp = now  # type: ignore[attr-defined]
             try:
-                ring.put(messages)
+                if self.overflow_limit:
+                    self._put_or_overflow(ring, messages)
+                else:
+                    ring.put(messages)
             except AlertError:  # the executor was halted: this worker is stopping
                 halted += len(messages)
         with self._lock:
@@ -87,3 +108,50 @@ class ReceivePath:
                 f"worker {self.worker_index} is stopping; {halted} message(s) not accepted"
             )
         return rejected
+
+    def _put_or_overflow(self, ring: RingBuffer[Any], messages: Batch) -> None:
+        key = id(ring)
+        while True:
+            with self._overflow_lock:
+                waiting = self._overflow.get(key)
+                if waiting is None:
+                    try:
+                        ring.try_put(messages)
+                        return
+                    except InsufficientCapacityError:
+                        self._overflow[key] = (ring, deque([messages]))
+                        return
+                if len(waiting[1]) < self.overflow_limit:
+                    waiting[1].append(messages)  # behind what already waits: order is kept
+                    return
+            # the overflow is full too: block this receive thread (bounded memory wins)
+            self.move_overflow()
+            time.sleep(0.001)
+
+    def move_overflow(self) -> int:
+        """Move waiting batches into inboxes with free slots, oldest first; returns batches left.
+        Called by the worker's flush timer and by receive threads. Any thread."""
+        if not self._overflow:
+            return 0
+        left = 0
+        with self._overflow_lock:
+            for key, (ring, waiting) in list(self._overflow.items()):
+                try:
+                    while waiting:
+                        ring.try_put(waiting[0])
+                        waiting.popleft()
+                except InsufficientCapacityError:
+                    pass
+                except AlertError:  # halted: the worker is stopping; counted as undeliverable
+                    self.undeliverable += sum(len(b) for b in waiting)
+                    waiting.clear()
+                if waiting:
+                    left += len(waiting)
+                else:
+                    del self._overflow[key]
+        return left
+
+    @property
+    def overflowing(self) -> int:
+        """Batches waiting for a full inbox (a snapshot)."""
+        return sum(len(w) for _, w in list(self._overflow.values()))

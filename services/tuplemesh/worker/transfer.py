@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
-from tuplemesh.errors import AlertError, TransportError
+from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.metrics.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.transport.base import Connection, Context, TaskMessage
@@ -58,6 +59,8 @@ class TransferPath:
         self._error_log = RateLimitedLog(log, log_interval)
         self.processor = BatchEventProcessor(ring, ring.new_barrier(), self, release_slots=True)
         ring.add_gating_sequences(self.processor.sequence)
+        #: Given to every connection that reports congested tasks (set before ``start``).
+        self.on_congestion: Callable[[Any, Any], None] | None = None
 
     def start(self) -> None:
         peers, self.peers = self.peers, {}
@@ -77,18 +80,24 @@ class TransferPath:
                     continue
                 conn = self.connections.get(worker)
                 if conn is None:
-                    self.connections[worker] = self.context.connect(self.topology_id, *address)
+                    self.connections[worker] = self._connect(address)
                 elif self.peers.get(worker) != address:
                     log.info("worker %d moved from %s to %s", worker, self.peers.get(worker), address)
                     retarget = getattr(conn, "retarget", None)
                     if retarget is not None:
                         retarget(*address)
                     else:  # a transport without retarget: a new connection (the old one drains)
-                        self.connections[worker] = self.context.connect(self.topology_id, *address)
+                        self.connections[worker] = self._connect(address)
                         threading.Thread(target=conn.close, daemon=True).start()
                     self.retargets += 1
                 self.peers[worker] = address
             self._peers_cond.notify_all()
+
+    def _connect(self, address: tuple[str, int]) -> Connection:
+        conn = self.context.connect(self.topology_id, *address)
+        if self.on_congestion is not None and hasattr(conn, "on_congestion"):
+            conn.on_congestion = self.on_congestion  # per-task backpressure reports from acks
+        return conn
 
     def _connection(self, worker: int) -> Connection | None:
         """The connection to ``worker``, waiting (backpressure) until discovery has found it."""
@@ -97,12 +106,20 @@ class TransferPath:
                 self._peers_cond.wait(0.5)
             return self.connections.get(worker)
 
-    def request_stop(self) -> None:
-        """Send everything already queued, then stop."""
-        try:
-            self.ring.put(STOP)
-        except AlertError:
-            pass  # already halted
+    def request_stop(self, timeout: float = 5.0) -> bool:
+        """Send everything already queued, then stop. False when the queue stayed full for
+        ``timeout`` (a peer that never acknowledges, e.g. one draining too): the caller halts."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.ring.try_put(STOP)
+                return True
+            except AlertError:
+                return True  # already halted
+            except InsufficientCapacityError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.01)
 
     def join(self, timeout: float | None = None) -> bool:
         return self.processor.join(timeout)

@@ -20,6 +20,7 @@ from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.topology import Assignment, Fields, Topology
 from tuplemesh.topology.acker import with_acker
 from tuplemesh.transport.base import Binding, Context
+from tuplemesh.worker.congestion import CongestionMap, congested_tasks
 from tuplemesh.worker.executor import BoltExecutor, Executor, SpoutExecutor
 from tuplemesh.worker.markers import FLUSH
 from tuplemesh.worker.receive import ReceivePath
@@ -79,7 +80,10 @@ class Worker:
         self._serializer_name = conf["topology.tuple.serializer"]
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
         log_interval = conf["tuplemesh.log.rate.limit.secs"]
-        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
+        # With per-task backpressure a full inbox must not block the shared receive thread.
+        per_task = conf["topology.backpressure.enable"]
+        overflow = conf["topology.executor.receive.buffer.size"] if per_task else 0
+        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval, overflow_limit=overflow)
         self.transfer = TransferPath(
             self.transfer_ring,
             context,
@@ -90,6 +94,10 @@ class Worker:
             log_interval,
             conf["metrics.enabled"],
         )
+        # Per-task backpressure (tuplemesh.worker.congestion): what peers report, and what we report.
+        self.congestion = CongestionMap() if conf["topology.backpressure.enable"] else None
+        if self.congestion is not None:
+            self.transfer.on_congestion = self.congestion.report
         self.executors: list[Executor] = [
             SpoutExecutor(e, self) if topology.components[e.component].is_spout else BoltExecutor(e, self)
             for e in my_executors
@@ -117,6 +125,9 @@ class Worker:
     def start(self) -> None:
         """Bind, connect to peers, start every thread. Returns once executors run."""
         self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch)
+        report = getattr(self._binding, "report_congestion", None)
+        if self.congestion is not None and report is not None:
+            report(congested_tasks(self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]))
         self.transfer.start()
         for executor in self.bolt_executors:
             executor.start()
@@ -150,6 +161,8 @@ class Worker:
             spout_executor.request_stop()
         for spout_executor in self.spout_executors:
             clean &= spout_executor.join(max(0.0, deadline - time.monotonic()))
+        while self.receive.move_overflow() and time.monotonic() < deadline:
+            time.sleep(0.001)  # batches waiting for full inboxes go in before the stop markers
         for bolt_executor in self.bolt_executors:
             bolt_executor.request_stop()
         for bolt_executor in self.bolt_executors:
@@ -159,8 +172,10 @@ class Worker:
                     "worker %d: executor %s did not drain in time; halting it", self.index, bolt_executor.name
                 )
                 bolt_executor.halt()
-        self.transfer.request_stop()
-        if not self.transfer.join(max(0.0, deadline - time.monotonic())):
+        remaining = max(0.0, deadline - time.monotonic())
+        if not self.transfer.request_stop(remaining) or not self.transfer.join(
+            max(0.0, deadline - time.monotonic())
+        ):
             clean = False
             self.transfer.halt()
         self.transfer.close_connections()
@@ -175,6 +190,7 @@ class Worker:
         interval = self.conf["topology.batch.flush.interval.millis"] / 1000.0
         bolts = self.bolt_executors
         while not self._stopping.wait(interval):
+            self.receive.move_overflow()
             now = time.monotonic()
             for executor in bolts:
                 outbox = executor.outbox
@@ -208,6 +224,8 @@ class Worker:
         """Nothing queued in this worker: inboxes, transfer ring, emit buffers, accepted spout
         input, and (with ``unacked``) sends the peers have not acknowledged yet."""
         if any(e.outbox.pending for e in self.executors) or any(e.pending() for e in self.spout_executors):
+            return False
+        if self.receive.overflowing:
             return False
         rings = [e.inbox for e in self.executors] + [self.transfer_ring]
         if any(r.remaining_capacity() != r.buffer_size for r in rings):

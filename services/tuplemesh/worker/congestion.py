@@ -1,0 +1,87 @@
+"""Per-task backpressure (Storm 2's BackPressureStatus, carried on Transfer acks).
+
+Receiving side: a task is *congested* while its executor's inbox has more than
+``topology.backpressure.watermark`` of its slots in use. Every Transfer ack carries the
+receiver's congested tasks, and a receiver sends an ack at once when that set changes.
+
+Sending side: `CongestionMap` remembers, per peer, which of its tasks are congested. An executor
+about to deliver a tuple to a congested remote task flushes its other buffers and waits until
+the task is clear, so only the producers feeding the slow task slow down. Everything else on the
+worker, including the shared connection to that peer, keeps flowing: the slow inbox never fills
+to the point where it would block the receive path. A congestion report is a lease of
+``LEASE`` seconds: a sender with nothing else to send to that peer gets no more acks, so it
+tries again when the lease ends, and the ack of that batch renews or clears it.
+
+Why per task and not Flink-style credits per channel: tuplemesh multiplexes every task pair
+between two workers on one stream; a credit per (sender task, receiver task) would need a
+window per pair, whereas one set of congested tasks per peer is a few integers per ack.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from tuplemesh.disruptor import RingBuffer
+
+__all__ = ["LEASE", "CongestionMap", "congested_tasks"]
+
+LEASE = 0.2  # seconds a congestion report holds without a renewal
+
+
+def congested_tasks(
+    inbox_of_task: Mapping[int, RingBuffer[Any]], watermark: float
+) -> Callable[[], list[int]]:
+    """A function listing the tasks whose inbox is above ``watermark`` (a fraction of its slots)."""
+    by_ring: dict[int, tuple[RingBuffer[Any], list[int]]] = {}
+    for task, ring in sorted(inbox_of_task.items()):
+        by_ring.setdefault(id(ring), (ring, []))[1].append(task)
+    groups = [(ring, tasks, int(ring.buffer_size * watermark)) for ring, tasks in by_ring.values()]
+
+    def current() -> list[int]:
+        out: list[int] = []
+        for ring, tasks, limit in groups:
+            if ring.buffer_size - ring.remaining_capacity() > limit:
+                out.extend(tasks)
+        return out
+
+    return current
+
+
+class CongestionMap:
+    """Congested remote tasks, as reported by each peer. Updated by connection threads, read by
+    executor threads: readers see an immutable dict that updates replace (no lock on reads)."""
+
+    def __init__(self, lease: float = LEASE) -> None:
+        self.lease = lease
+        self.blocked: dict[int, float] = {}  # task -> lease end (monotonic)
+        self._by_peer: dict[Any, frozenset[int]] = {}
+        self._lock = threading.Lock()
+        self.waits = 0  # times an executor waited for a congested task
+        self.waited_seconds = 0.0
+
+    def report(self, peer: Any, tasks: Iterable[int]) -> None:
+        """``peer``'s full set of congested tasks right now (from one of its acks)."""
+        now_set = frozenset(tasks)
+        with self._lock:
+            if not now_set and not self._by_peer.get(peer):
+                return  # the common case: nothing congested before or now
+            until = time.monotonic() + self.lease
+            blocked = {t: e for t, e in self.blocked.items() if t not in self._by_peer.get(peer, ())}
+            for task in now_set:
+                blocked[task] = until
+            self._by_peer[peer] = now_set
+            self.blocked = blocked
+
+    def wait(self, task: int, stop: Callable[[], bool] = lambda: False) -> None:
+        """Block while ``task`` is congested (its lease not over and not cleared)."""
+        started = time.monotonic()
+        self.waits += 1
+        while True:
+            until = self.blocked.get(task)
+            if until is None or time.monotonic() >= until or stop():
+                break
+            time.sleep(0.001)
+        self.waited_seconds += time.monotonic() - started
