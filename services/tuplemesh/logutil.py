@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-__all__ = ["RateLimitedLog"]
+__all__ = ["RateLimitFilter", "RateLimitedLog"]
 
 
 class RateLimitedLog:
@@ -36,4 +36,32 @@ class RateLimitedLog:
             self.logger.log(self.level, msg + " (%d similar messages suppressed)", *args, suppressed)
         else:
             self.logger.log(self.level, msg, *args)
+        return True
+
+
+class RateLimitFilter(logging.Filter):
+    """A filter for a library's logger that lets one record through per ``interval`` seconds.
+
+    For loggers tuplemesh does not call itself: gRPC logs a traceback for every request it
+    cannot decode, which a hostile client could turn into a flood. Those requests are counted
+    (``tuplemesh_rpc_errors_total``); the log keeps a sample and says how many it held back.
+    """
+
+    def __init__(self, interval: float) -> None:
+        super().__init__()
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+        self._suppressed = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < self.interval:
+                self._suppressed += 1
+                return False
+            suppressed, self._suppressed = self._suppressed, 0
+            self._last = now
+        if suppressed:
+            record.msg = f"{record.msg} ({suppressed} similar messages suppressed)"
         return True

@@ -22,6 +22,7 @@ from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory
 from tuplemesh.errors import TransportError
 from tuplemesh.gateway.service import GatewayServicer
+from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
 from tuplemesh.rpcerrors import RpcErrors
@@ -65,6 +66,10 @@ class WorkerProcess:
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
         self.rpc_errors = RpcErrors()
+        # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
+        logging.getLogger("grpc._common").addFilter(
+            RateLimitFilter(self.conf["tuplemesh.log.rate.limit.secs"])
+        )
         self.server = new_server(self.conf, self.rpc_errors)
         if isinstance(self.context, GrpcContext):
             self.context.use_server(self.server)
