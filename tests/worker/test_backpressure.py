@@ -91,7 +91,7 @@ def fast_rate(slow_branch: bool, transport: str) -> tuple[float, int]:
     return rate, slow_done
 
 
-@pytest.mark.parametrize("transport", ["grpc"])
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
 def test_fast_branch_keeps_80_percent_of_its_solo_rate_beside_a_slow_branch(transport: str):
     solo, _ = fast_rate(slow_branch=False, transport=transport)
     shared, slow_done = fast_rate(slow_branch=True, transport=transport)

@@ -19,8 +19,10 @@ ack_requested, first_unacked]``. ``first_unacked`` is the sender's oldest unackn
 sequence. ZeroMQ may still deliver batches queued before a reconnect ahead of the in-order
 resend, and a restarted receiver must start at the oldest, not at whatever arrives first.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
-Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates]``. The data port is the worker
-port + ``zmq.port.offset``, so the worker's gRPC Admin/health/reflection keep the worker port.
+Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks]`` (the last
+element is per-task backpressure, as in grpc's TransferAck; a 4-element ack is still read).
+The data port is the worker port + ``zmq.port.offset``, so the worker's gRPC Admin, health and
+reflection keep the worker port.
 Storm's ``zmq.threads``, ``zmq.hwm`` and ``zmq.linger.millis`` are honoured. pyzmq is the
 ``zmq`` extra, imported only when this plugin is used. ``zmq.ZMQError`` never leaves this
 module.
@@ -32,7 +34,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgpack
@@ -73,6 +75,8 @@ class ZmqBinding:
         self.received_bytes_from: dict[int, int] = {}
         self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._ack_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"], logging.DEBUG)
+        self._congestion: Callable[[], list[int]] = list
+        self._reported: dict[bytes, list[int]] = {}  # congested tasks as last told to each peer
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
@@ -172,12 +176,25 @@ class ZmqBinding:
         self.received_batches += 1
         self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
         self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(packed)
-        if unknown or ack_requested or sequence % self.ack_every == 0:
+        congested = self._congestion()
+        if (
+            unknown
+            or ack_requested
+            or sequence % self.ack_every == 0
+            or congested != self._reported.get(identity, [])
+        ):
             self._ack(sock, identity, sequence, unknown[:64], duplicates.get(identity, 0))
 
+    def report_congestion(self, congested: Callable[[], list[int]]) -> None:
+        """Answer every ack with ``congested()`` (per-task backpressure)."""
+        self._congestion = congested
+
     def _ack(self, sock: Any, identity: bytes, sequence: int, unknown: list[int], duplicates: int) -> None:
+        congested = self._congestion()
+        self._reported[identity] = congested
         try:
-            sock.send_multipart([identity, _pack([sequence, self.credit, unknown, duplicates])], zmq.NOBLOCK)
+            frame = _pack([sequence, self.credit, unknown, duplicates, congested])
+            sock.send_multipart([identity, frame], zmq.NOBLOCK)
         except zmq.ZMQError as exc:
             # Peer gone or its queue full. Harmless: acks are cumulative, so the next one covers
             # this one, and a peer that hears nothing resends and is acknowledged again.
@@ -195,6 +212,8 @@ class ZmqConnection(WindowedConnection):
         conf = context.conf
         super().__init__(conf, topology_id, f"tcp://{host}:{port + conf['zmq.port.offset']}")
         self.resend_after = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        #: Called with (this connection, congested tasks) on every ack; set by the worker.
+        self.on_congestion: Callable[[Any, Any], None] | None = None
         self._closed = False
         self._offset = conf["zmq.port.offset"]
         self._retarget_to: str | None = None
@@ -289,12 +308,14 @@ class ZmqConnection(WindowedConnection):
             except zmq.Again:
                 return progressed
             try:
-                sequence, credit, unknown, _duplicates = msgpack.unpackb(frame, raw=False)
+                sequence, credit, unknown, _duplicates, *rest = msgpack.unpackb(frame, raw=False)
             except (ValueError, TypeError, msgpack.UnpackException):
                 self._log.log("zmq: malformed acknowledgement from %s ignored", self.address)
                 continue
             if self.window.ack(sequence, credit):
                 progressed = True
+            if self.on_congestion is not None:
+                self.on_congestion(self, rest[0] if rest and isinstance(rest[0], list) else [])
             if unknown:
                 self.unknown_tasks += len(unknown)
                 self._log.log("peer %s does not own task(s) %s", self.address, sorted(set(unknown)))

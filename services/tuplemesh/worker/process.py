@@ -44,6 +44,10 @@ SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin", "tuplemesh.v1.Gateway
 READINESS = ("", "tuplemesh.v1.Transfer")
 
 
+#: How long shutdown waits for queues that make no progress at all.
+STALL_SECS = 3.0
+
+
 class WorkerProcess:
     """Owns the gRPC server and the Worker of this process."""
 
@@ -168,7 +172,21 @@ class WorkerProcess:
         # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
         # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
         # close, and whatever is still unacknowledged then is counted and logged.
+        # Stop waiting when nothing moves for STALL_SECS: when the whole mesh is stopped at once,
+        # tuples queued for peers that refuse them (they drain too) can never leave.
+        last: tuple[int, int] | None = None
+        moved_at = time.monotonic()
         while time.monotonic() < deadline and not self.worker.idle(unacked=False):
+            progress = (self.worker.balance()[0], self.worker.transfer.sent_messages)
+            if progress != last:
+                last, moved_at = progress, time.monotonic()
+            elif time.monotonic() - moved_at > STALL_SECS:
+                log.warning(
+                    "worker %d: queues not empty but nothing moved for %.0fs; stopping",
+                    self.worker.index,
+                    STALL_SECS,
+                )
+                break
             time.sleep(0.01)
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable

@@ -160,7 +160,8 @@ class Worker:
         for spout_executor in self.spout_executors:
             spout_executor.request_stop()
         for spout_executor in self.spout_executors:
-            clean &= spout_executor.join(max(0.0, deadline - time.monotonic()))
+            # bounded: a spout blocked on a full transfer queue ends when the transfer path halts
+            clean &= spout_executor.join(min(5.0, max(0.0, deadline - time.monotonic())))
         while self.receive.move_overflow() and time.monotonic() < deadline:
             time.sleep(0.001)  # batches waiting for full inboxes go in before the stop markers
         for bolt_executor in self.bolt_executors:
@@ -172,7 +173,7 @@ class Worker:
                     "worker %d: executor %s did not drain in time; halting it", self.index, bolt_executor.name
                 )
                 bolt_executor.halt()
-        remaining = max(0.0, deadline - time.monotonic())
+        remaining = min(5.0, max(0.0, deadline - time.monotonic()))
         if not self.transfer.request_stop(remaining) or not self.transfer.join(
             max(0.0, deadline - time.monotonic())
         ):
