@@ -22,9 +22,11 @@ UNKNOWN_METHOD = "<unknown>"
 
 
 class RpcErrors(grpc.ServerInterceptor):
-    def __init__(self) -> None:
+    def __init__(self, on_call: Callable[[grpc.ServicerContext], None] | None = None) -> None:
+        """``on_call`` sees the context of every call that reaches a handler (TLS accounting)."""
         self._counts: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
+        self._on_call = on_call
 
     def snapshot(self) -> dict[tuple[str, str], int]:
         """(method, code name) -> calls answered with that error so far."""
@@ -80,7 +82,11 @@ class RpcErrors(grpc.ServerInterceptor):
         return deserialize
 
     def _counting_unary(self, method: str, behavior: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        on_call = self._on_call
+
         def call(request: Any, context: grpc.ServicerContext) -> Any:
+            if on_call is not None:
+                on_call(context)
             try:
                 return behavior(request, context)
             except Exception:
@@ -92,7 +98,11 @@ class RpcErrors(grpc.ServerInterceptor):
     def _counting_stream(
         self, method: str, behavior: Callable[[Any, Any], Iterator[Any]]
     ) -> Callable[[Any, Any], Iterator[Any]]:
+        on_call = self._on_call
+
         def call(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+            if on_call is not None:
+                on_call(context)
             try:
                 yield from behavior(request, context)
             except Exception:

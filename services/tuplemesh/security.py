@@ -10,6 +10,8 @@ is guarded by mTLS, health and reflection stay open for probes and tools.
 from __future__ import annotations
 
 import hmac
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ import grpc
 
 from tuplemesh.errors import ConfigError
 
-__all__ = ["TokenInterceptor", "call_metadata", "channel", "server_credentials"]
+__all__ = ["TlsConnections", "TokenInterceptor", "call_metadata", "channel", "server_credentials"]
 
 PROTECTED = ("/tuplemesh.v1.Admin/", "/tuplemesh.v1.Gateway/")
 
@@ -33,13 +35,55 @@ def _read(conf: Mapping[str, Any], key: str) -> bytes:
         raise ConfigError(key, path, f"cannot be read: {exc.strerror}") from exc
 
 
-def server_credentials(conf: Mapping[str, Any]) -> grpc.ServerCredentials:
-    """TLS for the worker port, requiring client certificates from the mesh CA."""
-    return grpc.ssl_server_credentials(
+def server_credentials(
+    conf: Mapping[str, Any], connections: TlsConnections | None = None
+) -> grpc.ServerCredentials:
+    """TLS for the worker port, requiring client certificates from the mesh CA.
+
+    With ``connections``, every new connection is counted before its handshake (gRPC calls the
+    certificate fetcher of dynamic credentials once per connection; it never changes them)."""
+    certificates = grpc.ssl_server_certificate_configuration(
         [(_read(conf, "tls.key.file"), _read(conf, "tls.cert.file"))],
         root_certificates=_read(conf, "tls.ca.file"),
-        require_client_auth=True,
     )
+    fetch = connections.on_handshake if connections is not None else (lambda: None)
+    return grpc.dynamic_ssl_server_credentials(certificates, fetch, require_client_authentication=True)
+
+
+class TlsConnections:
+    """Counts TLS connections to the worker port, and those whose peer authenticated.
+
+    ``handshakes`` counts every connection (before its handshake); ``authenticated`` counts the
+    distinct connections that made a call with a verified mesh certificate. Their difference is
+    the connections refused (plaintext, no certificate, a foreign CA) plus any that never made a
+    call; a refused peer never reaches a handler, so this is the only place it can be counted.
+    """
+
+    RECENT = 4096  # connections remembered to count each once (oldest forgotten first)
+
+    def __init__(self) -> None:
+        self.handshakes = 0
+        self.authenticated = 0
+        self._recent: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def on_handshake(self) -> None:
+        with self._lock:
+            self.handshakes += 1
+        return None  # keep the current certificates
+
+    def on_call(self, context: grpc.ServicerContext) -> None:
+        peer = context.peer()  # address and port: one TCP connection
+        with self._lock:
+            if peer in self._recent:
+                return
+        if not context.auth_context().get("x509_common_name"):
+            return
+        with self._lock:
+            self._recent[peer] = None
+            if len(self._recent) > self.RECENT:
+                self._recent.popitem(last=False)
+            self.authenticated += 1
 
 
 def channel(address: str, conf: Mapping[str, Any], options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:

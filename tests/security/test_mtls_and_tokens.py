@@ -3,7 +3,11 @@ that are off unless enabled. The tests make their own CA and certificates."""
 
 from __future__ import annotations
 
+import re
+import socket
+import ssl
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -12,7 +16,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from examples.wordcount import expected_counts
 from tests.pki import make_ca, make_leaf
-from tests.worker.conftest import start_mesh
+from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -122,5 +126,53 @@ def test_bearer_token_and_admin_actions_off_by_default():
             mesh.health(0).Check(health_pb2.HealthCheckRequest()).status
             == health_pb2.HealthCheckResponse.SERVING
         )
+    finally:
+        assert mesh.stop() == [0]
+
+
+def tls_counts(mesh: Mesh) -> tuple[int, int]:
+    """(handshakes, authenticated connections) from worker 0's /metrics."""
+    text = urllib.request.urlopen(mesh.metrics_url(0), timeout=5).read().decode()
+    found = dict(re.findall(r'^(tuplemesh_tls_\w+_total)\{worker="0"\} (\S+)$', text, re.M))
+    return (
+        int(float(found["tuplemesh_tls_handshakes_total"])),
+        int(float(found["tuplemesh_tls_authenticated_connections_total"])),
+    )
+
+
+def raw_tls_attempt(address: str, pki: Path, who: str | None) -> None:
+    """One TCP connection and one TLS handshake (no retries, unlike a gRPC channel)."""
+    host, port = address.split(":")
+    context = ssl.create_default_context(cafile=str(pki / "mesh-ca.pem"))
+    context.check_hostname = False
+    if who is not None:
+        context.load_cert_chain(pki / f"{who}.crt", pki / f"{who}.key")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        try:
+            with context.wrap_socket(sock) as tls:
+                tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                tls.recv(1)  # TLS 1.3 reports a refused client certificate on the first read
+        except (ssl.SSLError, ConnectionError, OSError):
+            pass
+
+
+def test_refused_tls_peers_are_counted(pki: Path):
+    mesh = start_mesh("tests.worker.topologies:small_wordcount", 1, wait=False, env=tls_env(pki))
+    try:
+        wait_tls_serving(mesh.address(0), pki)
+        good = admin(mesh.address(0), pki, "client")
+        good.GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
+        before = tls_counts(mesh)
+        raw_tls_attempt(mesh.address(0), pki, None)  # no client certificate
+        raw_tls_attempt(mesh.address(0), pki, "intruder")  # a certificate from a foreign CA
+        with socket.create_connection(("127.0.0.1", mesh.ports[0]), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\n\r\n")  # plaintext
+            sock.recv(1)
+        fresh = admin(mesh.address(0), pki, "client")  # a new authenticated connection
+        fresh.GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
+        good.GetStatus(admin_pb2.GetStatusRequest(), timeout=5)  # an old one: not counted again
+        handshakes, authenticated = tls_counts(mesh)
+        assert handshakes - before[0] == 4
+        assert authenticated - before[1] == 1
     finally:
         assert mesh.stop() == [0]

@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from tuplemesh.rpcerrors import RpcErrors
+    from tuplemesh.security import TlsConnections
     from tuplemesh.worker.worker import Worker
 
 __all__ = ["WorkerCollector", "serve_metrics"]
@@ -45,9 +46,12 @@ _COMPONENT_COUNTERS = {
 class WorkerCollector(Collector):
     """Reads one Worker's counters, queues and connections at scrape time."""
 
-    def __init__(self, worker: Worker, rpc_errors: RpcErrors | None = None) -> None:
+    def __init__(
+        self, worker: Worker, rpc_errors: RpcErrors | None = None, tls: TlsConnections | None = None
+    ) -> None:
         self.worker = worker
         self.rpc_errors = rpc_errors
+        self.tls = tls
 
     def collect(self) -> Iterator[Metric]:
         w = self.worker
@@ -182,13 +186,33 @@ class WorkerCollector(Collector):
             for (method, code), count in sorted(self.rpc_errors.snapshot().items()):
                 errors.add_metric([worker, method, code], count)
             yield errors
+        if self.tls is not None:
+            handshakes = CounterMetricFamily(
+                "tuplemesh_tls_handshakes_total",
+                "TLS connections to the worker port, counted before their handshake.",
+                labels=["worker"],
+            )
+            handshakes.add_metric([worker], self.tls.handshakes)
+            authenticated = CounterMetricFamily(
+                "tuplemesh_tls_authenticated_connections_total",
+                "TLS connections that made a call with a verified mesh certificate; handshakes "
+                "minus this counts the refused ones (and any that never made a call).",
+                labels=["worker"],
+            )
+            authenticated.add_metric([worker], self.tls.authenticated)
+            yield handshakes
+            yield authenticated
 
 
 def serve_metrics(
-    worker: Worker, host: str, port: int, rpc_errors: RpcErrors | None = None
+    worker: Worker,
+    host: str,
+    port: int,
+    rpc_errors: RpcErrors | None = None,
+    tls: TlsConnections | None = None,
 ) -> tuple[Any, threading.Thread, CollectorRegistry]:
     """Serve ``/metrics`` for ``worker`` on ``host:port`` from a registry of its own."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(WorkerCollector(worker, rpc_errors))
+    registry.register(WorkerCollector(worker, rpc_errors, tls))
     server, thread = start_http_server(port, addr=host, registry=registry)
     return server, thread, registry

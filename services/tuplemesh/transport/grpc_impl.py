@@ -31,7 +31,7 @@ import grpc
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TokenInterceptor, server_credentials
+from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
 from tuplemesh.security import channel as secure_channel
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
@@ -407,12 +407,18 @@ def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc
     )
 
 
-def bind_port(server: grpc.Server, host: str, port: int, conf: Mapping[str, Any] | None = None) -> int:
+def bind_port(
+    server: grpc.Server,
+    host: str,
+    port: int,
+    conf: Mapping[str, Any] | None = None,
+    tls_connections: TlsConnections | None = None,
+) -> int:
     """Add the port (mTLS when ``tls.enabled``); TransportError naming the address if it cannot bind."""
     address = f"{host}:{port}"
     try:
         if conf is not None and conf.get("tls.enabled"):
-            bound = server.add_secure_port(address, server_credentials(conf))
+            bound = server.add_secure_port(address, server_credentials(conf, tls_connections))
         else:
             bound = server.add_insecure_port(address)
     except RuntimeError as exc:

@@ -26,6 +26,7 @@ from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.metrics import serve_metrics
 from tuplemesh.reflection import enable_reflection
 from tuplemesh.rpcerrors import RpcErrors
+from tuplemesh.security import TlsConnections
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
@@ -69,7 +70,8 @@ class WorkerProcess:
         self.transport = self.conf["messaging.transport"]
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
-        self.rpc_errors = RpcErrors()
+        self.tls_connections = TlsConnections() if self.conf["tls.enabled"] else None
+        self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
         logging.getLogger("grpc._common").addFilter(
             RateLimitFilter(self.conf["tuplemesh.log.rate.limit.secs"])
@@ -94,7 +96,9 @@ class WorkerProcess:
             GatewayServicer(topology.name, index, accepting=lambda: self._state != "NOT_SERVING"), self.server
         )
         enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
-        self.port = bind_port(self.server, self.conf["worker.bind.host"], port, self.conf)
+        self.port = bind_port(
+            self.server, self.conf["worker.bind.host"], port, self.conf, self.tls_connections
+        )
         self.metrics_server: Any = None
         self._stop = threading.Event()
         self._terms = 0
@@ -113,7 +117,11 @@ class WorkerProcess:
         if self.conf["metrics.enabled"] and self.conf["metrics.port"]:
             try:
                 self.metrics_server, _, _ = serve_metrics(
-                    self.worker, self.conf["metrics.bind.host"], self.conf["metrics.port"], self.rpc_errors
+                    self.worker,
+                    self.conf["metrics.bind.host"],
+                    self.conf["metrics.port"],
+                    self.rpc_errors,
+                    self.tls_connections,
                 )
             except OSError as exc:
                 raise TransportError(
