@@ -69,15 +69,17 @@ class AckerMailbox:
         return box
 
     def init(self, acker: int, root: int, value: int, spout_task: int) -> None:
-        box = self._box(acker)
-        box[0].extend((root, value, spout_task))
-        if len(box[0]) >= 3 * self._limit:
+        box = self._boxes.get(acker) or self._box(acker)
+        inits = box[0]
+        inits += (root, value, spout_task)
+        if len(inits) >= 3 * self._limit:
             self._post_one(acker)
 
     def ack(self, acker: int, root: int, value: int) -> None:
-        box = self._box(acker)
-        box[1].extend((root, value))
-        if len(box[1]) >= 2 * self._limit:
+        box = self._boxes.get(acker) or self._box(acker)
+        acks = box[1]
+        acks += (root, value)
+        if len(acks) >= 2 * self._limit:
             self._post_one(acker)
 
     def fail(self, acker: int, root: int) -> None:
@@ -248,10 +250,18 @@ class SpoutOutputCollector(_Emitter):
         root = acking.new_root()
         first_edges = 0
         targets = self._targets(route, values, direct)
+        deliver_one = self._outbox.deliver_one  # inlined _deliver_tree: this runs once per tuple
+        me, component, stream, stream_id, fields = (
+            self.task,
+            self.component,
+            route.stream,
+            route.stream_id,
+            route.fields,
+        )
         for task in targets:
             edge = new_id(64)
             first_edges ^= edge
-            self._deliver_tree(route, values, task, {root: edge})
+            deliver_one(task, me, component, stream, stream_id, fields, values, {root: edge})
         if not targets:  # nobody subscribes: the tree is complete already (Storm acks it at once)
             self._tracker.completed_at_once(self.task, msg_id)
             return
