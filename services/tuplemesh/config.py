@@ -229,6 +229,14 @@ KEYS: dict[str, ConfigKey] = {
             _positive,
         ),
         ConfigKey(
+            "messaging.keepalive.millis",
+            int,
+            10000,
+            "gRPC keepalive ping period between workers; a peer silent for two periods is taken as "
+            "gone and the stream reconnects (and resends). 0 turns pings off.",
+            _non_negative,
+        ),
+        ConfigKey(
             "messaging.window.batches",
             int,
             32,

@@ -69,6 +69,7 @@ def test_partition_for_5s_loses_nothing_bounds_memory_and_recovers_within_2s(tmp
             "storm.messaging.netty.min_wait_ms": 20,
             "storm.messaging.netty.max_wait_ms": 200,
             "metrics.port": 0,
+            "messaging.keepalive.millis": 1000,  # the cut is noticed within 2 s, not by TCP's timers
         },
     )
     port_a, port_b = free_ports(2)

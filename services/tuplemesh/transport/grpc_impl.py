@@ -48,9 +48,23 @@ _FRAME_SLACK = 64 * 1024
 
 
 def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    """Channel options shared by clients: message limits and Storm's reconnect backoff."""
+    """Channel options shared by clients: message limits, Storm's reconnect backoff, keepalive."""
     limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
+    keepalive = conf["messaging.keepalive.millis"]
+    pings = (
+        [
+            # A peer that vanished without closing (power loss, partition) is noticed within
+            # two keepalive periods instead of TCP's retransmission timeout (minutes); the stream
+            # then reconnects and resends, so flow resumes soon after the network heals.
+            ("grpc.keepalive_time_ms", keepalive),
+            ("grpc.keepalive_timeout_ms", keepalive),
+            ("grpc.http2.max_pings_without_data", 0),
+        ]
+        if keepalive
+        else []
+    )
     return [
+        *pings,
         ("grpc.max_send_message_length", limit),
         ("grpc.max_receive_message_length", limit),
         ("grpc.initial_reconnect_backoff_ms", conf["storm.messaging.netty.min_wait_ms"]),
@@ -390,6 +404,7 @@ def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc
 
     ``errors``, when given, counts every call answered with an error (including token refusals)."""
     limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
+    keepalive = conf["messaging.keepalive.millis"]
     interceptors: list[grpc.ServerInterceptor] = [] if errors is None else [errors]
     if conf.get("admin.token"):
         interceptors.append(TokenInterceptor(conf["admin.token"]))
@@ -400,6 +415,10 @@ def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc
         options=[
             ("grpc.max_send_message_length", limit),
             ("grpc.max_receive_message_length", limit),
+            # accept the peers' keepalive pings (the default policy answers frequent pings with
+            # GOAWAY "too_many_pings")
+            ("grpc.http2.min_recv_ping_interval_without_data_ms", max(1, keepalive // 2)),
+            ("grpc.http2.max_ping_strikes", 0),
             ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
         ],
         maximum_concurrent_rpcs=conf["messaging.grpc.server.threads"],
