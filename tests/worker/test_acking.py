@@ -311,3 +311,44 @@ def test_shutdown_while_trees_are_open_does_not_hang():
     assert cluster.workers[0].spout_executors[0].open_trees == 10
     gate.set()
     assert cluster.stop()
+
+
+class CorruptingSerializer:
+    """msgpack, except that the first spout tuple that crosses workers is garbled on the wire."""
+
+    corrupted = threading.Event()
+    victim: int | None = None
+
+    def __init__(self) -> None:
+        from tuplemesh.serialization import MsgpackSerializer
+
+        self._inner = MsgpackSerializer()
+        self.deserialize = self._inner.deserialize
+
+    def serialize(self, source_task: int, stream_id: int, values: Any, anchors: Any = None) -> bytes:
+        payload = self._inner.serialize(source_task, stream_id, values, anchors)
+        one_id = len(values) == 1 and type(values[0]) is int
+        if one_id and anchors is not None and not self.corrupted.is_set():
+            type(self).victim = values[0]
+            type(self).corrupted.set()
+            return b"\xc1" + payload  # 0xc1 is never valid msgpack
+        return payload
+
+
+def test_an_undecodable_tracked_tuple_times_out_and_is_replayed():
+    b = TopologyBuilder("garbled")
+    b.set_spout("spout", ReplayingSpout(20, per_call=1))
+    b.set_bolt("sink", SinkBolt(), parallelism=2).shuffle_grouping("spout")
+    summary, reports = run(
+        b.build(),
+        workers=2,
+        **{
+            "topology.tuple.serializer": "tests.worker.test_acking:CorruptingSerializer",
+            "topology.message.timeout.secs": 1.0,
+        },
+    )
+    acked, failed = spout_reports(reports)
+    assert CorruptingSerializer.corrupted.is_set()
+    assert summary.components["sink"]["deserialize_errors"] == 1
+    assert failed == [CorruptingSerializer.victim] and summary.components["spout"]["timed_out"] == 1
+    assert sorted(acked) == list(range(20))
