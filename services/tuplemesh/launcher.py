@@ -28,7 +28,7 @@ from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.local_cluster import RunSummary
 
-__all__ = ["ProcessCluster", "is_serving", "run_processes", "stop_processes"]
+__all__ = ["ProcessCluster", "is_serving", "merge_reports", "run_processes", "stop_processes"]
 
 
 class WorkerDied(RuntimeError):
@@ -127,11 +127,7 @@ class ProcessCluster:
         return False
 
     def reports(self) -> dict[str, list[Any]]:
-        merged: dict[str, dict[int, Any]] = {}
-        for status in self.statuses(include_reports=True):
-            for component, by_task in json.loads(status.reports_json or "{}").items():
-                merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
-        return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
+        return merge_reports(self.statuses(include_reports=True))
 
     def stop(self, timeout: float = 60.0) -> list[int]:
         """SIGTERM every worker (they drain) and return their exit codes."""
@@ -140,6 +136,15 @@ class ProcessCluster:
         for channel in self.channels:
             channel.close()
         return codes
+
+
+def merge_reports(statuses: list[admin_pb2.WorkerStatus]) -> dict[str, list[Any]]:
+    """Every task's report by component, in task order, from GetStatus(include_reports) answers."""
+    merged: dict[str, dict[int, Any]] = {}
+    for status in statuses:
+        for component, by_task in json.loads(status.reports_json or "{}").items():
+            merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
+    return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
 
 
 def is_serving(stub: health_pb2_grpc.HealthStub) -> bool:

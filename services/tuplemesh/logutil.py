@@ -9,6 +9,27 @@ import time
 __all__ = ["RateLimitFilter", "RateLimitedLog"]
 
 
+class _Throttle:
+    """Admits one event per ``interval`` seconds and counts the ones it holds back. Thread-safe."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._last = -float("inf")
+        self._suppressed = 0
+
+    def admit(self) -> int | None:
+        """None when held back; otherwise how many were held back since the last admitted one."""
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < self.interval:
+                self._suppressed += 1
+                return None
+            suppressed, self._suppressed = self._suppressed, 0
+            self._last = now
+        return suppressed
+
+
 class RateLimitedLog:
     """Logs at most once per ``interval`` seconds; the lines held back are counted in the next one.
 
@@ -17,21 +38,14 @@ class RateLimitedLog:
 
     def __init__(self, logger: logging.Logger, interval: float, level: int = logging.WARNING) -> None:
         self.logger = logger
-        self.interval = interval
         self.level = level
-        self._lock = threading.Lock()
-        self._last = -float("inf")
-        self._suppressed = 0
+        self._throttle = _Throttle(interval)
 
     def log(self, msg: str, *args: object) -> bool:
         """Log ``msg % args`` unless one was logged within the interval; True when written."""
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last < self.interval:
-                self._suppressed += 1
-                return False
-            suppressed, self._suppressed = self._suppressed, 0
-            self._last = now
+        suppressed = self._throttle.admit()
+        if suppressed is None:
+            return False
         if suppressed:
             self.logger.log(self.level, msg + " (%d similar messages suppressed)", *args, suppressed)
         else:
@@ -49,19 +63,12 @@ class RateLimitFilter(logging.Filter):
 
     def __init__(self, interval: float) -> None:
         super().__init__()
-        self.interval = interval
-        self._lock = threading.Lock()
-        self._last = -float("inf")
-        self._suppressed = 0
+        self._throttle = _Throttle(interval)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last < self.interval:
-                self._suppressed += 1
-                return False
-            suppressed, self._suppressed = self._suppressed, 0
-            self._last = now
+        suppressed = self._throttle.admit()
+        if suppressed is None:
+            return False
         if suppressed:
             record.msg = f"{record.msg} ({suppressed} similar messages suppressed)"
         return True

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.worker.conftest import Mesh
+from tuplemesh.launcher import merge_reports
 from tuplemesh.v1 import admin_pb2
 
 
@@ -45,11 +46,15 @@ def wait_settled(mesh: Mesh, timeout: float, drained: bool = False) -> None:
 
 
 def reports(mesh: Mesh) -> dict[str, list[Any]]:
-    merged: dict[str, dict[int, Any]] = {}
-    for status in statuses(mesh, reports=True):
-        for component, by_task in json.loads(status.reports_json or "{}").items():
-            merged.setdefault(component, {}).update({int(t): r for t, r in by_task.items()})
-    return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
+    return merge_reports(statuses(mesh, reports=True))
+
+
+def proc_status(pid: int) -> tuple[int, int]:
+    """(RSS bytes, threads) of a process, from /proc."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+    )
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["Threads"])
 
 
 def sink_counts(merged: dict[str, list[Any]]) -> Counter[int]:

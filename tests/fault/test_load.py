@@ -7,19 +7,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.fault.harness import reports, sink_counts, statuses, wait_settled, write_config
+from tests.fault.harness import proc_status, reports, sink_counts, statuses, wait_settled, write_config
 from tests.worker.conftest import start_mesh
 from tuplemesh.v1 import admin_pb2
 
 SINK, SPOUT = 0, 1  # tests.fault.topologies:pipe puts the sink on worker 0, the spout on worker 1
-
-
-def proc_status(pid: int) -> tuple[int, int]:
-    """(RSS bytes, threads) of a process, from /proc."""
-    fields = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
-    )
-    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["Threads"])
 
 
 def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_path: Path):

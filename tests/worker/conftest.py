@@ -27,12 +27,14 @@ class Mesh:
     procs: list[subprocess.Popen[bytes]]
     metrics_ports: list[int]
     commands: list[tuple[list[str], dict[str, str]]]  # (argv, env) of each worker, for restarts
+    hosts: list[str] | None = None  # each worker's address; 127.0.0.1 for all when None
 
     def metrics_url(self, index: int = 0) -> str:
         return f"http://127.0.0.1:{self.metrics_ports[index]}/metrics"
 
     def address(self, index: int = 0) -> str:
-        return f"127.0.0.1:{self.ports[index]}"
+        host = "127.0.0.1" if self.hosts is None else self.hosts[index]
+        return f"{host}:{self.ports[index]}"
 
     def admin(self, index: int = 0) -> admin_pb2_grpc.AdminStub:
         return admin_pb2_grpc.AdminStub(grpc.insecure_channel(self.address(index)))

@@ -59,8 +59,6 @@ class CongestionMap:
         self.blocked: dict[int, float] = {}  # task -> lease end (monotonic)
         self._by_peer: dict[Any, frozenset[int]] = {}
         self._lock = threading.Lock()
-        self.waits = 0  # times an executor waited for a congested task
-        self.waited_seconds = 0.0
 
     def report(self, peer: Any, tasks: Iterable[int]) -> None:
         """``peer``'s full set of congested tasks right now (from one of its acks)."""
@@ -75,13 +73,10 @@ class CongestionMap:
             self._by_peer[peer] = now_set
             self.blocked = blocked
 
-    def wait(self, task: int, stop: Callable[[], bool] = lambda: False) -> None:
+    def wait(self, task: int) -> None:
         """Block while ``task`` is congested (its lease not over and not cleared)."""
-        started = time.monotonic()
-        self.waits += 1
         while True:
             until = self.blocked.get(task)
-            if until is None or time.monotonic() >= until or stop():
-                break
+            if until is None or time.monotonic() >= until:
+                return
             time.sleep(0.001)
-        self.waited_seconds += time.monotonic() - started

@@ -387,27 +387,28 @@ class SpoutExecutor(Executor):
                 entry = finish(root)
                 if entry is None:
                     continue  # the tree timed out before the verdict came, and was failed then
-                task, msg_id = entry
-                if verdict == 0:
-                    self.counters.acked += 1
-                    self._user_call("ack", task, self._spouts[task].ack, msg_id)
-                else:
-                    self.counters.failed += 1
-                    self._user_call("fail", task, self._spouts[task].fail, msg_id)
+                self._tell_spout(*entry, acked=verdict == 0)
+
+    def _tell_spout(self, task: int, msg_id: Any, acked: bool) -> None:
+        """Count and call the spout's ``ack`` or ``fail`` for one message id."""
+        if acked:
+            self.counters.acked += 1
+            self._user_call("ack", task, self._spouts[task].ack, msg_id)
+        else:
+            self.counters.failed += 1
+            self._user_call("fail", task, self._spouts[task].fail, msg_id)
 
     def _settle(self, now: float) -> None:
         """Ack what completed without a tree and fail trees past their timeout."""
         tracker = self.tracker
         if tracker.acked_at_once:
             done, tracker.acked_at_once = tracker.acked_at_once, []
-            self.counters.acked += len(done)
             for task, msg_id in done:
-                self._user_call("ack", task, self._spouts[task].ack, msg_id)
+                self._tell_spout(task, msg_id, acked=True)
         if len(tracker):
             for task, msg_id in tracker.expired(now):
-                self.counters.failed += 1
                 self.counters.timed_out += 1
-                self._user_call("fail", task, self._spouts[task].fail, msg_id)
+                self._tell_spout(task, msg_id, acked=False)
 
     def _run_loop(self) -> None:
         spouts = list(self._spouts.items())

@@ -121,8 +121,18 @@ class ReceivePath:
                     except InsufficientCapacityError:
                         self._overflow[key] = (ring, deque([messages]))
                         return
-                if len(waiting[1]) < self.overflow_limit:
-                    waiting[1].append(messages)  # behind what already waits: order is kept
+                queue = waiting[1]
+                try:  # the executor may have freed slots since: move the oldest in first
+                    while queue:
+                        ring.try_put(queue[0])
+                        queue.popleft()
+                    ring.try_put(messages)
+                    del self._overflow[key]
+                    return
+                except InsufficientCapacityError:
+                    pass
+                if len(queue) < self.overflow_limit:
+                    queue.append(messages)  # behind what already waits: order is kept
                     return
             # the overflow is full too: block this receive thread (bounded memory wins)
             self.move_overflow()

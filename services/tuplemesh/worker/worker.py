@@ -81,9 +81,7 @@ class Worker:
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
         log_interval = conf["tuplemesh.log.rate.limit.secs"]
         # With per-task backpressure a full inbox must not block the shared receive thread.
-        per_task = conf["topology.backpressure.enable"]
-        overflow = conf["topology.executor.receive.buffer.size"] if per_task else 0
-        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval, overflow_limit=overflow)
+        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
         self.transfer = TransferPath(
             self.transfer_ring,
             context,
@@ -128,6 +126,10 @@ class Worker:
         report = getattr(self._binding, "report_congestion", None)
         if self.congestion is not None and report is not None:
             report(congested_tasks(self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]))
+            # Senders hear about full inboxes now, so a full one need not block the receive
+            # thread (it would stall every task on the stream). Without reports (the local
+            # transport) a blocking put is the only backpressure, and stays.
+            self.receive.overflow_limit = self.conf["topology.executor.receive.buffer.size"]
         self.transfer.start()
         for executor in self.bolt_executors:
             executor.start()
