@@ -3,10 +3,37 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, Tuple
+
+T = TypeVar("T")
+
+
+def eventually(
+    condition: Callable[[], T],
+    timeout: float = 10.0,
+    interval: float = 0.01,
+    message: str | Callable[[], str] = "",
+) -> T:
+    """Poll ``condition`` until it returns something truthy and return that value.
+
+    Raises AssertionError naming ``message`` (or the condition) and the last value seen when
+    ``timeout`` seconds pass first. The one way tests wait for a state: no bare sleeps, no
+    hand-rolled deadline loops.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            text = message() if callable(message) else message
+            name = getattr(condition, "__name__", repr(condition))
+            raise AssertionError(f"not true within {timeout:g} s: {text or name} (last value {value!r})")
+        time.sleep(interval)
 
 
 class ListSpout(Spout):
