@@ -25,8 +25,9 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST, known: set[str]) -> set[str]:
-    """Modules in ``known`` that ``tree`` imports outside ``if TYPE_CHECKING`` blocks."""
+def _imports(tree: ast.AST, known: set[str], importer: str = "") -> set[str]:
+    """Modules in ``known`` that ``tree`` (module ``importer``) imports outside ``if TYPE_CHECKING``
+    blocks. Importing ``pkg.mod`` from outside ``pkg`` also runs ``pkg/__init__``: that counts too."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -44,6 +45,11 @@ def _imports(tree: ast.AST, known: set[str]) -> set[str]:
             visit(child)
 
     visit(tree)
+    for name in list(found):
+        package = name.rpartition(".")[0]
+        while package and not (importer + ".").startswith(package + "."):
+            found.add(package)
+            package = package.rpartition(".")[0]
     return found & known
 
 
@@ -52,7 +58,7 @@ def import_graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in paths}
     modules = {m: p for m, p in modules.items() if m not in EXCLUDED}
     known = set(modules)
-    return {m: _imports(ast.parse(p.read_text()), known) - {m} for m, p in modules.items()}
+    return {m: _imports(ast.parse(p.read_text()), known, m) - {m} for m, p in modules.items()}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -96,6 +102,11 @@ def test_the_walk_reports_a_cycle_and_ignores_type_checking_imports() -> None:
     )
     known = {"pkg.b", "pkg.c"}
     assert _imports(ast.parse(source), known) == {"pkg.c"}
+    assert _imports(ast.parse("import pkg.sub.m\n"), {"pkg.sub", "pkg.sub.m"}, "other.x") == {
+        "pkg.sub",
+        "pkg.sub.m",
+    }
+    assert _imports(ast.parse("import pkg.sub.m\n"), {"pkg.sub", "pkg.sub.m"}, "pkg.sub.y") == {"pkg.sub.m"}
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 

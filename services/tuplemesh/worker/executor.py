@@ -134,12 +134,14 @@ class Executor:
         raise NotImplementedError
 
     def _final_flush(self) -> None:
-        """Flush on the way out; tuples that cannot go out any more (a destination halted) are
-        counted in ``dropped_on_stop``, so the loss shows in the counters, not only in the log."""
+        """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
+        earlier in the run) are counted in ``dropped_on_stop``, not only logged."""
         try:
             self.outbox.flush()
         except AlertError:
-            dropped = self.outbox.discard()
+            pass  # counted below: the refused batch is still in ``pending``
+        dropped = self.outbox.discard()
+        if dropped:
             self.counters.dropped_on_stop += dropped
             log.warning("executor %s: a destination halted; %d emitted tuples dropped", self.name, dropped)
 
