@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tuplemesh.client import TlsSettings
 from tuplemesh.config import Config, describe_keys
 from tuplemesh.errors import TuplemeshError
 from tuplemesh.plugins import import_from_string
@@ -184,6 +185,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     top.add_argument("--interval", type=_positive_float("interval"), default=_env("interval", "1"))
     top.add_argument("--once", action="store_true", help="print one view and exit")
+    top.add_argument(
+        "--config",
+        default=_env("config"),
+        help="YAML config file (tls.* and admin.token to reach the workers)",
+    )
 
     bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
     bench.add_argument(
@@ -248,7 +254,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from tuplemesh.worker.process import WorkerProcess
+    from tuplemesh.server import WorkerProcess
 
     topology = load_topology(args.target)
     if args.index >= args.workers:
@@ -335,7 +341,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 host, sep, port = target.rpartition(":")
                 if not sep or not host or not port.isdigit():
                     raise CliError(f"--target {target!r} is not HOST:PORT")
-            return top(targets, args.interval, args.once)
+            conf = Config.load(args.config)
+            return top(
+                targets,
+                args.interval,
+                args.once,
+                tls=TlsSettings.from_config(conf),
+                token=conf["admin.token"],
+            )
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0

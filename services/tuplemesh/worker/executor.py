@@ -14,10 +14,10 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, cast
 
+from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.topology import AnchoredTuple, BasicBolt, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.topology.acker import ACKER, ACKING_STREAM, VERDICT_STREAM
 from tuplemesh.worker.collectors import (
