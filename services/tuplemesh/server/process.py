@@ -75,7 +75,7 @@ class WorkerProcess:
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
         logging.getLogger("grpc._common").addFilter(
-            RateLimitFilter(self.conf["tuplemesh.log.rate.limit.secs"])
+            RateLimitFilter(self.conf.seconds("tuplemesh.log.rate.limit.secs"))
         )
         self.server = new_server(self.conf, self.rpc_errors)
         if isinstance(self.context, GrpcContext):
@@ -134,7 +134,7 @@ class WorkerProcess:
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
-        while not self._stop.wait(self.conf["task.refresh.poll.secs"]):
+        while not self._stop.wait(self.conf.seconds("task.refresh.poll.secs")):
             self.worker.transfer.update_peers(self.directory.snapshot())
 
     def _watch_readiness(self) -> None:
@@ -169,7 +169,7 @@ class WorkerProcess:
         self.drain()
         # Refuse (never acknowledge) new batches: their senders keep them for our successor.
         self.worker.receive.refusing = True
-        deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
+        deadline = time.monotonic() + self.conf.seconds("topology.shutdown.timeout.secs")
         # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
         # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
         # close, and whatever is still unacknowledged then is counted and logged.

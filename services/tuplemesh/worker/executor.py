@@ -180,7 +180,6 @@ class BoltExecutor(Executor):
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
         self._acking = bool(worker.assignment.component_tasks.get(ACKER))
         self._execute = {task: self._executor_of(task, bolt) for task, bolt in self.bolts.items()}
-        self._debug = bool(worker.conf["topology.debug"])
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
 
