@@ -34,7 +34,7 @@ pipeline: $(STAMP)
 
 ## bench: every benchmark beside its baselines; writes bench/results.json
 bench: $(STAMP)
-	$(BIN)/tuplemesh bench all
+	$(PY) -m bench all
 
 ## proto: regenerate the protobuf code from protos/ (never edit the output by hand)
 proto: $(STAMP)

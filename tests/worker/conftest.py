@@ -78,7 +78,8 @@ def start_mesh(
             cmd += ["--config", str(config)]
         proc_env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT),
+            # keep an inherited PYTHONPATH: it may point at the sources under test
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
             "TUPLEMESH_METRICS_PORT": str(metrics_ports[index]),
             "TUPLEMESH_ADMIN_EMIT_ENABLED": "true",
             "TUPLEMESH_ADMIN_DRAIN_ENABLED": "true",

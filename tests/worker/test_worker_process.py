@@ -12,8 +12,8 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.worker.conftest import Mesh, start_mesh
-from tuplemesh.reflection import _v1_message_classes
 from tuplemesh.serialization import MsgpackSerializer
+from tuplemesh.server.reflection import _v1_message_classes
 from tuplemesh.v1 import admin_pb2, messages_pb2, transfer_pb2_grpc
 
 

@@ -8,11 +8,9 @@ gauges. Labels are bounded: worker, component, queue, peer.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -21,7 +19,7 @@ if TYPE_CHECKING:
     from tuplemesh.security import TlsConnections
     from tuplemesh.worker.worker import Worker
 
-__all__ = ["WorkerCollector", "serve_metrics"]
+__all__ = ["WorkerCollector"]
 
 _COMPONENT_COUNTERS = {
     "emitted": ("tuplemesh_tuples_emitted_total", "Tuples emitted (emit calls) by component."),
@@ -202,17 +200,3 @@ class WorkerCollector(Collector):
             authenticated.add_metric([worker], self.tls.authenticated)
             yield handshakes
             yield authenticated
-
-
-def serve_metrics(
-    worker: Worker,
-    host: str,
-    port: int,
-    rpc_errors: RpcErrors | None = None,
-    tls: TlsConnections | None = None,
-) -> tuple[Any, threading.Thread, CollectorRegistry]:
-    """Serve ``/metrics`` for ``worker`` on ``host:port`` from a registry of its own."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(WorkerCollector(worker, rpc_errors, tls))
-    server, thread = start_http_server(port, addr=host, registry=registry)
-    return server, thread, registry

@@ -28,11 +28,11 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.client import peer_channel as secure_channel
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
-from tuplemesh.security import channel as secure_channel
 from tuplemesh.transport.base import OnBatch, TaskMessage
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.framing import unpack_batch

@@ -17,10 +17,10 @@ from typing import Any, cast
 
 from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
+from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.serialization import Serializer
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes

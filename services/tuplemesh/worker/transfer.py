@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.transport.base import Connection, Context, TaskMessage
 from tuplemesh.worker.markers import STOP
 
