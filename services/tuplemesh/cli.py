@@ -19,7 +19,6 @@ from tuplemesh.errors import TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
-from tuplemesh.transport.local import LocalContext
 
 __all__ = ["main"]
 
@@ -226,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.transport:
         overrides["messaging.transport"] = args.transport
     conf = Config.load(args.config, overrides=overrides)
-    if isinstance(make_context(conf["messaging.transport"]), LocalContext):
+    if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
         tune_gc(conf)
