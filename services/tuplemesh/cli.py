@@ -24,7 +24,6 @@ from tuplemesh.errors import TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
-from tuplemesh.transport.local import LocalContext
 
 __all__ = ["main"]
 
@@ -276,7 +275,7 @@ def _run(args: argparse.Namespace) -> int:
     topology = load_topology(args.target)
     conf = Config.load(args.config, overrides=_flag_overrides(args, ("workers", "transport")))
     workers = conf["topology.workers"]
-    if isinstance(make_context(conf["messaging.transport"]), LocalContext):
+    if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
         tune_gc(conf)

@@ -109,11 +109,12 @@ class WorkerCollector(Collector):
             labels = [worker, str(peer)]
             sent.add_metric(labels, transfer.sent_to.get(peer, 0))
             batches.add_metric(labels, transfer.batches_to.get(peer, 0))
-            sent_bytes.add_metric(labels, getattr(conn, "sent_bytes", 0))
-            connected.add_metric(labels, 1 if getattr(conn, "channel_state", "READY") == "READY" else 0)
-            reconnects.add_metric(labels, getattr(conn, "reconnects", 0))
-            resent.add_metric(labels, getattr(conn, "resent_batches", 0))
-            unacked.add_metric(labels, getattr(conn, "unacked", 0))
+            stats = conn.stats()
+            sent_bytes.add_metric(labels, stats.sent_bytes)
+            connected.add_metric(labels, 1 if stats.channel_state == "READY" else 0)
+            reconnects.add_metric(labels, stats.reconnects)
+            resent.add_metric(labels, stats.resent_batches)
+            unacked.add_metric(labels, stats.unacked_batches)
         yield from (sent, batches, sent_bytes, connected, reconnects, resent, unacked)
 
         lost = CounterMetricFamily(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
@@ -30,8 +30,8 @@ from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
 from tuplemesh.server.signals import TerminationSignals
 from tuplemesh.topology import Topology
-from tuplemesh.transport import make_context
-from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
+from tuplemesh.transport import SharedServerContext, make_context
+from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.worker import Worker
@@ -78,8 +78,8 @@ class WorkerProcess:
             RateLimitFilter(self.conf.seconds("tuplemesh.log.rate.limit.secs"))
         )
         self.server = new_server(self.conf, self.rpc_errors)
-        if isinstance(self.context, GrpcContext):
-            self.context.use_server(self.server)
+        if self.context.capabilities.shares_server:
+            cast(SharedServerContext, self.context).use_server(self.server)
         self.directory = directory
         self.worker = Worker(
             topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()

@@ -122,14 +122,16 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind, connect to peers, start every thread. Returns once executors run."""
-        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch)
-        report = getattr(self._binding, "report_congestion", None)
-        if self.congestion is not None and report is not None:
-            report(congested_tasks(self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]))
-            # Senders hear about full inboxes now, so a full one need not block the receive
+        congestion = None
+        if self.congestion is not None and self.context.capabilities.reports_congestion:
+            congestion = congested_tasks(
+                self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]
+            )
+            # Senders hear about full inboxes, so a full one need not block the receive
             # thread (it would stall every task on the stream). Without reports (the local
             # transport) a blocking put is the only backpressure, and stays.
             self.receive.overflow_limit = self.conf["topology.executor.receive.buffer.size"]
+        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch, congestion)
         self.transfer.start()
         for executor in self.bolt_executors:
             executor.start()
@@ -220,7 +222,7 @@ class Worker:
         """Every other worker has a connection that is up."""
         connections = self.transfer.connections
         return len(connections) == len(self.transfer.expected) and all(
-            getattr(c, "channel_state", "READY") == "READY" for c in connections.values()
+            c.stats().channel_state == "READY" for c in connections.values()
         )
 
     def idle(self, unacked: bool = True) -> bool:
@@ -233,19 +235,19 @@ class Worker:
         rings = [e.inbox for e in self.executors] + [self.transfer_ring]
         if any(r.remaining_capacity() != r.buffer_size for r in rings):
             return False
-        return not unacked or not any(getattr(c, "unacked", 0) for c in self.transfer.connections.values())
+        return not unacked or not any(c.stats().unacked_batches for c in self.transfer.connections.values())
 
     @property
     def duplicate_batches(self) -> int:
-        """Batches the transport discarded as resends (transports that track it)."""
-        return int(getattr(self._binding, "duplicate_batches", 0))
+        """Batches the transport discarded as resends."""
+        return 0 if self._binding is None else self._binding.stats().duplicate_batches
 
     def received_from(self) -> tuple[dict[int, int], dict[int, int]]:
-        """(tuples, bytes) received per sending worker (transports that track it)."""
-        return (
-            dict(getattr(self._binding, "received_tuples_from", {})),
-            dict(getattr(self._binding, "received_bytes_from", {})),
-        )
+        """(tuples, bytes) received per sending worker (empty for the in-process transport)."""
+        if self._binding is None:
+            return {}, {}
+        stats = self._binding.stats()
+        return stats.received_tuples_from, stats.received_bytes_from
 
     def live_reports(self) -> dict[str, dict[int, Any]]:
         """Every task's ``report()`` now; consistent only once the topology is quiescent."""
