@@ -62,8 +62,11 @@ def test_stats_count_a_known_exchange_exactly(harness: Harness, port: int):
     network = harness.name != "local"
     framed = sum(len(msgpack.packb(b)) for b in batches) if network else 0
     sent = eventually(lambda: conn.stats().unacked_batches == 0 and conn.stats())
-    assert (sent.sent_batches, sent.sent_tuples, sent.sent_bytes) == (3, 6, framed)
-    assert (sent.resent_batches, sent.lost_on_close, sent.unknown_tasks, sent.retargets) == (0, 0, 0, 0)
+    # A loaded machine can delay an ack past zmq's resend timer: a resend is a transmission of
+    # its own, discarded by the receiver as a duplicate, so the exact accounting allows for it.
+    resent = sent.resent_batches
+    assert (sent.sent_batches - resent, sent.sent_tuples, sent.sent_bytes) == (3, 6, framed)
+    assert (sent.lost_on_close, sent.unknown_tasks, sent.retargets) == (0, 0, 0)
     offset = harness.conf["zmq.port.offset"] if harness.name == "zmq" else 0
     assert sent.state == "READY" and sent.address.endswith(f":{port + offset}")
     got = binding.stats()
@@ -71,7 +74,7 @@ def test_stats_count_a_known_exchange_exactly(harness: Harness, port: int):
     assert got.received_tuples_from == ({0: 6} if network else {})
     assert got.received_bytes_from == ({0: framed} if network else {})
     assert (got.duplicate_batches, got.rejected_batches, got.rejected_frames, got.sequence_gaps) == (
-        0,
+        resent,
         0,
         0,
         0,

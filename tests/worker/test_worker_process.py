@@ -44,7 +44,7 @@ def test_unknown_topology_is_failed_precondition(wordcount_mesh: Mesh):
     with pytest.raises(grpc.RpcError) as err:
         transfer(wordcount_mesh, [batch(topology_id="other")])
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "batch for topology 'other'; this worker runs 'wordcount'" in err.value.details()
+    assert "batch for topology 'other' from worker 7; this worker runs 'wordcount'" in err.value.details()
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,7 @@ def test_unknown_topology_is_failed_precondition(wordcount_mesh: Mesh):
         (b"\xc1\xc1", "not msgpack"),
         (msgpack.packb({"a": 1}), "not an array"),
         (msgpack.packb([[1, 2, 3]]), "not a [task, payload] pair"),
-        (msgpack.packb([["x", b"y"]]), "(str, bytes) is not (int, bytes)"),
+        (msgpack.packb([["x", b"y"]]), "(str, bytes) is not (int or nil, bytes)"),
     ],
 )
 def test_malformed_batch_is_invalid_argument(wordcount_mesh: Mesh, packed: bytes, message: str):
