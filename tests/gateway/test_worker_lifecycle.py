@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import grpc
 import msgpack
+import pytest
 
 from tests.helpers import eventually
 from tuplemesh.config import Config
@@ -100,3 +101,15 @@ def test_stop_with_a_full_export_log_ends_in_time_and_counts_what_was_not_export
     assert took < SHUTDOWN_TIMEOUT, f"shutdown took {took:.1f} s"
     [out_report] = worker.reports()["out"].values()
     assert out_report == {"start": 0, "end": 10, "lost": 90}
+
+
+def test_a_draining_worker_sends_publishers_elsewhere():
+    with serving(relay(retention=100)) as (process, gateway):
+        assert publish(gateway, [["before"]], per_request=1) == 1
+        process.drain()
+        with pytest.raises(grpc.RpcError) as err:
+            publish(gateway, [["after"]], per_request=1)
+        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "publish elsewhere" in (err.value.details() or "")
+        assert eventually(lambda: exported(gateway)) == [["before"]]
+        assert process.shutdown() is True

@@ -41,8 +41,11 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self.duplicates = 0
 
     def _queues(self, component: str, context: grpc.ServicerContext) -> list[IngestQueue]:
-        if not self.accepting():
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is draining: publish elsewhere")
+        if not self.accepting() or self.registry.closed:
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"worker {self.worker} is draining or stopping: publish elsewhere",
+            )
         queues = self.registry.ingest_queues(component)
         if not queues:
             context.abort(
