@@ -1,6 +1,6 @@
 """`IngestSpout` and `ExportBolt`: a topology's doors to the outside world (through the Gateway).
 
-Storm leaves this to Kafka and friends (seed 000: "inter-topology: nothing built into storm").
+Storm leaves this to Kafka and friends: it has nothing built in between topologies.
 Both are ordinary components, usable in any topology.
 """
 
