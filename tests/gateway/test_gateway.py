@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import grpc
 import msgpack
 import pytest
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -39,26 +39,28 @@ def publish(stub: gateway_pb2_grpc.GatewayStub, rows: list[list[object]], batch_
     return list(stub.Publish(iter(requests), timeout=30))
 
 
+def exported_records(mesh: Mesh) -> list[list[object]]:
+    """Every record held by every export partition of every worker."""
+    records = []
+    for stub in stubs(mesh):
+        offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
+        for p in offsets.partitions:
+            request = gateway_pb2.FetchRequest(
+                export="counts", partition=p.partition, start_offset=p.start, max_records=100_000
+            )
+            records.extend(msgpack.unpackb(stub.Fetch(request).packed))
+    return records
+
+
 def final_counts(mesh: Mesh, expect_total: int, timeout: float = 30) -> dict[str, int]:
     """Max count per word over every export partition, once expect_total records arrived."""
-    deadline = time.monotonic() + timeout
-    while True:
-        records = []
-        for stub in stubs(mesh):
-            offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
-            for p in offsets.partitions:
-                request = gateway_pb2.FetchRequest(
-                    export="counts", partition=p.partition, start_offset=p.start, max_records=100_000
-                )
-                got = stub.Fetch(request)
-                records.extend(msgpack.unpackb(got.packed))
-        if len(records) >= expect_total or time.monotonic() > deadline:
-            counts: dict[str, int] = {}
-            for word, count in records:
-                counts[word] = max(count, counts.get(word, 0))
-            assert len(records) == expect_total, f"{len(records)} records, expected {expect_total}"
-            return counts
-        time.sleep(0.1)
+    eventually(lambda: len(exported_records(mesh)) >= expect_total, timeout, 0.1)
+    records = exported_records(mesh)
+    assert len(records) == expect_total, f"{len(records)} records, expected {expect_total}"
+    counts: dict[str, int] = {}
+    for word, count in records:
+        counts[word] = max(count, counts.get(word, 0))
+    return counts
 
 
 @pytest.fixture(scope="module")
@@ -149,23 +151,21 @@ def test_full_export_log_applies_backpressure(tmp_path: Path):
     try:
         stub = stubs(mesh)[0]
         publish(stub, [[f"w{i}"] for i in range(300)], per_request=50)
-        time.sleep(1.0)
-        offsets = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"))
-        ends = sorted(p.end for p in offsets.partitions)
-        assert ends == [40, 40], ends  # held at the retention: nothing dropped, the rest waits upstream
-        for p in offsets.partitions:
-            stub.Commit(gateway_pb2.CommitRequest(export="counts", partition=p.partition, offset=p.end))
-        deadline = time.monotonic() + 20
-        total = 0
-        while time.monotonic() < deadline:
+
+        def ends() -> list[int]:
+            return sorted(p.end for p in stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions)
+
+        # held at the retention: nothing dropped, the rest waits upstream
+        eventually(lambda: ends() == [40, 40], message=lambda: f"ends {ends()}")
+
+        def commit_all() -> int:
+            """Commit everything held (the consumer keeps up now); the total exported so far."""
             parts = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
-            total = sum(p.end for p in parts)
-            for p in parts:  # keep committing: the consumer keeps up now
+            for p in parts:
                 stub.Commit(gateway_pb2.CommitRequest(export="counts", partition=p.partition, offset=p.end))
-            if total == 300:
-                break
-            time.sleep(0.1)
-        assert total == 300
+            return sum(p.end for p in parts)
+
+        eventually(lambda: commit_all() == 300, timeout=20, interval=0.1)
     finally:
         assert mesh.stop() == [0]
 

@@ -18,6 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh, wait_serving
 from tuplemesh.spark import local_session
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
@@ -51,10 +52,12 @@ def offsets(mesh: Mesh, export: str) -> dict[int, tuple[int, int]]:
 
 
 def wait_records(mesh: Mesh, export: str, total: int, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while sum(e - s for s, e in offsets(mesh, export).values()) < total:
-        assert time.monotonic() < deadline, f"export {export!r} holds fewer than {total} records"
-        time.sleep(0.1)
+    eventually(
+        lambda: sum(e - s for s, e in offsets(mesh, export).values()) >= total,
+        timeout,
+        0.1,
+        f"export {export!r} holds {total} records",
+    )
 
 
 def test_batch_write_and_read_round_trip(spark: SparkSession):

@@ -1,19 +1,23 @@
 """`IngestSpout` and `ExportBolt`: a topology's doors to the outside world (through the Gateway).
 
-Storm leaves this to Kafka and friends (seed 000: "inter-topology: nothing built into storm").
+Storm leaves this to Kafka and friends: it has nothing built in between topologies.
 Both are ordinary components, usable in any topology.
 """
 
 from __future__ import annotations
 
-import threading
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.gateway.registry import ExportLog, IngestQueue, register_export, register_ingest
+from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.ingest import IngestQueue
+from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
+
+log = logging.getLogger(__name__)
 
 
 class IngestSpout(Spout):
@@ -36,7 +40,7 @@ class IngestSpout(Spout):
     def open(self, conf: Mapping[str, Any], context: TopologyContext, collector: Any) -> None:
         self.emit = collector.emit
         self.queue = IngestQueue(self.capacity)
-        register_ingest((context.topology.name, context.worker_index, self.name), self.queue)
+        GatewayRegistry.of(context.topology.name, context.worker_index).register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
         rows = self.queue.take(self.per_call)
@@ -57,6 +61,8 @@ class ExportBolt(Bolt):
 
     Readers fetch by offset through the Gateway and ``Commit`` to let the log truncate. When the
     log holds ``retention`` records, ``execute`` waits for a commit: backpressure, not a drop.
+    Once the worker stops nobody may commit again, so records that find the log full then are
+    not exported: they are counted (``lost`` in the task's report) and logged.
     ``schema`` is the Spark DDL of a record (default: every field a string).
     """
 
@@ -71,9 +77,10 @@ class ExportBolt(Bolt):
         fields = list(context.topology.components[source.source].streams[source.stream].fields)
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
-        self.stop = threading.Event()
-        register_export(
-            (context.topology.name, context.worker_index, self.name),
+        self.lost = 0
+        self.where = f"{self.name} task {context.task_id}"
+        GatewayRegistry.of(context.topology.name, context.worker_index).register_export(
+            self.name,
             context.task_index,
             self.log,
             len(context.component_tasks),
@@ -82,7 +89,15 @@ class ExportBolt(Bolt):
         )
 
     def execute(self, tup: Tuple) -> None:
-        self.log.append(list(tup.values), self.stop)
+        if not self.log.append(list(tup.values)):
+            if not self.lost:  # once per task: the rest of a stopping worker's input follows
+                log.warning(
+                    "ExportBolt %s: log full (%d records) while the worker stops; "
+                    "records that do not fit are counted as lost",
+                    self.where,
+                    self.retention,
+                )
+            self.lost += 1
 
     def report(self) -> Any:
-        return {"start": self.log.start, "end": self.log.end}
+        return {"start": self.log.start, "end": self.log.end, "lost": self.lost}

@@ -1,141 +1,107 @@
-"""Where the Gateway finds the ingest queues and export logs of the tasks on its worker.
+"""`GatewayRegistry`: one worker's ingest queues and export logs, where its Gateway finds them.
 
-Tasks register when they open/prepare (on their executor thread); the Gateway looks them up by
-(topology, worker index, name). One process may hold several workers (local mode), hence the key.
+The Worker owns its registry and closes it when it stops. Tasks register when they open or
+prepare (on their executor thread) and see only their `TopologyContext`, so the process keeps a
+directory from (topology, worker index) to the live registry: a later run of the same topology
+in the same process (local mode, tests) gets a fresh registry and never sees a stopped run's queues.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
-__all__ = [
-    "ExportInfo",
-    "ExportLog",
-    "IngestQueue",
-    "exports",
-    "ingest_queues",
-    "register_export",
-    "register_ingest",
-]
+from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.ingest import IngestQueue
 
-Key = tuple[str, int, str]  # (topology, worker index, component name)
+__all__ = ["ExportInfo", "GatewayRegistry"]
 
-_lock = threading.Lock()
-_ingest: dict[Key, list[IngestQueue]] = {}
-_exports: dict[Key, ExportInfo] = {}
+WorkerKey = tuple[str, int]  # (topology name, worker index)
 
-
-class IngestQueue:
-    """Bounded rows waiting for an IngestSpout task. Thread-safe."""
-
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._rows: deque[list[Any]] = deque()
-        self._cond = threading.Condition()
-        self.accepted = 0
-
-    def put_many(self, rows: list[list[Any]], timeout: float) -> bool:
-        """Append ``rows`` once there is room (all at once); False if none came in ``timeout``."""
-        with self._cond:
-            if not self._cond.wait_for(
-                lambda: not self._rows or len(self._rows) + len(rows) <= self.capacity, timeout
-            ):
-                return False
-            self._rows.extend(rows)
-            self.accepted += len(rows)
-            return True
-
-    def take(self, limit: int) -> list[list[Any]]:
-        """Up to ``limit`` rows, without waiting."""
-        with self._cond:
-            n = min(limit, len(self._rows))
-            rows = [self._rows.popleft() for _ in range(n)]
-            if n:
-                self._cond.notify_all()
-            return rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-
-class ExportLog:
-    """A bounded log of records with offsets (one per ExportBolt task = partition). Thread-safe.
-
-    A list with a head index, not a deque: fetches slice from the middle of the log, and
-    indexing into a deque there costs O(n) per record (measured: it capped reads near 80k rows/s).
-    """
-
-    def __init__(self, retention: int) -> None:
-        self.retention = retention
-        self._records: list[list[Any]] = []
-        self._head = 0  # index in _records of the first retained record
-        self.start = 0  # offset of the first retained record
-        self._cond = threading.Condition()
-
-    def __len__(self) -> int:
-        return len(self._records) - self._head
-
-    @property
-    def end(self) -> int:
-        return self.start + len(self)
-
-    def append(self, values: list[Any], stop: threading.Event) -> None:
-        """Append, waiting while the log is full (backpressure upstream) until a commit frees room."""
-        with self._cond:
-            while len(self) >= self.retention and not stop.is_set():
-                self._cond.wait(0.5)
-            self._records.append(values)
-
-    def fetch(self, start: int, limit: int) -> tuple[list[list[Any]], int]:
-        """(records from ``start``, end offset); ValueError when ``start`` was committed away."""
-        with self._cond:
-            if start < self.start:
-                raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
-            first = self._head + (start - self.start)
-            return self._records[first : first + limit], self.end
-
-    def commit(self, offset: int) -> int:
-        """Forget records below ``offset``; returns the new start."""
-        with self._cond:
-            drop = max(0, min(offset, self.end) - self.start)
-            self._head += drop
-            self.start += drop
-            if self._head > len(self._records) // 2:  # compact now and then: amortised O(1)
-                del self._records[: self._head]
-                self._head = 0
-            self._cond.notify_all()
-            return self.start
+_live_lock = threading.Lock()
+_live: dict[WorkerKey, GatewayRegistry] = {}
 
 
 @dataclass
 class ExportInfo:
+    """One ExportBolt component as its readers see it: partitions here, schema, fields."""
+
     total_partitions: int
     fields: list[str]
     schema: str
     logs: dict[int, ExportLog] = field(default_factory=dict)
 
 
-def register_ingest(key: Key, queue: IngestQueue) -> None:
-    with _lock:
-        _ingest.setdefault(key, []).append(queue)
+class GatewayRegistry:
+    """The ingest queues and export logs of one worker's tasks, by component name. Thread-safe."""
 
+    def __init__(self, topology: str, worker: int) -> None:
+        self.key: WorkerKey = (topology, worker)
+        self._lock = threading.Lock()
+        self._ingest: dict[str, list[IngestQueue]] = {}
+        self._exports: dict[str, ExportInfo] = {}
+        self.closed = False
 
-def register_export(
-    key: Key, partition: int, log: ExportLog, total: int, fields: list[str], schema: str
-) -> None:
-    with _lock:
-        info = _exports.setdefault(key, ExportInfo(total, fields, schema))
-        info.logs[partition] = log
+    @classmethod
+    def attach(cls, topology: str, worker: int) -> GatewayRegistry:
+        """A fresh registry for worker ``worker`` of ``topology``, the one its tasks will find."""
+        registry = cls(topology, worker)
+        with _live_lock:
+            _live[registry.key] = registry
+        return registry
 
+    @staticmethod
+    def of(topology: str, worker: int) -> GatewayRegistry:
+        """The live registry of that worker (for its tasks); LookupError when no worker runs."""
+        with _live_lock:
+            registry = _live.get((topology, worker))
+        if registry is None:
+            raise LookupError(
+                f"no worker {worker} of topology {topology!r} runs in this process: "
+                "IngestSpout and ExportBolt only run inside a tuplemesh worker"
+            )
+        return registry
 
-def ingest_queues(key: Key) -> list[IngestQueue]:
-    with _lock:
-        return list(_ingest.get(key, []))
+    def register_ingest(self, name: str, queue: IngestQueue) -> None:
+        with self._lock:
+            if self.closed:
+                queue.close()  # a task opening while its worker stops gets no rows
+                return
+            self._ingest.setdefault(name, []).append(queue)
 
+    def register_export(
+        self, name: str, partition: int, log: ExportLog, total: int, fields: list[str], schema: str
+    ) -> None:
+        with self._lock:
+            if self.closed:
+                log.close()
+                return
+            info = self._exports.setdefault(name, ExportInfo(total, fields, schema))
+            info.logs[partition] = log
 
-def exports(key: Key) -> ExportInfo | None:
-    with _lock:
-        return _exports.get(key)
+    def ingest_queues(self, name: str) -> list[IngestQueue]:
+        with self._lock:
+            return list(self._ingest.get(name, []))
+
+    def export(self, name: str) -> ExportInfo | None:
+        with self._lock:
+            return self._exports.get(name)
+
+    def close(self) -> None:
+        """The worker stops: refuse new rows, stop export logs waiting for room, forget everything.
+
+        Idempotent. The process directory forgets this registry (unless a newer run replaced it).
+        """
+        with self._lock:
+            self.closed = True
+            queues = [q for qs in self._ingest.values() for q in qs]
+            logs = [log for info in self._exports.values() for log in info.logs.values()]
+            self._ingest.clear()
+            self._exports.clear()
+        for queue in queues:
+            queue.close()
+        for log in logs:
+            log.close()
+        with _live_lock:
+            if _live.get(self.key) is self:
+                del _live[self.key]

@@ -1,4 +1,4 @@
-"""The Gateway gRPC service: a thin servicer over the worker's ingest queues and export logs."""
+"""The Gateway gRPC service: a thin servicer over one worker's ingest queues and export logs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 import grpc
 import msgpack
 
-from tuplemesh.gateway.registry import ExportInfo, IngestQueue, exports, ingest_queues
+from tuplemesh.gateway.ingest import IngestQueue
+from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
 from tuplemesh.grpcutil import json_array
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -21,10 +22,16 @@ _REMEMBERED = 100_000  # (component, batch, partition) entries kept for recognis
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
+    """Serves the registry of the worker it was built with (``Worker.gateway``), and only it."""
+
     def __init__(
-        self, topology: str, worker: int, accepting: Any = lambda: True, put_timeout: float = 1.0
+        self,
+        registry: GatewayRegistry,
+        worker: int,
+        accepting: Any = lambda: True,
+        put_timeout: float = 1.0,
     ) -> None:
-        self.topology = topology
+        self.registry = registry
         self.accepting = accepting  # False while the worker drains: publishers go elsewhere
         self.worker = worker
         self.put_timeout = put_timeout
@@ -34,9 +41,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self.duplicates = 0
 
     def _queues(self, component: str, context: grpc.ServicerContext) -> list[IngestQueue]:
-        if not self.accepting():
-            context.abort(grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is draining: publish elsewhere")
-        queues = ingest_queues((self.topology, self.worker, component))
+        if not self.accepting() or self.registry.closed:
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"worker {self.worker} is draining or stopping: publish elsewhere",
+            )
+        queues = self.registry.ingest_queues(component)
         if not queues:
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f"no IngestSpout {component!r} runs on worker {self.worker}"
@@ -44,7 +54,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         return queues
 
     def _export(self, name: str, context: grpc.ServicerContext) -> ExportInfo:
-        info = exports((self.topology, self.worker, name))
+        info = self.registry.export(name)
         if info is None:
             context.abort(grpc.StatusCode.NOT_FOUND, f"no ExportBolt {name!r} runs on worker {self.worker}")
         return info  # type: ignore[return-value]
@@ -54,6 +64,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             queue = queues[self._round_robin % len(queues)]
             self._round_robin += 1
         while not queue.put_many(rows, self.put_timeout):  # full: the stream waits (backpressure)
+            if queue.closed:
+                context.abort(
+                    grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is stopping: publish elsewhere"
+                )
             if not context.is_active():
                 context.abort(grpc.StatusCode.CANCELLED, "publisher went away")
 

@@ -94,7 +94,8 @@ class WorkerProcess:
             AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
         )
         gateway_pb2_grpc.add_GatewayServicer_to_server(
-            GatewayServicer(topology.name, index, accepting=lambda: self._state != "NOT_SERVING"), self.server
+            GatewayServicer(self.worker.gateway, index, accepting=lambda: self._state != "NOT_SERVING"),
+            self.server,
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         self.port = bind_port(

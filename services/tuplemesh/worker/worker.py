@@ -16,6 +16,7 @@ from typing import Any
 
 from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
@@ -100,6 +101,8 @@ class Worker:
             else BoltExecutor(e, wiring)
             for e in my_executors
         ]
+        # Where this worker's IngestSpout/ExportBolt tasks register and its Gateway finds them.
+        self.gateway = GatewayRegistry.attach(topology.name, index)
         self._binding: Binding | None = None
         self._flusher: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -161,6 +164,7 @@ class Worker:
         deadline = time.monotonic() + timeout
         clean = True
         self._stopping.set()
+        self.gateway.close()  # no new rows; full export logs stop waiting for readers
         for spout_executor in self.spout_executors:
             spout_executor.request_stop()
         for spout_executor in self.spout_executors:

@@ -1,0 +1,112 @@
+"""ExportLog on its own: offsets, slices, retention (blocking), commit and trimming, close."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.helpers import eventually
+from tuplemesh.gateway.export_log import ExportLog
+
+
+def filled(retention: int, count: int) -> ExportLog:
+    log = ExportLog(retention)
+    for i in range(count):
+        assert log.append([i])
+    return log
+
+
+def appending(log: ExportLog, values: list[object]) -> tuple[threading.Thread, list[bool]]:
+    """Append on another thread (it may block); the result lands in the returned list."""
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(log.append(values)), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_offsets_count_from_zero_and_end_follows_appends():
+    log = ExportLog(10)
+    assert (log.start, log.end, len(log)) == (0, 0, 0)
+    for i in range(3):
+        log.append([f"r{i}"])
+    assert (log.start, log.end, len(log)) == (0, 3, 3)
+
+
+def test_fetch_slices_from_an_offset_and_reports_the_end():
+    log = filled(10, 6)
+    assert log.fetch(0, 100) == ([[0], [1], [2], [3], [4], [5]], 6)
+    assert log.fetch(2, 3) == ([[2], [3], [4]], 6)
+    assert log.fetch(6, 10) == ([], 6)  # at the end: nothing yet
+    assert log.fetch(9, 10) == ([], 6)  # past the end: nothing, not an error
+
+
+def test_commit_forgets_below_the_offset_and_offsets_stay_absolute():
+    log = filled(10, 6)
+    assert log.commit(4) == 4
+    assert (log.start, log.end, len(log)) == (4, 6, 2)
+    assert log.fetch(4, 10) == ([[4], [5]], 6)
+    with pytest.raises(ValueError, match="offset 3 is below the retained start 4"):
+        log.fetch(3, 10)
+    log.append([6])
+    assert log.fetch(5, 10) == ([[5], [6]], 7)
+
+
+def test_commit_is_clamped_and_never_moves_backwards():
+    log = filled(10, 5)
+    assert log.commit(99) == 5  # beyond the end: everything, no further
+    assert (log.start, log.end) == (5, 5)
+    assert log.commit(2) == 5  # an older commit changes nothing
+    log.append(["next"])
+    assert log.fetch(5, 10) == ([["next"]], 6)
+
+
+def test_many_commits_trim_the_storage_and_keep_every_offset_right():
+    log = ExportLog(8)
+    for i in range(1_000):
+        log.append([i])
+        if i % 3 == 2:
+            assert log.commit(i - 1) == i - 1
+    assert (log.start, log.end) == (997, 1_000)
+    assert log.fetch(997, 10) == ([[997], [998], [999]], 1_000)
+    assert len(log._records) <= 2 * log.retention  # compacted as it goes, not grown to 1000
+
+
+def test_a_full_log_blocks_the_appender_until_a_commit_frees_room():
+    log = filled(3, 3)
+    thread, result = appending(log, ["waits"])
+    thread.join(0.2)
+    assert thread.is_alive() and len(log) == 3  # held back: nothing dropped, nothing over retention
+    log.commit(1)
+    eventually(lambda: not thread.is_alive())
+    assert result == [True]
+    assert log.fetch(1, 10) == ([[1], [2], ["waits"]], 4)
+
+
+def test_a_commit_that_frees_nothing_keeps_the_appender_waiting():
+    log = filled(2, 2)
+    thread, _ = appending(log, ["waits"])
+    log.commit(0)
+    thread.join(0.2)
+    assert thread.is_alive() and log.end == 2
+    log.commit(2)
+    eventually(lambda: not thread.is_alive())
+    assert log.end == 3
+
+
+def test_close_releases_a_blocked_appender_without_appending():
+    log = filled(2, 2)
+    thread, result = appending(log, ["late"])
+    thread.join(0.2)
+    assert thread.is_alive()
+    log.close()
+    eventually(lambda: not thread.is_alive())
+    assert result == [False] and log.end == 2
+
+
+def test_a_closed_log_still_takes_records_while_it_has_room():
+    log = filled(3, 1)
+    log.close()
+    assert log.append([1]) and log.append([2])
+    assert not log.append([3])
+    assert log.fetch(0, 10) == ([[0], [1], [2]], 3)
