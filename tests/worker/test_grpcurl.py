@@ -6,11 +6,11 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh
 
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
@@ -77,18 +77,18 @@ def test_emit_injects_a_tuple(wordcount_mesh: Mesh):
     out = grpcurl("-d", body, wordcount_mesh.address(0), "tuplemesh.v1.Admin/Emit")
     assert out.returncode == 0, out.stderr
     task = json.loads(out.stdout)["task"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def counted() -> int | None:
         status = json.loads(
             grpcurl(
                 "-d", '{"include_reports": true}', wordcount_mesh.address(0), "tuplemesh.v1.Admin/GetStatus"
             ).stdout
         )
         reports = json.loads(status["reports_json"])  # grpcurl prints the proto field names
-        if reports["count"].get(str(task), {}).get("counts", {}).get("grpcurl-word") == 1:
-            return
-        time.sleep(0.05)
-    pytest.fail("the injected word was not counted")
+        count: int | None = reports["count"].get(str(task), {}).get("counts", {}).get("grpcurl-word")
+        return count
+
+    assert eventually(counted, interval=0.05, message="the injected word was not counted") == 1
 
 
 @pytest.mark.parametrize(
