@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import socket
 import ssl
-import time
 import urllib.request
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from examples.wordcount import expected_counts
+from tests.helpers import eventually
 from tests.pki import make_ca, make_leaf
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
@@ -60,12 +60,9 @@ def wait_tls_serving(address: str, pki: Path, timeout: float = 30) -> None:
         certificate_chain=(pki / "client.crt").read_bytes(),
     )
     stub = health_pb2_grpc.HealthStub(grpc.secure_channel(address, creds))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if is_serving(stub):
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{address} not SERVING over mTLS")
+    eventually(
+        lambda: is_serving(stub), timeout=timeout, interval=0.1, message=f"{address} SERVING over mTLS"
+    )
 
 
 def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
@@ -74,10 +71,9 @@ def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
         for i in (0, 1):
             wait_tls_serving(mesh.address(i), pki)
         expected = sum(expected_counts(10).values())
-        deadline = time.monotonic() + 30
-        executed = 0
-        while time.monotonic() < deadline and executed < expected:
-            executed = sum(
+
+        def counted() -> int:
+            return sum(
                 e.executed
                 for i in (0, 1)
                 for e in admin(mesh.address(i), pki, "client")
@@ -85,8 +81,11 @@ def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
                 .executors
                 if e.component == "count"
             )
-            time.sleep(0.1)
-        assert executed == expected  # every word crossed the mTLS Transfer streams and was counted
+
+        eventually(
+            lambda: counted() >= expected, timeout=30, interval=0.1, message=lambda: f"{counted()} counted"
+        )
+        assert counted() == expected  # every word crossed the mTLS Transfer streams and was counted
         for who in (None, "intruder"):  # no client certificate; a certificate from another CA
             with pytest.raises(grpc.RpcError) as err:
                 admin(mesh.address(0), pki, who).GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
