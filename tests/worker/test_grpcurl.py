@@ -57,7 +57,8 @@ def test_get_status(wordcount_mesh: Mesh):
     # proto3 JSON leaves out zero values: worker 0 has no "worker" key
     assert [p.get("worker", 0) for p in status["peers"]] == [0]
     assert status["peers"][0]["state"] == "READY"
-    assert {e["component"] for e in status["executors"]} <= {"count", "split", "sentences"}
+    # executors by name, round-robin: worker 1 holds count[2], sentences[4] and split[6]
+    assert sorted(e["component"] for e in status["executors"]) == ["count", "sentences", "split"]
 
 
 def test_get_assignment_matches_on_every_worker(wordcount_mesh: Mesh):
@@ -131,7 +132,8 @@ def test_list_queues(wordcount_mesh: Mesh):
     out = grpcurl("-d", "{}", wordcount_mesh.address(0), "tuplemesh.v1.Admin/ListQueues")
     queues = {q["name"]: q for q in json.loads(out.stdout)["queues"]}
     assert queues["transfer"]["capacity"] == "1024"  # uint64 is a JSON string in proto3 JSON
-    assert any(name.startswith("inbox:") for name in queues)
+    # one inbox per executor of worker 0: count[1], count[3], split[5], split[7]
+    assert len([name for name in queues if name.startswith("inbox:")]) == 4
 
 
 def test_health_check(wordcount_mesh: Mesh):
