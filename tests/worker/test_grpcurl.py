@@ -12,6 +12,7 @@ import pytest
 
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh
+from tuplemesh.netutil import free_ports
 
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 
@@ -167,9 +168,10 @@ def test_top_once_shows_workers_components_and_queues(wordcount_mesh: Mesh):
 
 
 def test_top_unreachable_and_bad_targets():
-    out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "127.0.0.1:1", "--once",
-                          "--interval", "0.2"], capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert out.returncode == 1 and "127.0.0.1:1: UNAVAILABLE" in out.stdout
+    (closed,) = free_ports(1)  # nothing listens there
+    argv = [sys.executable, "-m", "tuplemesh.cli", "top", "--target", f"127.0.0.1:{closed}", "--once"]
+    out = subprocess.run([*argv, "--interval", "0.2"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and f"127.0.0.1:{closed}: UNAVAILABLE" in out.stdout
     out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "nowhere"],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "--target 'nowhere' is not HOST:PORT" in out.stderr
