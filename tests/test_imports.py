@@ -3,7 +3,8 @@
 A cycle makes import order matter: whichever module a caller imports first decides which of the
 two sees the other half-initialised. Every ``import`` statement counts, at module level or inside a
 function (a deferred import hides a cycle, it does not remove it); only imports under
-``if TYPE_CHECKING:`` are left out, since they never run.
+``if TYPE_CHECKING:`` are left out, since they never run. Importing ``pkg.mod`` from outside
+``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
 """
 
 from __future__ import annotations
@@ -86,9 +87,20 @@ def imported_modules(module: str, source: str, modules: dict[str, Path], is_pack
             names = [f"{base}.{alias.name}" if alias.name != "*" else base for alias in node.names]
         for name in names:
             target = _deepest_module(name, modules)
-            if target is not None and target != module:
-                found.setdefault(target, node.lineno)
+            if target is None:
+                continue
+            for imported in (target, *_packages_run_first(target, module)):
+                if imported != module:
+                    found.setdefault(imported, node.lineno)
     return found
+
+
+def _packages_run_first(target: str, importer: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` runs: each enclosing package of
+    ``target`` that does not also enclose ``importer`` (a module's own packages have already run)."""
+    parts = target.split(".")
+    enclosing = [".".join(parts[:n]) for n in range(1, len(parts))]
+    return [package for package in enclosing if not importer.startswith(package + ".")]
 
 
 def import_graph(root: Path = SOURCE_ROOT) -> Graph:
@@ -210,6 +222,18 @@ def test_graph_sees_module_level_and_function_level_imports_but_not_type_checkin
         "tuplemesh.b": 3,
         "tuplemesh.d": 9,
     }
+
+
+def test_importing_a_module_from_outside_its_package_runs_the_package_first() -> None:
+    modules = {
+        name: Path(name) for name in ("tuplemesh", "tuplemesh.sub", "tuplemesh.sub.m", "tuplemesh.sub.y")
+    }
+    source = "import tuplemesh.sub.m\n"
+    assert imported_modules("tuplemesh.x", source, modules, is_package=False) == {
+        "tuplemesh.sub.m": 1,
+        "tuplemesh.sub": 1,
+    }
+    assert imported_modules("tuplemesh.sub.y", source, modules, is_package=False) == {"tuplemesh.sub.m": 1}
 
 
 def test_cycles_lists_each_loop_once_from_its_first_module() -> None:
