@@ -70,10 +70,8 @@ def test_labels_are_bounded(ticker_mesh: Mesh):
             assert labels <= allowed, line
 
 
-def query(base: str, promql: str, at: float | None = None) -> list[dict[str, object]]:
+def query(base: str, promql: str) -> list[dict[str, object]]:
     params = {"query": promql}
-    if at is not None:
-        params["time"] = f"{at:.3f}"
     with urllib.request.urlopen(f"{base}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=5) as r:
         body = json.loads(r.read())
     assert body["status"] == "success", body
