@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice
 from tests.discovery.topologies import TOTAL
-from tests.helpers import eventually
+from tests.helpers import child_pythonpath, eventually
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -25,7 +25,7 @@ SERVICE = "moving-headless"
 def start_worker(index: int, host: str, port: int, kubeconfig: Path, sink: Path) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": child_pythonpath(),
         "KUBECONFIG": str(kubeconfig),
         "SINK_FILE": str(sink),
         "TUPLEMESH_WORKER_BIND_HOST": host,

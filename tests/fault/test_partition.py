@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tests.fault.harness import proc_status, reports, sink_counts, wait_settled, write_config
 from tests.fault.netns import VethLink
-from tests.helpers import eventually
+from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import Mesh, wait_serving
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2
@@ -54,7 +54,7 @@ def test_partition_for_5s_loses_nothing_bounds_memory_and_recovers_within_2s(tmp
                    "--config", str(config)]  # fmt: skip
             if index == 1:
                 cmd = link.exec_prefix() + cmd
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "TUPLEMESH_WORKER_BIND_HOST": host}
+            env = {**os.environ, "PYTHONPATH": child_pythonpath(), "TUPLEMESH_WORKER_BIND_HOST": host}
             mesh.procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env))
             mesh.commands.append((cmd, env))
         try:

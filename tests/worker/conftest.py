@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
-from tests.helpers import eventually
+from tests.helpers import child_pythonpath, eventually
 from tuplemesh.launcher import is_serving, stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2_grpc
@@ -78,7 +78,7 @@ def start_mesh(
             cmd += ["--config", str(config)]
         proc_env = {
             **os.environ,
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": child_pythonpath(),
             "TUPLEMESH_METRICS_PORT": str(metrics_ports[index]),
             "TUPLEMESH_ADMIN_EMIT_ENABLED": "true",
             "TUPLEMESH_ADMIN_DRAIN_ENABLED": "true",
