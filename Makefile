@@ -22,8 +22,10 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	$(BIN)/tuplemesh run examples.wordcount:topology --workers 3
 
-## test: the whole suite (unit, stress, conformance, end-to-end)
+## test: the whole suite (unit, stress, conformance, end-to-end); finds or installs the servers it
+## starts (Prometheus, Java, iproute2) first, or stops at once naming what is missing
 test: $(STAMP)
+	$(PY) tests/prerequisites.py
 	$(BIN)/pytest
 
 ## pipeline: Spark -> topology on 3 workers -> Spark -> Parquet, checked against Spark's own count
@@ -32,7 +34,7 @@ pipeline: $(STAMP)
 
 ## bench: every benchmark beside its baselines; writes bench/results.json
 bench: $(STAMP)
-	$(BIN)/tuplemesh bench all
+	$(PY) -m bench all
 
 ## proto: regenerate the protobuf code from protos/ (never edit the output by hand)
 proto: $(STAMP)

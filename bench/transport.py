@@ -20,6 +20,7 @@ from bench.records import Record
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
 from tuplemesh.transport import make_context
+from tuplemesh.transport.base import TaskMessage
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = b"x" * 100
@@ -40,7 +41,7 @@ def _finish(proc: subprocess.Popen[str]) -> None:
     proc.wait(30)
 
 
-def _batch() -> list[tuple[int, bytes]]:
+def _batch() -> list[TaskMessage]:
     return [(i % 8 + 1, PAYLOAD) for i in range(BATCH)]
 
 

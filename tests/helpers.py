@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def child_pythonpath() -> str:
     """PYTHONPATH for the processes a test starts: this checkout's sources (``services/``, and the
-    root for ``examples`` and ``tests``), so a child runs the code under test, not an installed copy."""
-    return os.pathsep.join([str(ROOT / "services"), str(ROOT)])
+    root for ``examples`` and ``tests``) first, so a child runs the code under test, not an installed
+    copy; then whatever the test itself inherited."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(p for p in (str(ROOT / "services"), str(ROOT), inherited) if p)
 
 
 def eventually(

@@ -150,15 +150,67 @@ def test_config_lists_every_key():
         assert key in out.stdout
 
 
-def test_bench_ring_json_records_ratios(tmp_path):
-    out = tuplemesh("bench", "ring", "--quick", "--json", "--output", str(tmp_path / "r.json"), timeout=300)
+def test_version_prints_the_installed_version():
+    from importlib import metadata
+
+    out = tuplemesh("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"tuplemesh {metadata.version('tuplemesh')}"
+
+
+def test_bad_log_level_is_one_line_naming_the_value():
+    out = tuplemesh("--log-level", "foo", "config")
+    assert out.returncode == 2
+    assert (
+        "--log-level must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (any case), got 'foo'" in out.stderr
+    )
+    assert "Traceback" not in out.stderr
+    out = tuplemesh("config", env={"TUPLEMESH_LOG_LEVEL": "loud"})
+    assert out.returncode == 2 and "got 'loud'" in out.stderr
+
+
+@pytest.mark.parametrize(("command", "flags"), [("run", ["--workers"]), ("worker", ["--workers", "--index"]),
+                                                ("top", ["--interval", "--config"])])  # fmt: skip
+def test_every_flag_has_help(command, flags):
+    out = tuplemesh(command, "--help")
+    assert out.returncode == 0
+    for line in out.stdout.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") and stripped.split()[0].rstrip(",") in flags:
+            assert len(stripped.split()) > 2 or "sets" in stripped, line
+    for flag in flags:
+        assert flag in out.stdout
+
+
+def test_boolean_flags_have_env_vars():
+    out = tuplemesh(
+        "run",
+        "examples.wordcount:topology",
+        "--workers",
+        "2",
+        "--transport",
+        "local",
+        env={"TUPLEMESH_JSON": "true"},
+    )
     assert out.returncode == 0, out.stderr
-    records = json.loads(out.stdout)
-    cases = [r["case"] for r in records]
-    assert cases[0] == "1P-1C one item per publish" and len(cases) == 6
-    first = records[0]
-    names = [b["name"] for b in first["baselines"]]
-    assert names == ["queue.Queue(maxsize=1024)", "queue.SimpleQueue", "deque+Condition(1024)"]
-    for b in first["baselines"]:
-        assert b["ratio"] == pytest.approx(first["items_per_second"] / b["items_per_second"], rel=1e-2)
-    assert json.loads((tmp_path / "r.json").read_text())["records"] == records
+    assert json.loads(out.stdout)["workers"] == 2
+    out = tuplemesh("run", "examples.wordcount:topology", env={"TUPLEMESH_QUIET": "perhaps"})
+    assert out.returncode == 2 and "TUPLEMESH_QUIET must be true or false, got 'perhaps'" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("in_file", "env", "flag", "expected"),
+    [
+        ("2", {}, None, 2),  # the file beats the key's default
+        ("2", {"TUPLEMESH_TOPOLOGY_WORKERS": "4"}, None, 4),  # env beats the file
+        ("2", {"TUPLEMESH_WORKERS": "4"}, None, 4),  # the flag's own env var too
+        ("2", {"TUPLEMESH_WORKERS": "4"}, "3", 3),  # the flag given beats them all
+        (None, {}, None, 1),  # the key's default, not a flag default
+    ],
+)
+def test_workers_precedence_file_env_flag(tmp_path, in_file, env, flag, expected):
+    config = tmp_path / "tuplemesh.yaml"
+    config.write_text(f"topology.workers: {in_file}\n" if in_file else "")
+    args = ["run", "examples.wordcount:topology", "--transport", "local", "--json", "--config", str(config)]
+    out = tuplemesh(*args, *(["--workers", flag] if flag else []), env=env)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["workers"] == expected

@@ -1,7 +1,10 @@
-"""The ``tuplemesh`` command: ``run`` a topology, ``bench`` the queues, print ``config`` keys.
+"""The ``tuplemesh`` command: ``run`` a topology, serve one ``worker``, watch them with ``top``,
+print the ``config`` keys.
 
 Every flag can also be given as an environment variable ``TUPLEMESH_<FLAG>`` (``--workers`` ->
-``TUPLEMESH_WORKERS``); a flag on the command line wins.
+``TUPLEMESH_WORKERS``, ``--quiet`` -> ``TUPLEMESH_QUIET=true``). A flag that sets a config key
+(``--workers`` is ``topology.workers``) has that key's precedence: defaults < config file <
+environment < the flag given on the command line.
 """
 
 from __future__ import annotations
@@ -12,14 +15,15 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import Any
 
-from tuplemesh.config import Config, describe_keys
+from tuplemesh.client import TlsSettings
+from tuplemesh.config import Config, describe_keys, env_name
 from tuplemesh.errors import TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
-from tuplemesh.transport.local import LocalContext
 
 __all__ = ["main"]
 
@@ -29,7 +33,38 @@ class CliError(Exception):
 
 
 def _env(flag: str, default: Any = None) -> Any:
-    return os.environ.get("TUPLEMESH_" + flag.upper().replace("-", "_"), default)
+    return os.environ.get(env_name(flag), default)
+
+
+def _env_bool(flag: str) -> bool:
+    """The default of a boolean flag from its env var (true/false, 1/0, yes/no, on/off)."""
+    text = _env(flag)
+    if text is None:
+        return False
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise CliError(f"{env_name(flag)} must be true or false, got {text!r}")
+
+
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(text: str) -> str:
+    if text.upper() not in _LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"--log-level must be one of {', '.join(_LOG_LEVELS)} (any case), got {text!r}"
+        )
+    return text.upper()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("tuplemesh")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def _positive_int(flag: str) -> Any:
@@ -114,20 +149,37 @@ def load_topology(target: str) -> Topology:
     return obj
 
 
+_KEY_HELP = "sets {key} (default: the config file, its env var, then the key's default)"
+
+
+def _flag_overrides(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, Any]:
+    """The config keys set by ``flags`` given on the command line (their env vars are read by Config)."""
+    from tuplemesh.config import KEYS
+
+    by_flag = {key.flag: name for name, key in KEYS.items() if key.flag}
+    return {by_flag[flag]: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuplemesh", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"tuplemesh {_version()}")
     parser.add_argument(
-        "--log-level", default=_env("log-level", "WARNING"), help="logging level (default WARNING)"
+        "--log-level",
+        type=_log_level,
+        default=_env("log-level", "WARNING"),
+        help=f"logging level: {', '.join(_LOG_LEVELS)} (default WARNING)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
-    run.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "3"))
-    run.add_argument("--quiet", action="store_true", help="no live progress table")
     run.add_argument(
-        "--transport", default=_env("transport"), help="messaging.transport (default from config)"
+        "--workers", type=_positive_int("workers"), help=_KEY_HELP.format(key="topology.workers")
     )
+    run.add_argument(
+        "--quiet", action="store_true", default=_env_bool("quiet"), help="no live progress table"
+    )
+    run.add_argument("--transport", help=_KEY_HELP.format(key="messaging.transport"))
     run.add_argument("--config", default=_env("config"), help="YAML config file")
     run.add_argument(
         "--timeout",
@@ -135,17 +187,20 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("timeout", "300"),
         help="seconds before an unfinished run counts as failed",
     )
-    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    run.add_argument(
+        "--json", action="store_true", default=_env_bool("json"), help="print the summary as one JSON object"
+    )
 
     worker = sub.add_parser("worker", help="run one worker process (what `run` and the Helm chart start)")
     worker.add_argument("target", metavar="MODULE:ATTR", help="the topology")
     worker.add_argument(
         "--index",
         type=_non_negative_int("index"),
-        default=_env("index", "0"),
-        help="this worker's index (StatefulSet ordinal)",
+        help="this worker's index, the StatefulSet ordinal; " + _KEY_HELP.format(key="worker.index"),
     )
-    worker.add_argument("--workers", type=_positive_int("workers"), default=_env("workers", "1"))
+    worker.add_argument(
+        "--workers", type=_positive_int("workers"), help=_KEY_HELP.format(key="topology.workers")
+    )
     worker.add_argument(
         "--port",
         type=_port("port"),
@@ -157,9 +212,7 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("peers", ""),
         help="HOST:PORT of every worker in index order, comma-separated (static discovery)",
     )
-    worker.add_argument(
-        "--transport", default=_env("transport"), help="messaging.transport (default from config)"
-    )
+    worker.add_argument("--transport", help=_KEY_HELP.format(key="messaging.transport"))
     worker.add_argument("--config", default=_env("config"), help="YAML config file")
     worker.add_argument(
         "--discovery", choices=["static", "kubernetes"], default=_env("discovery", "static"),
@@ -182,19 +235,17 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("target", "127.0.0.1:6700"),
         help="HOST:PORT of one or more workers, comma-separated",
     )
-    top.add_argument("--interval", type=_positive_float("interval"), default=_env("interval", "1"))
-    top.add_argument("--once", action="store_true", help="print one view and exit")
-
-    bench = sub.add_parser("bench", help="run benchmarks beside their baselines")
-    bench.add_argument(
-        "part", choices=["ring", "transport", "e2e", "costs", "spark", "all"], help="which benchmark"
+    top.add_argument(
+        "--interval",
+        type=_positive_float("interval"),
+        default=_env("interval", "1"),
+        help="seconds between two updates from each worker (default 1)",
     )
-    bench.add_argument("--json", action="store_true", help="print the records as JSON")
-    bench.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
-    bench.add_argument(
-        "--output",
-        default=_env("bench-output", "bench/results.json"),
-        help="where to write the records (default bench/results.json)",
+    top.add_argument("--once", action="store_true", default=_env_bool("once"), help="print one view and exit")
+    top.add_argument(
+        "--config",
+        default=_env("config"),
+        help="YAML config file (tls.* and admin.token to reach the workers)",
     )
 
     sub.add_parser("config", help="print every configuration key, its env var and default")
@@ -222,15 +273,13 @@ def _run(args: argparse.Namespace) -> int:
     from tuplemesh.worker import LocalCluster
 
     topology = load_topology(args.target)
-    overrides: dict[str, Any] = {"topology.workers": args.workers}
-    if args.transport:
-        overrides["messaging.transport"] = args.transport
-    conf = Config.load(args.config, overrides=overrides)
-    if isinstance(make_context(conf["messaging.transport"]), LocalContext):
+    conf = Config.load(args.config, overrides=_flag_overrides(args, ("workers", "transport")))
+    workers = conf["topology.workers"]
+    if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
         tune_gc(conf)
-        cluster = LocalCluster(topology, args.workers, conf)
+        cluster = LocalCluster(topology, workers, conf)
         freeze_startup_objects(conf)
         summary = cluster.run(args.timeout).as_dict()
     else:
@@ -238,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
 
         live = not args.json and not args.quiet and sys.stderr.isatty()
         summary = run_processes(
-            args.target, topology, args.workers, conf["messaging.transport"], args.timeout, args.config, live
+            args.target, topology, workers, conf["messaging.transport"], args.timeout, args.config, live
         ).as_dict()
     if args.json:
         print(json.dumps(summary, sort_keys=True))
@@ -248,16 +297,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from tuplemesh.worker.process import WorkerProcess
+    from tuplemesh.server import WorkerProcess
 
     topology = load_topology(args.target)
+    conf = Config.load(args.config, overrides=_flag_overrides(args, ("index", "workers", "transport")))
+    # the flags' values as the config resolved them (flag, env var, file or default)
+    args.index, args.workers = conf["worker.index"], conf["topology.workers"]
     if args.index >= args.workers:
         raise CliError(f"--index {args.index} is out of range for --workers {args.workers}")
-    overrides: dict[str, Any] = {}
-    if args.transport:
-        overrides["messaging.transport"] = args.transport
-    conf = Config.load(args.config, overrides=overrides)
-    make_context(conf["messaging.transport"])  # an unknown transport fails here, naming it
     directory = _directory(args)
     process = WorkerProcess(
         topology, conf, index=args.index, num_workers=args.workers, port=args.port, directory=directory
@@ -303,19 +350,12 @@ def _pod_namespace() -> str:
         return "default"
 
 
-def _bench(args: argparse.Namespace) -> int:
-    # The benchmarks and their baselines live in the checkout's bench/ (not in the installed package).
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        from bench.runner import run_benchmarks
-    except ModuleNotFoundError as exc:
-        raise CliError("`tuplemesh bench` runs from a tuplemesh checkout (bench/ not found here)") from exc
-    return int(run_benchmarks(args.part, as_json=args.json, quick=args.quick, output=args.output))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    try:
+        parser = _parser()
+    except CliError as exc:  # a flag's env var holds a bad value
+        print(f"tuplemesh: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=str(args.log_level).upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -323,8 +363,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args)
-        if args.command == "bench":
-            return _bench(args)
         if args.command == "worker":
             return _worker(args)
         if args.command == "top":
@@ -335,7 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 host, sep, port = target.rpartition(":")
                 if not sep or not host or not port.isdigit():
                     raise CliError(f"--target {target!r} is not HOST:PORT")
-            return top(targets, args.interval, args.once)
+            conf = Config.load(args.config)
+            return top(
+                targets,
+                args.interval,
+                args.once,
+                tls=TlsSettings.from_config(conf),
+                token=conf["admin.token"],
+            )
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0

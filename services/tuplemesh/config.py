@@ -47,6 +47,10 @@ class ConfigKey:
     default: Any
     doc: str
     check: Callable[[Any], str | None] | None = None
+    #: time unit of the value as written ("millis" or "secs"); ``Config.seconds`` converts from it
+    unit: str = ""
+    #: the command-line flag that sets this key (``--workers``); its ``TUPLEMESH_<FLAG>`` env var too
+    flag: str = ""
 
 
 def _positive(value: Any) -> str | None:
@@ -63,16 +67,38 @@ def _power_of_two(value: Any) -> str | None:
     return None
 
 
-def _one_of(*choices: str) -> Callable[[Any], str | None]:
+def _resolves(build: Callable[[str], Any]) -> Callable[[Any], str | None]:
+    """A check that builds the plugin ``value`` names, so a bad name fails at load, not in a worker."""
+
     def check(value: Any) -> str | None:
-        if value in choices or ":" in value:
-            return None
-        return f"must be one of {', '.join(choices)} or 'module:attr'"
+        from tuplemesh.errors import TuplemeshError
+
+        try:
+            build(value)
+        except TuplemeshError as exc:
+            return f"does not resolve: {exc}"
+        return None
 
     return check
 
 
-_WAIT_STRATEGY = _one_of("blocking", "sleeping", "yielding", "busy-spin", "timeout-blocking")
+def _wait_strategy(name: str) -> Any:
+    from tuplemesh.disruptor import make_wait_strategy
+
+    return make_wait_strategy(name)
+
+
+def _serializer(name: str) -> Any:
+    from tuplemesh.serialization import load_serializer
+
+    return load_serializer(name)
+
+
+def _transport(name: str) -> Any:
+    from tuplemesh.transport import make_context
+
+    return make_context(name)
+
 
 KEYS: dict[str, ConfigKey] = {
     k.name: k
@@ -83,6 +109,7 @@ KEYS: dict[str, ConfigKey] = {
             1,
             "Number of worker processes (or in-process workers in local mode).",
             _positive,
+            flag="workers",
         ),
         ConfigKey(
             "topology.executor.receive.buffer.size",
@@ -120,6 +147,7 @@ KEYS: dict[str, ConfigKey] = {
             "With acking on, a spout tuple whose tree is not fully acked within this time is failed "
             "(and replayed by a spout that re-emits on fail).",
             _positive,
+            unit="secs",
         ),
         ConfigKey(
             "topology.max.spout.pending",
@@ -170,6 +198,7 @@ KEYS: dict[str, ConfigKey] = {
             1.0,
             "Longest time an emitted tuple waits in a partial batch before it is flushed.",
             _positive,
+            unit="millis",
         ),
         ConfigKey(
             "topology.disruptor.wait.strategy",
@@ -177,7 +206,7 @@ KEYS: dict[str, ConfigKey] = {
             "blocking",
             "How executor and transfer threads wait on an empty ring: blocking, sleeping, yielding, "
             "busy-spin, timeout-blocking.",
-            _WAIT_STRATEGY,
+            _resolves(_wait_strategy),
         ),
         ConfigKey(
             "topology.disruptor.wait.timeout.millis",
@@ -185,6 +214,7 @@ KEYS: dict[str, ConfigKey] = {
             1000.0,
             "Timeout of the timeout-blocking wait strategy.",
             _positive,
+            unit="millis",
         ),
         ConfigKey(
             "topology.sleep.spout.wait.strategy.time.ms",
@@ -192,20 +222,22 @@ KEYS: dict[str, ConfigKey] = {
             1.0,
             "How long a spout executor sleeps when next_tuple emitted nothing.",
             _non_negative,
+            unit="millis",
         ),
         ConfigKey(
             "topology.tuple.serializer",
             str,
             "msgpack",
             "Serializer for tuples that cross workers: msgpack, json, or 'module:attr'.",
-            _one_of("msgpack", "json"),
+            _resolves(_serializer),
         ),
         ConfigKey(
             "messaging.transport",
             str,
             "grpc",
             "Transport plugin between workers: local, grpc, zmq, or 'module:attr'.",
-            lambda v: None if v.strip() else "must not be empty",
+            _resolves(_transport),
+            flag="transport",
         ),
         ConfigKey(
             "worker.index",
@@ -213,6 +245,7 @@ KEYS: dict[str, ConfigKey] = {
             0,
             "This worker's index (the StatefulSet ordinal); set by `tuplemesh worker --index`.",
             _non_negative,
+            flag="index",
         ),
         ConfigKey(
             "worker.bind.host",
@@ -235,6 +268,7 @@ KEYS: dict[str, ConfigKey] = {
             "gRPC keepalive ping period between workers; a peer silent for two periods is taken as "
             "gone and the stream reconnects (and resends). 0 turns pings off.",
             _non_negative,
+            unit="millis",
         ),
         ConfigKey(
             "messaging.window.batches",
@@ -263,6 +297,7 @@ KEYS: dict[str, ConfigKey] = {
             10.0,
             "How long closing a connection waits for its unacknowledged batches to be acknowledged.",
             _non_negative,
+            unit="secs",
         ),
         ConfigKey(
             "storm.messaging.netty.min_wait_ms",
@@ -270,9 +305,15 @@ KEYS: dict[str, ConfigKey] = {
             100,
             "First reconnect backoff to a peer (doubles up to max_wait_ms; never gives up).",
             _positive,
+            unit="millis",
         ),
         ConfigKey(
-            "storm.messaging.netty.max_wait_ms", int, 1000, "Longest reconnect backoff to a peer.", _positive
+            "storm.messaging.netty.max_wait_ms",
+            int,
+            1000,
+            "Longest reconnect backoff to a peer.",
+            _positive,
+            unit="millis",
         ),
         ConfigKey(
             "tls.enabled", bool, False, "Serve and dial the worker port with mTLS (certificates below)."
@@ -335,6 +376,7 @@ KEYS: dict[str, ConfigKey] = {
             5000,
             "How long a closing zmq socket may linger (Storm's key).",
             _non_negative,
+            unit="millis",
         ),
         ConfigKey(
             "zmq.port.offset",
@@ -350,6 +392,7 @@ KEYS: dict[str, ConfigKey] = {
             "How often a worker re-applies discovery's view of its peers, besides on every change "
             "(Storm's key).",
             _positive,
+            unit="secs",
         ),
         ConfigKey(
             "topology.shutdown.timeout.secs",
@@ -357,6 +400,7 @@ KEYS: dict[str, ConfigKey] = {
             30.0,
             "How long a worker waits for its threads to drain and stop.",
             _positive,
+            unit="secs",
         ),
         ConfigKey(
             "tuplemesh.log.rate.limit.secs",
@@ -364,8 +408,8 @@ KEYS: dict[str, ConfigKey] = {
             10.0,
             "Minimum seconds between two log lines of a per-tuple warning (others are counted).",
             _non_negative,
+            unit="secs",
         ),
-        ConfigKey("topology.debug", bool, False, "Log every tuple executed (slow)."),
         ConfigKey(
             "worker.gc.threshold",
             int,
@@ -384,7 +428,12 @@ def env_name(key: str) -> str:
     return "TUPLEMESH_" + key.upper().replace(".", "_").replace("-", "_")
 
 
-_ENV_TO_KEY = {env_name(k): k for k in KEYS}
+# A flag's own variable (TUPLEMESH_WORKERS) is the same level as the key's: the key's name wins a tie.
+_ENV_TO_KEY = {
+    **{env_name(key.flag): name for name, key in KEYS.items() if key.flag},
+    **{env_name(name): name for name in KEYS},
+}
+_UNIT_SECONDS = {"millis": 0.001, "secs": 1.0}
 
 
 def _coerce(key: ConfigKey, value: Any, from_text: bool) -> Any:
@@ -460,10 +509,10 @@ class Config(Mapping[str, Any]):
         if path is not None:
             values.update(_read_yaml(Path(path)))
         from_text: set[str] = set()
-        for var, text in (os.environ if env is None else env).items():
-            key = _ENV_TO_KEY.get(var)
-            if key is not None:
-                values[key] = text
+        environ = os.environ if env is None else env
+        for var, key in _ENV_TO_KEY.items():
+            if var in environ:
+                values[key] = environ[var]
                 from_text.add(key)
         for name, value in (overrides or {}).items():
             values[name] = value
@@ -473,6 +522,13 @@ class Config(Mapping[str, Any]):
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A new Config with ``overrides`` applied (validated)."""
         return Config({**self._values, **overrides})
+
+    def seconds(self, key: str) -> float:
+        """The value of a time key in seconds, whatever unit its row declares (millis or secs)."""
+        row = KEYS.get(key)
+        if row is None or row.unit not in _UNIT_SECONDS:
+            raise KeyError(f"{key} is not a time key (declared in millis or secs)")
+        return float(self._values[key]) * _UNIT_SECONDS[row.unit]
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -508,5 +564,8 @@ def describe_keys() -> str:
     """Markdown table of every key, its default and meaning (source of docs/configuration.md)."""
     lines = ["| key | env var | default | meaning |", "|---|---|---|---|"]
     for key in KEYS.values():
-        lines.append(f"| `{key.name}` | `{env_name(key.name)}` | `{key.default!r}` | {key.doc} |")
+        env = f"`{env_name(key.name)}`"
+        if key.flag:
+            env += f", `{env_name(key.flag)}`, flag `--{key.flag}`"
+        lines.append(f"| `{key.name}` | {env} | `{key.default!r}` | {key.doc} |")
     return "\n".join(lines) + "\n"

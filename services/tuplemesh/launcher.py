@@ -20,10 +20,9 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
-from tuplemesh.security import call_metadata
-from tuplemesh.security import channel as secure_channel
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.local_cluster import RunSummary
@@ -60,8 +59,7 @@ class ProcessCluster:
         self.env = {**os.environ, **(env or {})}
         self.procs: list[subprocess.Popen[bytes]] = []
         conf = Config.load(config_path)  # TLS material and the Admin token, as the workers see them
-        self.metadata = call_metadata(conf)
-        self.channels = [secure_channel(f"{host}:{p}", conf) for p in self.ports]
+        self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
         self._stopping = False
@@ -101,7 +99,7 @@ class ProcessCluster:
     def statuses(self, include_reports: bool = False) -> list[admin_pb2.WorkerStatus]:
         self.check_alive()
         request = admin_pb2.GetStatusRequest(include_reports=include_reports)
-        return [stub.GetStatus(request, timeout=10.0, metadata=self.metadata) for stub in self.admins]
+        return [stub.GetStatus(request, timeout=10.0) for stub in self.admins]
 
     def quiescent(self) -> bool:
         """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +20,23 @@ import grpc
 
 from tuplemesh.errors import ConfigError
 
-__all__ = ["TlsConnections", "TokenInterceptor", "call_metadata", "channel", "server_credentials"]
+__all__ = ["TlsConnections", "TokenInterceptor", "read_pem", "server_credentials"]
 
 PROTECTED = ("/tuplemesh.v1.Admin/", "/tuplemesh.v1.Gateway/")
 
 
-def _read(conf: Mapping[str, Any], key: str) -> bytes:
-    path = conf[key]
+def read_pem(key: str, path: str) -> bytes:
+    """The PEM file configured as ``key``; ConfigError naming the key when unset or unreadable."""
     if not path:
         raise ConfigError(key, path, "is required when tls.enabled is true")
     try:
         return Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(key, path, f"cannot be read: {exc.strerror}") from exc
+
+
+def _read(conf: Mapping[str, Any], key: str) -> bytes:
+    return read_pem(key, conf[key])
 
 
 def server_credentials(
@@ -84,27 +88,6 @@ class TlsConnections:
             if len(self._recent) > self.RECENT:
                 self._recent.popitem(last=False)
             self.authenticated += 1
-
-
-def channel(address: str, conf: Mapping[str, Any], options: Sequence[tuple[str, Any]] = ()) -> grpc.Channel:
-    """A channel to a worker: mTLS with our certificate when ``tls.enabled``, plain otherwise."""
-    options = list(options)
-    if not conf.get("tls.enabled"):
-        return grpc.insecure_channel(address, options=options)
-    credentials = grpc.ssl_channel_credentials(
-        root_certificates=_read(conf, "tls.ca.file"),
-        private_key=_read(conf, "tls.key.file"),
-        certificate_chain=_read(conf, "tls.cert.file"),
-    )
-    if conf.get("tls.server.name"):
-        options.append(("grpc.ssl_target_name_override", conf["tls.server.name"]))
-    return grpc.secure_channel(address, credentials, options=options)
-
-
-def call_metadata(conf: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Metadata for Admin/Gateway calls (the bearer token, when one is configured)."""
-    token = conf.get("admin.token")
-    return [("authorization", f"Bearer {token}")] if token else []
 
 
 class TokenInterceptor(grpc.ServerInterceptor):

@@ -15,6 +15,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from tuplemesh.client import TlsSettings, open_channel
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 __all__ = ["render", "top"]
@@ -43,8 +44,18 @@ def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> G
     return Group(*parts)
 
 
-def top(targets: Sequence[str], interval: float, once: bool, console: Console | None = None) -> int:
-    """Follow ``targets`` until Ctrl-C (or, with ``once``, until each sent one message)."""
+def top(
+    targets: Sequence[str],
+    interval: float,
+    once: bool,
+    console: Console | None = None,
+    *,
+    tls: TlsSettings | None = None,
+    token: str = "",
+) -> int:
+    """Follow ``targets`` until Ctrl-C (or, with ``once``, until each sent one message).
+
+    ``tls`` and ``token`` reach a secured mesh (mTLS, ``admin.token``), as the workers' config says."""
     console = console or Console()
     stats: dict[str, admin_pb2.WorkerStats] = {}
     errors: dict[str, str] = {}
@@ -53,7 +64,7 @@ def top(targets: Sequence[str], interval: float, once: bool, console: Console | 
     calls = []
 
     def follow(target: str) -> None:
-        stub = admin_pb2_grpc.AdminStub(grpc.insecure_channel(target))
+        stub = admin_pb2_grpc.AdminStub(open_channel(target, tls, token))
         call = stub.WatchStats(admin_pb2.WatchStatsRequest(interval_seconds=interval))
         calls.append(call)
         try:

@@ -17,6 +17,8 @@ from examples.wordcount import expected_counts
 from tests.helpers import eventually
 from tests.pki import make_ca, make_leaf
 from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh.cli import main
+from tuplemesh.client import TlsSettings, open_channel
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -41,25 +43,19 @@ def tls_env(pki: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def admin(address: str, pki: Path, who: str | None) -> admin_pb2_grpc.AdminStub:
+def tls_as(pki: Path, who: str | None) -> TlsSettings:
+    """Client TLS settings: the mesh CA, and ``who``'s certificate (None: no client certificate)."""
     if who is None:
-        creds = grpc.ssl_channel_credentials(root_certificates=(pki / "mesh-ca.pem").read_bytes())
-    else:
-        creds = grpc.ssl_channel_credentials(
-            root_certificates=(pki / "mesh-ca.pem").read_bytes(),
-            private_key=(pki / f"{who}.key").read_bytes(),
-            certificate_chain=(pki / f"{who}.crt").read_bytes(),
-        )
-    return admin_pb2_grpc.AdminStub(grpc.secure_channel(address, creds))
+        return TlsSettings(str(pki / "mesh-ca.pem"))
+    return TlsSettings(str(pki / "mesh-ca.pem"), str(pki / f"{who}.crt"), str(pki / f"{who}.key"))
+
+
+def admin(address: str, pki: Path, who: str | None, token: str = "") -> admin_pb2_grpc.AdminStub:
+    return admin_pb2_grpc.AdminStub(open_channel(address, tls_as(pki, who), token))
 
 
 def wait_tls_serving(address: str, pki: Path, timeout: float = 30) -> None:
-    creds = grpc.ssl_channel_credentials(
-        root_certificates=(pki / "mesh-ca.pem").read_bytes(),
-        private_key=(pki / "client.key").read_bytes(),
-        certificate_chain=(pki / "client.crt").read_bytes(),
-    )
-    stub = health_pb2_grpc.HealthStub(grpc.secure_channel(address, creds))
+    stub = health_pb2_grpc.HealthStub(open_channel(address, tls_as(pki, "client")))
     eventually(
         lambda: is_serving(stub), timeout=timeout, interval=0.1, message=f"{address} SERVING over mTLS"
     )
@@ -72,7 +68,7 @@ def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
             wait_tls_serving(mesh.address(i), pki)
         expected = sum(expected_counts(10).values())
 
-        def counted() -> int:
+        def executed() -> int:
             return sum(
                 e.executed
                 for i in (0, 1)
@@ -83,9 +79,9 @@ def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
             )
 
         eventually(
-            lambda: counted() >= expected, timeout=30, interval=0.1, message=lambda: f"{counted()} counted"
+            lambda: executed() >= expected, timeout=30, interval=0.1, message=lambda: f"{executed()} counted"
         )
-        assert counted() == expected  # every word crossed the mTLS Transfer streams and was counted
+        assert executed() == expected  # every word crossed the mTLS Transfer streams and was counted
         for who in (None, "intruder"):  # no client certificate; a certificate from another CA
             with pytest.raises(grpc.RpcError) as err:
                 admin(mesh.address(0), pki, who).GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
@@ -173,5 +169,30 @@ def test_refused_tls_peers_are_counted(pki: Path):
         handshakes, authenticated = tls_counts(mesh)
         assert handshakes - before[0] == 4
         assert authenticated - before[1] == 1
+    finally:
+        assert mesh.stop() == [0]
+
+
+def test_top_reaches_a_worker_with_mtls_and_a_token(
+    pki: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    token = {"TUPLEMESH_ADMIN_TOKEN": "s3cret"}
+    mesh = start_mesh("tests.worker.topologies:small_wordcount", 1, wait=False, env=tls_env(pki, **token))
+    try:
+        wait_tls_serving(mesh.address(0), pki)
+        # `top` reads the TLS settings and the token as the workers do (here: their env vars)
+        for name, value in tls_env(
+            pki,
+            TUPLEMESH_TLS_CERT_FILE=str(pki / "client.crt"),
+            TUPLEMESH_TLS_KEY_FILE=str(pki / "client.key"),
+            **token,
+        ).items():
+            monkeypatch.setenv(name, value)  # fmt: skip
+        assert main(["top", "--once", "--target", mesh.address(0)]) == 0
+        view = capsys.readouterr().out
+        assert "components" in view and "count" in view and "split" in view
+        monkeypatch.setenv("TUPLEMESH_ADMIN_TOKEN", "wrong")
+        assert main(["top", "--once", "--target", mesh.address(0)]) == 1
+        assert "UNAUTHENTICATED" in capsys.readouterr().out
     finally:
         assert mesh.stop() == [0]

@@ -65,7 +65,7 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
 
     def restart_later() -> None:
         time.sleep(0.5)  # the peer stays down; the sender fills its window and blocks
-        blocked_while_down.append(conn.unacked)
+        blocked_while_down.append(conn.stats().unacked_batches)
         restarted.append(start_peer(plugin, port, second))
 
     restarter = threading.Thread(target=restart_later)
@@ -77,7 +77,7 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
                 proc.wait(10)
                 restarter.start()
         conn.close()  # returns once everything is acknowledged
-        assert conn.lost_on_close == 0
+        assert conn.stats().lost_on_close == 0
     finally:
         restarter.join(30)
         for peer in restarted:
@@ -91,4 +91,5 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
     assert after == list(range(after[0], total)), "lost or reordered after the restart"
     assert set(before) | set(after) == set(range(total)), "tuples lost"
     assert after[0] <= before[-1] + 1
-    assert conn.reconnects >= 1 and conn.resent_batches >= 1
+    stats = conn.stats()
+    assert stats.reconnects >= 1 and stats.resent_batches >= 1

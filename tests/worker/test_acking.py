@@ -12,9 +12,9 @@ import pytest
 
 from examples import wordcount
 from tests.helpers import eventually
+from tuplemesh.acking import ACKER
 from tuplemesh.config import Config
 from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.topology.acker import ACKER
 from tuplemesh.worker import LocalCluster
 
 ACKING = {"messaging.transport": "local", "topology.acker.executors": 2}

@@ -13,8 +13,8 @@ from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
-from tuplemesh.reflection import _v1_message_classes
 from tuplemesh.serialization import MsgpackSerializer
+from tuplemesh.server.reflection import _v1_message_classes
 from tuplemesh.v1 import admin_pb2, messages_pb2, transfer_pb2_grpc
 
 
@@ -45,7 +45,7 @@ def test_unknown_topology_is_failed_precondition(wordcount_mesh: Mesh):
     with pytest.raises(grpc.RpcError) as err:
         transfer(wordcount_mesh, [batch(topology_id="other")])
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "batch for topology 'other'; this worker runs 'wordcount'" in err.value.details()
+    assert "batch for topology 'other' from worker 7; this worker runs 'wordcount'" in err.value.details()
 
 
 @pytest.mark.parametrize(
@@ -54,7 +54,7 @@ def test_unknown_topology_is_failed_precondition(wordcount_mesh: Mesh):
         (b"\xc1\xc1", "not msgpack"),
         (msgpack.packb({"a": 1}), "not an array"),
         (msgpack.packb([[1, 2, 3]]), "not a [task, payload] pair"),
-        (msgpack.packb([["x", b"y"]]), "(str, bytes) is not (int, bytes)"),
+        (msgpack.packb([["x", b"y"]]), "(str, bytes) is not (int or nil, bytes)"),
     ],
 )
 def test_malformed_batch_is_invalid_argument(wordcount_mesh: Mesh, packed: bytes, message: str):

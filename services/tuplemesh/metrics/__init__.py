@@ -8,11 +8,9 @@ gauges. Labels are bounded: worker, component, queue, peer.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -21,7 +19,7 @@ if TYPE_CHECKING:
     from tuplemesh.security import TlsConnections
     from tuplemesh.worker.worker import Worker
 
-__all__ = ["WorkerCollector", "serve_metrics"]
+__all__ = ["WorkerCollector"]
 
 _COMPONENT_COUNTERS = {
     "emitted": ("tuplemesh_tuples_emitted_total", "Tuples emitted (emit calls) by component."),
@@ -111,11 +109,12 @@ class WorkerCollector(Collector):
             labels = [worker, str(peer)]
             sent.add_metric(labels, transfer.sent_to.get(peer, 0))
             batches.add_metric(labels, transfer.batches_to.get(peer, 0))
-            sent_bytes.add_metric(labels, getattr(conn, "sent_bytes", 0))
-            connected.add_metric(labels, 1 if getattr(conn, "channel_state", "READY") == "READY" else 0)
-            reconnects.add_metric(labels, getattr(conn, "reconnects", 0))
-            resent.add_metric(labels, getattr(conn, "resent_batches", 0))
-            unacked.add_metric(labels, getattr(conn, "unacked", 0))
+            stats = conn.stats()
+            sent_bytes.add_metric(labels, stats.sent_bytes)
+            connected.add_metric(labels, 1 if stats.channel_state == "READY" else 0)
+            reconnects.add_metric(labels, stats.reconnects)
+            resent.add_metric(labels, stats.resent_batches)
+            unacked.add_metric(labels, stats.unacked_batches)
         yield from (sent, batches, sent_bytes, connected, reconnects, resent, unacked)
 
         lost = CounterMetricFamily(
@@ -202,17 +201,3 @@ class WorkerCollector(Collector):
             authenticated.add_metric([worker], self.tls.authenticated)
             yield handshakes
             yield authenticated
-
-
-def serve_metrics(
-    worker: Worker,
-    host: str,
-    port: int,
-    rpc_errors: RpcErrors | None = None,
-    tls: TlsConnections | None = None,
-) -> tuple[Any, threading.Thread, CollectorRegistry]:
-    """Serve ``/metrics`` for ``worker`` on ``host:port`` from a registry of its own."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(WorkerCollector(worker, rpc_errors, tls))
-    server, thread = start_http_server(port, addr=host, registry=registry)
-    return server, thread, registry

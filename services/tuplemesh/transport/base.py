@@ -3,18 +3,40 @@
 The queue layer knows no transport and the transport knows no queues: they meet at
 ``Connection.send(batch)`` on the sending side and the ``on_batch(batch)`` callback on the receiving
 side. A batch is a list of TaskMessages; a TaskMessage is a plain ``(task id, payload bytes)``
-tuple (no object per message on the hot path). Task id -1 is the shutdown notice.
+tuple (no object per message on the hot path). Two task ids are special, on every transport:
+``None`` is a broadcast to every executor of the receiving worker, and -1 (`SHUTDOWN_TASK`) as
+the last message of a batch is the shutdown notice: the messages before it are delivered, then
+the binding stops receiving (Storm's receive thread ending on ``task == -1``).
+
+Optional abilities are declared in `Capabilities`, so the core asks a plugin instead of testing
+its class; every count a plugin keeps is read through ``stats()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["SHUTDOWN_TASK", "Binding", "Connection", "Context", "OnBatch", "TaskMessage"]
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
+
+__all__ = [
+    "SHUTDOWN_TASK",
+    "Binding",
+    "Capabilities",
+    "CongestedTasks",
+    "Connection",
+    "Context",
+    "OnBatch",
+    "OnCongestion",
+    "SharedServerContext",
+    "TaskMessage",
+    "split_shutdown",
+]
 
 #: (task id, payload). A tuple, not a class: creating millions of objects per second costs.
-TaskMessage = tuple[int, bytes]
+#: Task None is a broadcast to every executor of the receiving worker.
+TaskMessage = tuple[int | None, bytes]
 
 #: Task id of the shutdown notice (Storm's ``task == -1``).
 SHUTDOWN_TASK = -1
@@ -23,16 +45,55 @@ SHUTDOWN_TASK = -1
 #: It may block (that is backpressure); it returns the task ids it could not deliver.
 OnBatch = Callable[[list[TaskMessage]], list[int]]
 
+#: Receiving side: the tasks whose inboxes are congested right now (per-task backpressure).
+CongestedTasks = Callable[[], list[int]]
+
+#: Sending side: hears (the connection, the peer's congested tasks) from every acknowledgement.
+OnCongestion = Callable[[Any, list[int]], None]
+
+
+def split_shutdown(batch: list[TaskMessage]) -> tuple[list[TaskMessage], bool]:
+    """(messages to deliver, whether the batch ends with the shutdown notice). Looks at the
+    last message only, so an ordinary batch costs one comparison."""
+    if not batch or batch[-1][0] != SHUTDOWN_TASK:
+        return batch, False
+    return [m for m in batch if m[0] != SHUTDOWN_TASK], True
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a plugin can do beyond the protocol; the core asks these instead of ``isinstance``."""
+
+    #: One context serves every worker of a cluster in this process; ports are only names
+    #: (Storm's local mode). Otherwise every worker needs its own context and a real port.
+    in_process: bool = False
+    #: Can serve on the worker's own gRPC server (`SharedServerContext.use_server`), so the
+    #: transfer service shares the worker port with Admin, health and reflection.
+    shares_server: bool = False
+    #: Bindings tell senders which tasks are congested and connections hear it, so a full inbox
+    #: need not block the receive thread. Without it a blocking put is the only backpressure.
+    reports_congestion: bool = False
+
 
 class Connection(Protocol):
-    """Client side of one peer. ``send`` may be called from one thread at a time."""
+    """Client side of one peer. ``send`` may be called from one thread at a time; the rest any."""
 
     def send(self, batch: list[TaskMessage]) -> None:
         """Hand over a batch; blocks while the peer's window is full. Never drops."""
         ...
 
+    def retarget(self, host: str, port: int) -> None:
+        """The peer moved: send to ``host:port`` from now on, keeping (and resending) what is
+        not acknowledged yet."""
+        ...
+
     def close(self) -> None:
-        """Deliver what was accepted if the peer lives, then release resources."""
+        """Deliver what was accepted if the peer lives, then release resources. What the peer
+        never acknowledged is counted in ``stats().lost_on_close``."""
+        ...
+
+    def stats(self) -> ConnectionStats:
+        """A snapshot of this connection's counts."""
         ...
 
 
@@ -43,22 +104,44 @@ class Binding(Protocol):
         """Stop receiving; batches already delivered to ``on_batch`` stay delivered."""
         ...
 
+    def stats(self) -> BindingStats:
+        """A snapshot of this binding's counts."""
+        ...
+
 
 class Context(Protocol):
     """A transport plugin instance: one per worker (one shared by all workers in local mode)."""
+
+    #: What this plugin can do beyond the protocol.
+    capabilities: Capabilities
 
     def prepare(self, conf: Mapping[str, Any]) -> None:
         """Configure from the validated topology config; called once before bind/connect."""
         ...
 
-    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> Binding:
-        """Receive batches for ``topology_id`` on ``port``; each is passed to ``on_batch``."""
+    def bind(
+        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+    ) -> Binding:
+        """Receive batches for ``topology_id`` on ``port``; each is passed to ``on_batch``.
+        ``congestion`` is asked for the congested tasks (used when ``reports_congestion``)."""
         ...
 
-    def connect(self, topology_id: str, host: str, port: int) -> Connection:
-        """A connection to the worker bound at ``host:port``. It need not be up yet."""
+    def connect(
+        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+    ) -> Connection:
+        """A connection to the worker bound at ``host:port``. It need not be up yet.
+        ``on_congestion`` hears the peer's congested tasks (used when ``reports_congestion``)."""
         ...
 
     def term(self) -> None:
         """Release everything; further use is an error."""
+        ...
+
+
+class SharedServerContext(Context, Protocol):
+    """A context with ``capabilities.shares_server``."""
+
+    def use_server(self, server: Any) -> None:
+        """Register the transfer service on ``server`` (started by its owner) instead of
+        starting a server in ``bind``."""
         ...

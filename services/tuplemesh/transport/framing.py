@@ -1,5 +1,7 @@
 """How network transports frame a batch: one msgpack array of ``[task, payload]`` pairs.
 
+A broadcast (no task) has a nil task; the shutdown notice is task -1.
+
 Measured faster than one protobuf object per tuple (see the grpc transport's docstring).
 """
 
@@ -17,14 +19,15 @@ __all__ = ["pack_within", "unpack_batch"]
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
-def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[bytes]:
-    """``batch`` packed as msgpack ``[[task, payload], ...]``, split in halves until each part
-    fits ``limit`` bytes; a single tuple over the limit is MessageTooLargeError."""
+def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[tuple[bytes, int]]:
+    """(packed part, tuples in it): ``batch`` packed as msgpack ``[[task, payload], ...]``, split
+    in halves until each part fits ``limit`` bytes; a single tuple over the limit is
+    MessageTooLargeError."""
     if not batch:
         return
     packed = _pack(batch)
     if len(packed) <= limit:
-        yield packed
+        yield packed, len(batch)
         return
     if len(batch) == 1:
         raise MessageTooLargeError(
@@ -36,18 +39,26 @@ def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[bytes]:
     yield from pack_within(batch[half:], limit)
 
 
-def unpack_batch(packed: bytes) -> list[TaskMessage]:
-    """The (task, payload) pairs of a packed batch; ValueError naming what is malformed."""
+def unpack_batch(packed: bytes) -> tuple[list[TaskMessage], int]:
+    """(the (task, payload) pairs of a packed batch, how many are broadcasts); ValueError naming
+    what is malformed. A broadcast's task is nil, which msgpack tells apart from 0."""
     try:
         messages = msgpack.unpackb(packed, use_list=False, raw=False)
     except Exception as exc:  # msgpack raises several unrelated types on bad input
         raise ValueError(f"batch is not msgpack: {exc}") from exc
     if type(messages) is not tuple:
         raise ValueError("batch is not an array of [task, payload] pairs")
+    broadcasts = 0
     for message in messages:
         if type(message) is not tuple or len(message) != 2:
             raise ValueError("batch holds an element that is not a [task, payload] pair")
         task, payload = message
         if type(task) is not int or type(payload) is not bytes:
-            raise ValueError(f"a pair ({type(task).__name__}, {type(payload).__name__}) is not (int, bytes)")
-    return list(messages)
+            # counted here, where every pair is checked anyway: no extra pass over the batch
+            if task is None and type(payload) is bytes:
+                broadcasts += 1
+                continue
+            raise ValueError(
+                f"a pair ({type(task).__name__}, {type(payload).__name__}) is not (int or nil, bytes)"
+            )
+    return list(messages), broadcasts

@@ -9,11 +9,11 @@ connection keeps a stream open, reconnecting with Storm's bounded exponential ba
 and after every reconnect resends the unacknowledged batches in order. Batches sent while the
 peer is down wait in the window and go out when it comes up.
 
-Receiver (``_TransferServicer``): per (sender, session) it remembers the highest sequence put
-into the inboxes; a batch at or below it is a resend after a reconnect and is discarded (counted).
-Delivery for one (sender, session) is serialised by a lock, so a stale stream and its
-replacement never both deliver a batch. ``on_batch`` blocking (full inboxes) stops the stream
-from reading, and HTTP/2 flow control carries the backpressure to the sender.
+Receiver (``_TransferServicer``): decodes each batch and hands it to the shared
+`ReceiverSession` (dedupe, the sequence-gap rule, delivery, the ack policy); a gap ends the
+stream, so the sender reconnects and resends from its oldest unacknowledged batch.
+``on_batch`` blocking (full inboxes) stops the stream from reading, and HTTP/2 flow control
+carries the backpressure to the sender.
 
 ``grpc.RpcError`` never leaves this module: failures become ``tuplemesh.errors.TransportError``.
 """
@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent import futures
 from typing import Any
 
 import grpc
 
+from tuplemesh.client import peer_channel as secure_channel
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
-from tuplemesh.security import channel as secure_channel
-from tuplemesh.transport.base import OnBatch, TaskMessage
-from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import unpack_batch
+from tuplemesh.transport.session import ReceiverSession, StreamState
+from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
@@ -75,132 +76,83 @@ def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def decode_batch(batch: messages_pb2.TransferBatch) -> list[TaskMessage]:
-    """The (task, payload) pairs of a batch (``packed``, or hand-written ``messages``)."""
+def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], int]:
+    """(the (task, payload) pairs of a batch, how many are broadcasts), from ``packed`` or from
+    hand-written ``messages`` (where ``broadcast`` stands for the task proto3 cannot leave out)."""
     if batch.packed:
         return unpack_batch(batch.packed)
-    return [(m.task, m.payload) for m in batch.messages]
+    messages: list[TaskMessage] = [(None if m.broadcast else m.task, m.payload) for m in batch.messages]
+    return messages, sum(1 for m in batch.messages if m.broadcast)
 
 
 class _TransferServicer(transfer_pb2_grpc.TransferServicer):
-    """Receive side of the Transfer service for one bound topology."""
+    """Frames the Transfer service for one bound topology; the rules are the session's."""
 
-    def __init__(self, topology_id: str, on_batch: OnBatch, credit: int, log_interval: float) -> None:
-        self.topology_id = topology_id
-        self.on_batch = on_batch
-        self.credit = credit
-        # Acknowledge every ack_every batches (and whenever asked): an ack per batch costs a
-        # stream message per batch, which measured as the limit of the whole transport.
-        self.ack_every = max(1, credit // 4)
-        self.closed = False
-        self.filter = DuplicateFilter()
-        self._lock = threading.Lock()
-        self.received_tuples_from: dict[int, int] = {}  # per sending worker
-        self.received_bytes_from: dict[int, int] = {}
-        self.received_batches = 0
-        self.rejected_batches = 0
-        self._reject_log = RateLimitedLog(log, log_interval)
-        #: The receiver's congested tasks (per-task backpressure); set by the worker.
-        self.congestion: Callable[[], list[int]] = list
-
-    @property
-    def duplicate_batches(self) -> int:
-        return self.filter.duplicates
+    def __init__(self, session: ReceiverSession) -> None:
+        self.session = session
 
     def _reject(self, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
-        with self._lock:
-            self.rejected_batches += 1
-        self._reject_log.log("Transfer stream rejected (%s): %s", code.name, message)
+        self.session.reject_batch("Transfer stream", f"({code.name}) {message}")
         context.abort(code, message)
 
     def Stream(
         self, request_iterator: Iterator[messages_pb2.TransferBatch], context: grpc.ServicerContext
     ) -> Iterator[messages_pb2.TransferAck]:
-        if self.closed:
-            context.abort(grpc.StatusCode.UNAVAILABLE, "worker is not receiving (shutting down)")
-        duplicates = 0
-        reported: list[int] = []  # congested tasks as last told to this sender
+        session = self.session
+        stream = StreamState()
         for batch in request_iterator:
-            if batch.topology_id != self.topology_id:
-                self._reject(
-                    context,
-                    grpc.StatusCode.FAILED_PRECONDITION,
-                    f"batch for topology {batch.topology_id!r}; this worker runs {self.topology_id!r}",
-                )
+            wrong = session.wrong_topology(batch.topology_id, batch.sender)
+            if wrong is not None:
+                self._reject(context, grpc.StatusCode.FAILED_PRECONDITION, wrong)
             try:
-                messages = decode_batch(batch)
+                messages, broadcasts = decode_batch(batch)
             except ValueError as exc:
                 self._reject(
                     context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed batch {batch.sequence}: {exc}"
                 )
-            key = (batch.sender, batch.session)
-            with self.filter.lock(key):
-                verdict, last = self.filter.judge(key, batch.sequence)
-                if verdict is Verdict.DUPLICATE:
-                    duplicates += 1
-                    yield messages_pb2.TransferAck(
-                        sequence=last or 0, credit=self.credit, duplicates=duplicates
-                    )
-                    continue
-                if verdict is Verdict.GAP:
-                    self._reject(
-                        context,
-                        grpc.StatusCode.INVALID_ARGUMENT,
-                        f"sequence gap from worker {batch.sender}: got {batch.sequence} after {last}",
-                    )
-                try:
-                    unknown = self.on_batch(messages) if messages else []
-                except ReceiverStoppedError as exc:
-                    # no ack: the sender keeps the batch and resends it after reconnecting
-                    context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-                self.filter.delivered(key, batch.sequence)
-            with self._lock:
-                self.received_batches += 1
-                sender = batch.sender
-                self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
-                self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(batch.packed)
-            congested = self.congestion()
-            if (
-                unknown
-                or batch.ack_requested
-                or batch.sequence % self.ack_every == 0
-                or congested != reported
-            ):
-                reported = congested
-                yield messages_pb2.TransferAck(
-                    sequence=batch.sequence,
-                    credit=self.credit,
-                    unknown_tasks=unknown[:64],
-                    duplicates=duplicates,
-                    congested_tasks=congested,
+            try:
+                ack = session.receive(
+                    stream,
+                    batch.sender,
+                    batch.session,
+                    batch.sequence,
+                    messages,
+                    len(batch.packed),
+                    batch.ack_requested,
+                    broadcasts=broadcasts,
                 )
+            except ReceiverStoppedError as exc:
+                # no ack: the sender keeps the batch and resends it after reconnecting
+                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            if ack is None:
+                continue
+            if ack.gap:
+                # End the stream: the sender reconnects and resends from its oldest unacked batch.
+                context.abort(
+                    grpc.StatusCode.OUT_OF_RANGE,
+                    f"sequence gap from worker {batch.sender}: got {batch.sequence} after {ack.sequence}",
+                )
+            yield messages_pb2.TransferAck(
+                sequence=ack.sequence,
+                credit=ack.credit,
+                unknown_tasks=ack.unknown_tasks,
+                duplicates=ack.duplicates,
+                congested_tasks=ack.congested_tasks,
+            )
 
 
 class GrpcBinding:
     """A bound Transfer service; ``close`` stops its own server (or detaches from a shared one)."""
 
-    def __init__(self, servicer: _TransferServicer, server: grpc.Server | None) -> None:
-        self.servicer = servicer
+    def __init__(self, session: ReceiverSession, server: grpc.Server | None) -> None:
+        self.session = session
         self._server = server
 
-    @property
-    def duplicate_batches(self) -> int:
-        return self.servicer.duplicate_batches
-
-    def report_congestion(self, congested: Callable[[], list[int]]) -> None:
-        """Answer every ack with ``congested()`` (per-task backpressure)."""
-        self.servicer.congestion = congested
-
-    @property
-    def received_tuples_from(self) -> dict[int, int]:
-        return dict(self.servicer.received_tuples_from)
-
-    @property
-    def received_bytes_from(self) -> dict[int, int]:
-        return dict(self.servicer.received_bytes_from)
+    def stats(self) -> BindingStats:
+        return self.session.stats()
 
     def close(self, grace: float = 1.0) -> None:
-        self.servicer.closed = True
+        self.session.stopping = True
         if self._server is not None:
             self._server.stop(grace).wait()
 
@@ -217,14 +169,19 @@ class _Attempt:
 class GrpcConnection(WindowedConnection):
     """Client side to one peer. ``send`` from one thread at a time; the rest any thread."""
 
-    def __init__(self, context: GrpcContext, topology_id: str, host: str, port: int) -> None:
+    def __init__(
+        self,
+        context: GrpcContext,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+    ) -> None:
         conf = context.conf
-        super().__init__(conf, topology_id, f"{host}:{port}")
+        super().__init__(conf, topology_id, f"{host}:{port}", on_congestion)
         self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
         self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
         self.channel_state = "IDLE"
-        #: Called with (this connection, congested tasks) on every ack; set by the worker.
-        self.on_congestion: Callable[[Any, Any], None] | None = None
         self._closed = False
         self._wake = threading.Event()
         self._call: Any = None
@@ -264,7 +221,7 @@ class GrpcConnection(WindowedConnection):
     def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
         self.window.ack(ack.sequence, ack.credit)
         if self.on_congestion is not None:
-            self.on_congestion(self, ack.congested_tasks)
+            self.on_congestion(self, list(ack.congested_tasks))
         if ack.unknown_tasks:
             self.unknown_tasks += len(ack.unknown_tasks)
             self._error_log.log(
@@ -311,6 +268,7 @@ class GrpcConnection(WindowedConnection):
     def retarget(self, host: str, port: int) -> None:
         """The peer moved: stream to ``host:port`` from now on, resending what is unacknowledged."""
         old = self._channel
+        self.retargets += 1
         self.address = self.window.address = f"{host}:{port}"
         self._channel = secure_channel(self.address, self._conf, channel_options(self._conf))
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
@@ -323,7 +281,7 @@ class GrpcConnection(WindowedConnection):
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
-        self._drain_window(lambda message: bytes(message.packed))
+        self._drain_window()
         self._closed = True
         self._wake.set()
         self.window.wake()
@@ -341,6 +299,8 @@ def _details(exc: grpc.RpcError) -> str:
 class GrpcContext:
     """The grpc plugin. Share a worker's own grpc.Server with ``use_server`` (one port for all)."""
 
+    capabilities = Capabilities(shares_server=True, reports_congestion=True)
+
     def __init__(self) -> None:
         self.conf: Mapping[str, Any] = {}
         self._shared_server: grpc.Server | None = None
@@ -356,33 +316,36 @@ class GrpcContext:
         """Register Transfer on ``server`` (started by its owner) instead of starting one in ``bind``."""
         self._shared_server = server
 
-    def make_servicer(self, topology_id: str, on_batch: OnBatch) -> _TransferServicer:
-        return _TransferServicer(
+    def bind(
+        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+    ) -> GrpcBinding:
+        session = ReceiverSession(
             topology_id,
             on_batch,
             self.conf["messaging.window.batches"],
             self.conf["tuplemesh.log.rate.limit.secs"],
+            congestion,
         )
-
-    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> GrpcBinding:
-        servicer = self.make_servicer(topology_id, on_batch)
+        servicer = _TransferServicer(session)
         if self._shared_server is not None:
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, self._shared_server)
-            binding = GrpcBinding(servicer, None)
+            binding = GrpcBinding(session, None)
         else:
             server = new_server(self.conf)
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, server)
             bind_port(server, self.conf["worker.bind.host"], port, self.conf)
             server.start()
-            binding = GrpcBinding(servicer, server)
+            binding = GrpcBinding(session, server)
         with self._lock:
             self._bindings.append(binding)
         return binding
 
-    def connect(self, topology_id: str, host: str, port: int) -> GrpcConnection:
+    def connect(
+        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+    ) -> GrpcConnection:
         if self._terminated:
             raise TransportError("grpc transport was terminated")
-        conn = GrpcConnection(self, topology_id, host, port)
+        conn = GrpcConnection(self, topology_id, host, port, on_congestion)
         with self._lock:
             self._connections.append(conn)
         return conn

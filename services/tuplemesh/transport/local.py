@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
-from tuplemesh.transport.base import SHUTDOWN_TASK, OnBatch, TaskMessage
+from tuplemesh.transport.base import (
+    Capabilities,
+    CongestedTasks,
+    OnBatch,
+    OnCongestion,
+    TaskMessage,
+    split_shutdown,
+)
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = ["LocalContext"]
 
@@ -60,12 +68,19 @@ class _Mailbox:
         return len(self._batches)
 
 
+#: Put in a mailbox by ``close`` to end its receive thread (a peer's notice is counted; this is not).
+_CLOSE: list[TaskMessage] = []
+
+
 class _LocalBinding:
     def __init__(self, context: LocalContext, key: tuple[str, int], mailbox: _Mailbox, on_batch: OnBatch):
         self._context = context
         self._key = key
         self._mailbox = mailbox
         self._on_batch = on_batch
+        self._batches = 0
+        self._tuples = 0
+        self._shutdowns = 0
         self._thread = threading.Thread(
             target=self._receive_loop, name=f"local-receive-{key[0]}-{key[1]}", daemon=True
         )
@@ -74,15 +89,15 @@ class _LocalBinding:
     def _receive_loop(self) -> None:
         while True:
             batch = self._mailbox.take()
-            if batch is None:
+            if batch is None or batch is _CLOSE:
                 return
-            if batch and batch[-1][0] == SHUTDOWN_TASK:
-                remaining = [m for m in batch if m[0] != SHUTDOWN_TASK]
-                if remaining:
-                    self._deliver(remaining)
+            deliver, shutdown = split_shutdown(batch)
+            if deliver:
+                self._deliver(deliver)
+            if shutdown:
+                self._shutdowns += 1
                 log.debug("receive %s: shutdown notice", self._key)
                 return
-            self._deliver(batch)
 
     def _deliver(self, batch: list[TaskMessage]) -> None:
         try:
@@ -91,12 +106,24 @@ class _LocalBinding:
             log.warning("receive %s: %s", self._key, exc)
         except Exception:  # the receive thread must outlive a faulty callback
             log.exception("receive %s: on_batch failed for a batch of %d", self._key, len(batch))
+        else:
+            self._batches += 1
+            self._tuples += len(batch)
+
+    def stats(self) -> BindingStats:
+        # Batches are passed by reference: looking for broadcasts would touch every tuple.
+        return BindingStats(
+            received_batches=self._batches,
+            received_tuples=self._tuples,
+            broadcast_messages=None,
+            shutdown_messages=self._shutdowns,
+        )
 
     def close(self) -> None:
         """Deliver what is already queued, then stop the receive thread."""
         if self._thread.is_alive():
             try:
-                self._mailbox.put([(SHUTDOWN_TASK, b"")])
+                self._mailbox.put(_CLOSE)
             except TransportError:
                 pass
             self._thread.join(timeout=30)
@@ -104,15 +131,38 @@ class _LocalBinding:
 
 
 class _LocalConnection:
-    def __init__(self, mailbox: _Mailbox) -> None:
-        self._mailbox = mailbox
+    def __init__(self, context: LocalContext, topology_id: str, port: int) -> None:
+        self._context = context
+        self._topology_id = topology_id
+        self._port = port
+        self._mailbox = context._mailbox((topology_id, port))
         self._closed = False
+        self._batches = 0
+        self._tuples = 0
+        self._retargets = 0
 
     def send(self, batch: list[TaskMessage]) -> None:
         if self._closed:
             raise TransportError("send on a closed connection")
         if batch:
             self._mailbox.put(batch)
+            self._batches += 1
+            self._tuples += len(batch)
+
+    def retarget(self, host: str, port: int) -> None:
+        """Send to the mailbox of ``port`` from now on (in-process: nothing is in flight)."""
+        self._port = port
+        self._mailbox = self._context._mailbox((self._topology_id, port))
+        self._retargets += 1
+
+    def stats(self) -> ConnectionStats:
+        return ConnectionStats(
+            address=f"local:{self._port}",
+            state="CLOSED" if self._closed else "READY",
+            sent_batches=self._batches,
+            sent_tuples=self._tuples,
+            retargets=self._retargets,
+        )
 
     def close(self) -> None:
         self._closed = True
@@ -120,6 +170,8 @@ class _LocalConnection:
 
 class LocalContext:
     """In-process transport. Share one instance between all workers that talk to each other."""
+
+    capabilities = Capabilities(in_process=True)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -140,7 +192,10 @@ class LocalContext:
                 box = self._mailboxes[key] = _Mailbox(self._capacity)
             return box
 
-    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> _LocalBinding:
+    def bind(
+        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+    ) -> _LocalBinding:
+        """``congestion`` is not asked: a full inbox blocks the sender here (no reports needed)."""
         key = (topology_id, port)
         mailbox = self._mailbox(key)
         with self._lock:
@@ -155,8 +210,11 @@ class LocalContext:
             if self._bindings.get(key) is binding:
                 del self._bindings[key]
 
-    def connect(self, topology_id: str, host: str, port: int) -> _LocalConnection:
-        return _LocalConnection(self._mailbox((topology_id, port)))
+    def connect(
+        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+    ) -> _LocalConnection:
+        """``on_congestion`` is never called: this transport does not report congestion."""
+        return _LocalConnection(self, topology_id, port)
 
     def pending(self, topology_id: str, port: int) -> int:
         """Batches waiting in the mailbox of (topology, port); for status and tests."""

@@ -16,10 +16,10 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import msgpack
-
 from tuplemesh.errors import TransportError
+from tuplemesh.transport.base import OnCongestion, TaskMessage
 from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.stats import ConnectionStats
 
 __all__ = ["SendWindow", "WindowedConnection"]
 
@@ -34,8 +34,9 @@ class SendWindow:
         self.max_bytes = max_bytes
         self.address = address
         self.cond = threading.Condition()
-        self._items: deque[tuple[int, Any, int]] = deque()  # (sequence, item, size)
+        self._items: deque[tuple[int, Any, int, int]] = deque()  # (sequence, item, size, tuples)
         self._bytes = 0
+        self._tuples = 0
         self._credit = batches
         self.next_seq = 1
         self.closed = False
@@ -44,13 +45,19 @@ class SendWindow:
         return len(self._items)
 
     @property
+    def unacked_tuples(self) -> int:
+        """Tuples in the batches not acknowledged yet."""
+        return self._tuples
+
+    @property
     def oldest(self) -> int:
         """Sequence of the oldest unacknowledged batch (``next_seq`` when none)."""
         with self.cond:
             return self._items[0][0] if self._items else self.next_seq
 
-    def add(self, make_item: Callable[[int], Any], size: int) -> int:
-        """Append the item ``make_item(sequence)``; blocks while full. Returns its sequence."""
+    def add(self, make_item: Callable[[int], Any], size: int, tuples: int = 0) -> int:
+        """Append the item ``make_item(sequence)`` of ``size`` bytes holding ``tuples`` tuples;
+        blocks while full. Returns its sequence."""
         with self.cond:
             while (
                 not self.closed
@@ -64,8 +71,9 @@ class SendWindow:
                 raise TransportError(f"connection to {self.address} is closed; batch not accepted")
             seq = self.next_seq
             self.next_seq += 1
-            self._items.append((seq, make_item(seq), size))
+            self._items.append((seq, make_item(seq), size, tuples))
             self._bytes += size
+            self._tuples += tuples
             self.cond.notify_all()
             return seq
 
@@ -74,8 +82,9 @@ class SendWindow:
         released = 0
         with self.cond:
             while self._items and self._items[0][0] <= sequence:
-                _, _, size = self._items.popleft()
+                _, _, size, tuples = self._items.popleft()
                 self._bytes -= size
+                self._tuples -= tuples
                 released += 1
             if credit:
                 self._credit = credit
@@ -90,6 +99,12 @@ class SendWindow:
                 return None
             position = max(position, self._items[0][0])
             return position, self._items[position - self._items[0][0]][1]
+
+    def rewind(self, position: int) -> tuple[int, int]:
+        """(where to send next, batches that will be sent again): the oldest unacknowledged
+        batch, for a sender that was at ``position`` when it learned the peer missed some."""
+        oldest = self.oldest
+        return oldest, max(0, position - oldest)
 
     def next_to_send(self, position: int, alive: Callable[[], bool]) -> tuple[int, Any] | None:
         """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false."""
@@ -122,10 +137,6 @@ class SendWindow:
             self.cond.notify_all()
             return len(self._items)
 
-    def unacked_items(self) -> list[Any]:
-        with self.cond:
-            return [item for _, item, _ in self._items]
-
 
 class WindowedConnection:
     """What every windowed network connection shares: identity, limits, window, counters.
@@ -134,7 +145,13 @@ class WindowedConnection:
     run the thread that sends the window and applies acknowledgements.
     """
 
-    def __init__(self, conf: Mapping[str, Any], topology_id: str, address: str) -> None:
+    def __init__(
+        self,
+        conf: Mapping[str, Any],
+        topology_id: str,
+        address: str,
+        on_congestion: OnCongestion | None = None,
+    ) -> None:
         self.address = address
         self.topology_id = topology_id
         self.sender = conf["worker.index"]
@@ -142,34 +159,52 @@ class WindowedConnection:
         self.max_payload = conf["messaging.max.message.bytes"]
         self.close_timeout = conf["messaging.close.timeout.secs"]
         self.window = SendWindow(conf["messaging.window.batches"], conf["messaging.window.bytes"], address)
+        #: Hears (this connection, the peer's congested tasks) from every acknowledgement.
+        self.on_congestion = on_congestion
         self.state = "CONNECTING"
         self.channel_state = "CONNECTING"
         self.sent_batches = 0
+        self.sent_tuples = 0
         self.sent_bytes = 0
         self.resent_batches = 0
         self.reconnects = 0
+        self.retargets = 0
         self.lost_on_close = 0
         self.unknown_tasks = 0
 
-    @property
-    def unacked(self) -> int:
-        return len(self.window)
+    def stats(self) -> ConnectionStats:
+        """A snapshot of the counters (each read once; any thread)."""
+        return ConnectionStats(
+            address=self.address,
+            state=self.state,
+            channel_state=self.channel_state,
+            sent_batches=self.sent_batches,
+            sent_tuples=self.sent_tuples,
+            sent_bytes=self.sent_bytes,
+            unacked_batches=len(self.window),
+            resent_batches=self.resent_batches,
+            reconnects=self.reconnects,
+            retargets=self.retargets,
+            lost_on_close=self.lost_on_close,
+            unknown_tasks=self.unknown_tasks,
+        )
 
     def _item(self, sequence: int, packed: bytes) -> Any:
         """The window item for one packed batch with ``sequence``."""
         raise NotImplementedError
 
-    def send(self, batch: list[tuple[int, bytes]]) -> None:
+    def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
-        for packed in pack_within(batch, self.max_payload):
+        for packed, tuples in pack_within(batch, self.max_payload):
             self.sent_bytes += len(packed)
-            self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed))  # type: ignore[misc]
+            self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed), tuples)  # type: ignore[misc]
+        self.sent_tuples += len(batch)
 
-    def _drain_window(self, packed_of: Callable[[Any], bytes]) -> None:
+    def _drain_window(self) -> None:
         """Wait for every batch to be acknowledged (up to the close timeout); count what was not."""
         if self.window.drain(self.close_timeout):
             # Not silent: what the peer never acknowledged is counted and logged.
-            self.lost_on_close = sum(len(msgpack.unpackb(packed_of(i))) for i in self.window.unacked_items())
+            self.lost_on_close = self.window.unacked_tuples
             log.warning(
                 "connection to %s closed with %d unacknowledged tuple(s) (peer unreachable)",
                 self.address,

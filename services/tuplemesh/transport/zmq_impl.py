@@ -4,8 +4,8 @@ Socket pattern: DEALER (one per sender connection) to ROUTER (one per bound work
 Storm used PUSH/PULL, which has no return path, so acknowledgements and resends were
 impossible. Storm sent with NOBLOCK and dropped on a full high-water mark ("TODO: how to do
 backpressure"). A ROUTER can answer each DEALER by its identity, which gives the
-acknowledgement channel. With it, zmq gets the same window, ack, resend and duplicate rules as
-the grpc plugin, from the same code (`SendWindow`, `DuplicateFilter`):
+acknowledgement channel. With it, zmq gets the same window, ack, resend, duplicate and gap rules as
+the grpc plugin, from the same code (`SendWindow`, `ReceiverSession`):
 
 - ``send`` blocks while the window is full. A full high-water mark (``zmq.hwm``) leaves the
   batch in the window until the socket takes it. Nothing is dropped.
@@ -19,8 +19,11 @@ ack_requested, first_unacked]``. ``first_unacked`` is the sender's oldest unackn
 sequence. ZeroMQ may still deliver batches queued before a reconnect ahead of the in-order
 resend, and a restarted receiver must start at the oldest, not at whatever arrives first.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
-Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks]`` (the last
-element is per-task backpressure, as in grpc's TransferAck; a 4-element ack is still read).
+A broadcast's task is nil and the shutdown notice is task -1, as on every transport.
+Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap]``
+(``congested_tasks`` is per-task backpressure, as in grpc's TransferAck; ``gap`` true means the
+receiver is missing the batch after ``sequence``, so the sender resends from its oldest
+unacknowledged batch at once; 4- and 5-element acks are still read).
 The data port is the worker port + ``zmq.port.offset``, so the worker's gRPC Admin, health and
 reflection keep the worker port.
 Storm's ``zmq.threads``, ``zmq.hwm`` and ``zmq.linger.millis`` are honoured. pyzmq is the
@@ -34,16 +37,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgpack
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.transport.base import OnBatch, TaskMessage
-from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import unpack_batch
+from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
+from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
 
 try:
@@ -59,24 +63,29 @@ _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
 class ZmqBinding:
-    """A ROUTER socket and the thread that receives on it, delivers and acknowledges."""
+    """A ROUTER socket and the thread that receives on it; the rules are the `ReceiverSession`'s."""
 
-    def __init__(self, context: ZmqContext, topology_id: str, port: int, on_batch: OnBatch) -> None:
+    def __init__(
+        self,
+        context: ZmqContext,
+        topology_id: str,
+        port: int,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None = None,
+    ) -> None:
         conf = context.conf
-        self.topology_id = topology_id
-        self.on_batch = on_batch
-        self.credit = conf["messaging.window.batches"]
-        self.ack_every = max(1, self.credit // 4)
-        self.filter = DuplicateFilter()
+        self.session = ReceiverSession(
+            topology_id,
+            on_batch,
+            conf["messaging.window.batches"],
+            conf["tuplemesh.log.rate.limit.secs"],
+            congestion,
+        )
         self.address = f"tcp://{conf['worker.bind.host']}:{port + conf['zmq.port.offset']}"
-        self.rejected_frames = 0
-        self.received_batches = 0
-        self.received_tuples_from: dict[int, int] = {}  # per sending worker
-        self.received_bytes_from: dict[int, int] = {}
+        self._where = f"zmq receive on {self.address}"
         self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
         self._ack_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"], logging.DEBUG)
-        self._congestion: Callable[[], list[int]] = list
-        self._reported: dict[bytes, list[int]] = {}  # congested tasks as last told to each peer
+        self._streams: dict[bytes, StreamState] = {}  # per peer identity
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
@@ -99,21 +108,13 @@ class ZmqBinding:
         self._thread = threading.Thread(target=self._loop, name=f"zmq-receive-{port}", daemon=True)
         self._thread.start()
 
-    @property
-    def duplicate_batches(self) -> int:
-        return self.filter.duplicates
-
-    def _reject(self, what: str) -> None:
-        self.rejected_frames += 1
-        self._log.log(
-            "zmq receive on %s: %s (%d rejected in total)", self.address, what, self.rejected_frames
-        )
+    def stats(self) -> BindingStats:
+        return self.session.stats()
 
     def _loop(self) -> None:
         sock = self._socket
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
-        duplicates: dict[bytes, int] = {}
         try:
             while not self._closed.is_set():
                 if not poller.poll(100):
@@ -123,77 +124,64 @@ class ZmqBinding:
                         frames = sock.recv_multipart(zmq.NOBLOCK, copy=True)
                     except zmq.Again:
                         break
-                    self._handle(sock, frames, duplicates)
+                    self._handle(sock, frames)
         except zmq.ZMQError as exc:
             if not self._closed.is_set():
                 log.error("zmq receive on %s stopped: %s", self.address, exc)
         finally:
             sock.close(0)
 
-    def _handle(self, sock: Any, frames: list[bytes], duplicates: dict[bytes, int]) -> None:
+    def _handle(self, sock: Any, frames: list[bytes]) -> None:
+        session = self.session
         if len(frames) != 3:
-            self._reject(f"a message of {len(frames) - 1} frame(s), expected 2")
+            session.reject_frame(self._where, f"a message of {len(frames) - 1} frame(s), expected 2")
             return
         identity, header, packed = frames
         try:
-            topology, sender, session, sequence, ack_requested, first_unacked = msgpack.unpackb(
+            topology, sender, session_id, sequence, ack_requested, first_unacked = msgpack.unpackb(
                 header, raw=False
             )
-            if any(type(v) is not int for v in (sender, session, sequence, first_unacked)):
+            if any(type(v) is not int for v in (sender, session_id, sequence, first_unacked)):
                 raise ValueError("header fields are not integers")
         except (ValueError, TypeError, msgpack.UnpackException) as exc:
-            self._reject(f"malformed header: {exc}")
+            session.reject_frame(self._where, f"malformed header: {exc}")
             return
-        if topology != self.topology_id:
-            self._reject(
-                f"a batch for topology {topology!r} from worker {sender}; "
-                f"this worker runs {self.topology_id!r}"
-            )
+        wrong = session.wrong_topology(topology, sender)
+        if wrong is not None:
+            session.reject_batch(self._where, wrong)
             return
         try:
-            messages = unpack_batch(packed)
+            messages, broadcasts = unpack_batch(packed)
         except ValueError as exc:
-            self._reject(f"malformed batch {sequence} from worker {sender}: {exc}")
+            session.reject_batch(self._where, f"malformed batch {sequence} from worker {sender}: {exc}")
             return
-        key = (sender, session)
-        with self.filter.lock(key):
-            verdict, last = self.filter.judge(key, sequence, first_unacked)
-            if verdict is Verdict.DUPLICATE:
-                duplicates[identity] = duplicates.get(identity, 0) + 1
-                self._ack(sock, identity, last or 0, [], duplicates[identity])
-                return
-            if verdict is Verdict.GAP:
-                # A batch before it was lost with a dead connection: say what we have; the
-                # sender resends from its oldest unacknowledged batch.
-                self._ack(sock, identity, last or 0, [], duplicates.get(identity, 0))
-                return
-            try:
-                unknown = self.on_batch(messages) if messages else []
-            except ReceiverStoppedError as exc:
-                self._log.log("zmq receive on %s: %s (not acknowledged)", self.address, exc)
-                return
-            self.filter.delivered(key, sequence)
-        self.received_batches += 1
-        self.received_tuples_from[sender] = self.received_tuples_from.get(sender, 0) + len(messages)
-        self.received_bytes_from[sender] = self.received_bytes_from.get(sender, 0) + len(packed)
-        congested = self._congestion()
-        if (
-            unknown
-            or ack_requested
-            or sequence % self.ack_every == 0
-            or congested != self._reported.get(identity, [])
-        ):
-            self._ack(sock, identity, sequence, unknown[:64], duplicates.get(identity, 0))
-
-    def report_congestion(self, congested: Callable[[], list[int]]) -> None:
-        """Answer every ack with ``congested()`` (per-task backpressure)."""
-        self._congestion = congested
-
-    def _ack(self, sock: Any, identity: bytes, sequence: int, unknown: list[int], duplicates: int) -> None:
-        congested = self._congestion()
-        self._reported[identity] = congested
+        stream = self._streams.get(identity)
+        if stream is None:
+            stream = self._streams[identity] = StreamState()
         try:
-            frame = _pack([sequence, self.credit, unknown, duplicates, congested])
+            ack = session.receive(
+                stream,
+                sender,
+                session_id,
+                sequence,
+                messages,
+                len(packed),
+                ack_requested,
+                first_unacked,
+                broadcasts,
+            )
+        except ReceiverStoppedError as exc:
+            # not acknowledged: the sender keeps the batch and resends it
+            self._log.log("%s: %s (not acknowledged)", self._where, exc)
+            return
+        if ack is not None:
+            self._ack(sock, identity, ack)
+
+    def _ack(self, sock: Any, identity: bytes, ack: Ack) -> None:
+        try:
+            frame = _pack(
+                [ack.sequence, ack.credit, ack.unknown_tasks, ack.duplicates, ack.congested_tasks, ack.gap]
+            )
             sock.send_multipart([identity, frame], zmq.NOBLOCK)
         except zmq.ZMQError as exc:
             # Peer gone or its queue full. Harmless: acks are cumulative, so the next one covers
@@ -201,6 +189,7 @@ class ZmqBinding:
             self._ack_log.log("zmq ack to a peer of %s not sent: %s", self.address, exc)
 
     def close(self) -> None:
+        self.session.stopping = True
         self._closed.set()
         self._thread.join(5.0)
 
@@ -208,12 +197,17 @@ class ZmqBinding:
 class ZmqConnection(WindowedConnection):
     """DEALER socket to one peer, owned by its own thread; ``send`` from one thread at a time."""
 
-    def __init__(self, context: ZmqContext, topology_id: str, host: str, port: int) -> None:
+    def __init__(
+        self,
+        context: ZmqContext,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+    ) -> None:
         conf = context.conf
-        super().__init__(conf, topology_id, f"tcp://{host}:{port + conf['zmq.port.offset']}")
+        super().__init__(conf, topology_id, f"tcp://{host}:{port + conf['zmq.port.offset']}", on_congestion)
         self.resend_after = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
-        #: Called with (this connection, congested tasks) on every ack; set by the worker.
-        self.on_congestion: Callable[[Any, Any], None] | None = None
         self._closed = False
         self._offset = conf["zmq.port.offset"]
         self._retarget_to: str | None = None
@@ -255,19 +249,20 @@ class ZmqConnection(WindowedConnection):
                     sock.disconnect(self.address)
                     self.address, self._retarget_to = self._retarget_to, None
                     sock.connect(self.address)
-                    position = self.window.oldest  # resend what the old address never acknowledged
-                    self.resent_batches += self.window.next_seq - position
+                    position = self._rewind(position)  # resend what the old address never acknowledged
                     self.reconnects += 1
                 if self._monitor in events:
                     position = self._on_monitor(position)
-                acked = sock in events and events[sock] & zmq.POLLIN and self._read_acks(sock)
-                if acked:
-                    last_progress = time.monotonic()
+                if sock in events and events[sock] & zmq.POLLIN:
+                    acked, gap = self._read_acks(sock)
+                    if acked:
+                        last_progress = time.monotonic()
+                    if gap:  # the peer missed a batch: resend from the oldest unacknowledged
+                        position = self._rewind(position)
                 unacked = len(self.window)
                 if unacked and time.monotonic() - last_progress > self.resend_after:
                     # no acknowledgement for a while: the peer may have restarted under us
-                    position = self.window.oldest
-                    self.resent_batches += self.window.next_seq - position
+                    position = self._rewind(position)
                     last_progress = time.monotonic()
                 if not unacked:
                     last_progress = time.monotonic()
@@ -295,18 +290,23 @@ class ZmqConnection(WindowedConnection):
                 self.channel_state = self.state = "READY"
                 if self.sent_batches:  # a reconnect: resend everything not acknowledged, in order
                     self.reconnects += 1
-                    position = self.window.oldest
-                    self.resent_batches += self.window.next_seq - position
+                    position = self._rewind(position)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self.channel_state = self.state = "RECONNECTING"
 
-    def _read_acks(self, sock: Any) -> bool:
-        progressed = False
+    def _rewind(self, position: int) -> int:
+        position, again = self.window.rewind(position)
+        self.resent_batches += again
+        return position
+
+    def _read_acks(self, sock: Any) -> tuple[bool, bool]:
+        """(whether a batch was released, whether the peer reported a sequence gap)."""
+        progressed = gap = False
         while True:
             try:
                 frame = sock.recv(zmq.NOBLOCK)
             except zmq.Again:
-                return progressed
+                return progressed, gap
             try:
                 sequence, credit, unknown, _duplicates, *rest = msgpack.unpackb(frame, raw=False)
             except (ValueError, TypeError, msgpack.UnpackException):
@@ -314,6 +314,7 @@ class ZmqConnection(WindowedConnection):
                 continue
             if self.window.ack(sequence, credit):
                 progressed = True
+            gap = gap or (len(rest) > 1 and rest[1] is True)
             if self.on_congestion is not None:
                 self.on_congestion(self, rest[0] if rest and isinstance(rest[0], list) else [])
             if unknown:
@@ -339,12 +340,13 @@ class ZmqConnection(WindowedConnection):
 
     def retarget(self, host: str, port: int) -> None:
         """The peer moved: connect to ``host:port`` (plus the offset), resending what is unacknowledged."""
+        self.retargets += 1
         self._retarget_to = f"tcp://{host}:{port + self._offset}"
         os.write(self._wake_w, b"\0")
 
     def close(self) -> None:
         """Wait (up to messaging.close.timeout.secs) for every batch to be acknowledged, then close."""
-        self._drain_window(lambda packed: packed)
+        self._drain_window()
         self._closed = True
         os.write(self._wake_w, b"\0")
         self._thread.join(5.0)
@@ -354,6 +356,8 @@ class ZmqConnection(WindowedConnection):
 
 class ZmqContext:
     """The zmq plugin: one zmq.Context (``zmq.threads`` I/O threads) per worker."""
+
+    capabilities = Capabilities(reports_congestion=True)
 
     def __init__(self) -> None:
         self.conf: Mapping[str, Any] = {}
@@ -366,15 +370,19 @@ class ZmqContext:
         self.conf = conf
         self.zmq = zmq.Context(io_threads=conf["zmq.threads"])
 
-    def bind(self, topology_id: str, port: int, on_batch: OnBatch) -> ZmqBinding:
-        binding = ZmqBinding(self, topology_id, port, on_batch)
+    def bind(
+        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+    ) -> ZmqBinding:
+        binding = ZmqBinding(self, topology_id, port, on_batch, congestion)
         with self._lock:
             self._bindings.append(binding)
         return binding
 
-    def connect(self, topology_id: str, host: str, port: int) -> ZmqConnection:
+    def connect(
+        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+    ) -> ZmqConnection:
         try:
-            conn = ZmqConnection(self, topology_id, host, port)
+            conn = ZmqConnection(self, topology_id, host, port, on_congestion)
         except zmq.ZMQError as exc:
             raise TransportError(f"cannot connect to {host}:{port}: {exc}") from exc
         with self._lock:

@@ -7,12 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class TaskMessage(_message.Message):
-    __slots__ = ("task", "payload")
+    __slots__ = ("task", "payload", "broadcast")
     TASK_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    BROADCAST_FIELD_NUMBER: _ClassVar[int]
     task: int
     payload: bytes
-    def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+    broadcast: bool
+    def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ..., broadcast: _Optional[bool] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
     __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session", "ack_requested")

@@ -9,33 +9,27 @@ its inbox between calls. Both flush their Outbox at the batch size or on the flu
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
 
+from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
+from tuplemesh.acking.mode import ExecutorAcking, executor_acking
+from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.buckets import SECONDS_BUCKETS, make_buckets
-from tuplemesh.topology import AnchoredTuple, BasicBolt, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
-from tuplemesh.topology.acker import ACKER, ACKING_STREAM, VERDICT_STREAM
-from tuplemesh.worker.collectors import (
-    AckerMailbox,
-    Acking,
-    BoltOutputCollector,
-    SpoutOutputCollector,
-    StreamRoute,
-    build_routes,
-)
+from tuplemesh.serialization import Serializer
+from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
+from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
+from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
-from tuplemesh.worker.tracker import SpoutTracker
+from tuplemesh.worker.plan import WorkerPlan
 
-if TYPE_CHECKING:
-    from tuplemesh.worker.worker import Worker
-
-__all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "SpoutExecutor"]
+__all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +40,7 @@ class ExecutorCounters:
     __slots__ = (
         "acked",
         "deserialize_errors",
+        "dropped_on_stop",
         "emitted",
         "errors",
         "executed",
@@ -63,59 +58,67 @@ class ExecutorCounters:
         self.timed_out = 0  # spouts: trees failed by topology.message.timeout.secs
         self.errors = 0  # exceptions raised by user code
         self.deserialize_errors = 0
+        self.dropped_on_stop = 0  # emitted tuples abandoned in the emit buffers: a destination halted
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+@dataclass(frozen=True)
+class ExecutorWiring:
+    """What an executor is connected to: the plan and the worker's rings (built by the Worker)."""
+
+    plan: WorkerPlan
+    #: local task -> the inbox ring of the executor running it
+    local_inboxes: Mapping[int, RingBuffer[Any]]
+    transfer_ring: RingBuffer[Any]
+    new_serializer: Callable[[], Serializer]  # one serializer per thread
+    congestion: CongestionMap | None  # per-task backpressure reports, None when it is off
+
+
 class Executor:
     """State shared by spout and bolt executors. Started and stopped by its Worker."""
 
-    def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
+    def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
+        plan = wiring.plan
+        conf = plan.conf
         self.spec = spec
-        self.worker = worker
-        self.inbox: RingBuffer[Any] = worker.inboxes[spec.index]
+        self.conf = conf
+        self.inbox: RingBuffer[Any] = wiring.local_inboxes[spec.tasks[0]]
         self.counters = ExecutorCounters()
-        conf = worker.conf
         self.flush_interval = conf["topology.batch.flush.interval.millis"] / 1000.0
         self.outbox = Outbox(
-            local_inboxes=worker.local_inbox_of_task,
-            remote_workers=worker.remote_worker_of_task,
-            transfer_ring=worker.transfer_ring,
-            serializer=worker.new_serializer(),
+            local_inboxes=wiring.local_inboxes,
+            remote_workers=plan.remote_worker_of_task,
+            transfer_ring=wiring.transfer_ring,
+            serializer=wiring.new_serializer(),
             batch_size=conf["topology.producer.batch.size"],
             send_capacity=conf["topology.executor.send.buffer.size"],
             max_payload=conf["messaging.max.message.bytes"],
-            congestion=worker.congestion,
+            congestion=wiring.congestion,
         )
-        component = worker.topology.components[spec.component]
-        local_tasks = frozenset(worker.local_inbox_of_task)
+        component = plan.topology.components[spec.component]
+        local_tasks = plan.local_tasks
+        streams = plan.streams[spec.component]
         self.tasks: dict[int, Spout | Bolt] = {}
         self.contexts: dict[int, TopologyContext] = {}
-        acker_tasks = worker.assignment.component_tasks.get(ACKER, ())
-        mailbox: AckerMailbox | None = None
+        acking: ExecutorAcking | None = None
         for task in spec.tasks:
             self.tasks[task] = component.new_instance()
-            routes = build_routes(
-                worker.topology,
-                spec.component,
-                worker.assignment.component_tasks,
-                local_tasks,
-                worker.stream_ids,
-            )
-            acking = None
-            if acker_tasks and ACKING_STREAM in routes:  # every component but the ackers
-                if mailbox is None:  # one per executor: its tasks share the Outbox
-                    mailbox = AckerMailbox(self.outbox, task, spec.component, routes[ACKING_STREAM])
-                # Root and edge ids must not repeat across tasks, processes or restarts: seed from the OS.
-                acking = Acking(acker_tasks, local_tasks, mailbox, secrets.randbits(64))
+            routes = build_routes(streams, local_tasks)
+            if acking is None:  # one per executor: its tasks share the Outbox and the acker mailbox
+                acking = executor_acking(
+                    self.outbox, spec.component, task, routes, plan.acker_tasks, local_tasks
+                )
             self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
-                worker.topology, worker.assignment, task, spec.component, worker.index, conf
+                plan.topology, plan.assignment, task, spec.component, plan.index, conf
             )
+        assert acking is not None  # an executor runs at least one task
+        self.acking = acking
         self.final_reports: dict[int, Any] = {}
-        self._stream_info = worker.stream_info
-        self._deserialize = worker.new_serializer().deserialize
+        self._stream_info = plan.stream_info
+        self._deserialize = wiring.new_serializer().deserialize
         enabled = conf["metrics.enabled"]
         self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
@@ -127,8 +130,20 @@ class Executor:
     def name(self) -> str:
         return self.spec.name
 
-    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
+
+    def _final_flush(self) -> None:
+        """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
+        earlier in the run) are counted in ``dropped_on_stop``, not only logged."""
+        try:
+            self.outbox.flush()
+        except AlertError:
+            pass  # counted below: the refused batch is still in ``pending``
+        dropped = self.outbox.discard()
+        if dropped:
+            self.counters.dropped_on_stop += dropped
+            log.warning("executor %s: a destination halted; %d emitted tuples dropped", self.name, dropped)
 
     def _decode(self, payload: bytes) -> Tuple | None:
         """The payload's tuple; None (counted, logged, failed) for one that cannot be decoded.
@@ -174,38 +189,19 @@ class Executor:
 class BoltExecutor(Executor):
     """Runs bolt tasks on a BatchEventProcessor over the inbox."""
 
-    def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
+    def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
         self.collectors: dict[int, BoltOutputCollector] = {}
-        super().__init__(spec, worker)
+        super().__init__(spec, wiring)
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
-        self._acking = bool(worker.assignment.component_tasks.get(ACKER))
-        self._execute = {task: self._executor_of(task, bolt) for task, bolt in self.bolts.items()}
-        self._debug = bool(worker.conf["topology.debug"])
+        # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
+        self._execute = {
+            task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
+        }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
 
-    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
-        self.collectors[task] = BoltOutputCollector(
-            task, self.spec.component, routes, self.outbox, self.counters, acking
-        )
-
-    def _executor_of(self, task: int, bolt: Bolt) -> Any:
-        """The per-tuple call for ``task``: ``execute`` itself, except for a BasicBolt with
-        acking on, whose emits are anchored to the input and whose input is acked after it."""
-        if not (self._acking and isinstance(bolt, BasicBolt)):
-            return bolt.execute
-        execute = bolt.execute
-        collector = self.collectors[task]
-
-        def execute_and_ack(tup: Tuple) -> None:
-            collector.current_input = tup
-            try:
-                execute(tup)
-            finally:
-                collector.current_input = None
-            collector.ack(tup)  # an exception skips this: the caller fails the tuple instead
-
-        return execute_and_ack
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
+        self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
 
     def start(self) -> None:
         self._thread = self.processor.start(name=f"executor-{self.name}")
@@ -225,14 +221,11 @@ class BoltExecutor(Executor):
     def on_start(self) -> None:
         for task, bolt in self.bolts.items():
             self._user_call(
-                "prepare", task, bolt.prepare, self.worker.conf, self.contexts[task], self.collectors[task]
+                "prepare", task, bolt.prepare, self.conf, self.contexts[task], self.collectors[task]
             )
 
     def on_shutdown(self) -> None:
-        try:
-            self.outbox.flush()
-        except AlertError:
-            log.warning("executor %s: destination halted during final flush", self.name)
+        self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
             self._user_call("cleanup", task, bolt.cleanup)
@@ -313,11 +306,11 @@ class SpoutExecutor(Executor):
     failed here. A finite spout is finished only once no tree of it is open.
     """
 
-    def __init__(self, spec: ExecutorSpec, worker: Worker) -> None:
-        conf = worker.conf
+    def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
+        conf = wiring.plan.conf
         self.tracker = SpoutTracker(conf["topology.message.timeout.secs"], conf["topology.max.spout.pending"])
         self.collectors: dict[int, SpoutOutputCollector] = {}
-        super().__init__(spec, worker)
+        super().__init__(spec, wiring)
         self.poller = EventPoller(self.inbox, release_slots=True)
         self.inbox.add_gating_sequences(self.poller.sequence)
         self.spout_wait = conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
@@ -327,10 +320,8 @@ class SpoutExecutor(Executor):
         self._started = threading.Event()
         self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
 
-    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: Acking | None) -> None:
-        self.collectors[task] = SpoutOutputCollector(
-            task, self.spec.component, routes, self.outbox, self.counters, acking, self.tracker
-        )
+    def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
+        self.collectors[task] = acking.spout_collector(task, routes, self.counters, self.tracker)
 
     def start(self) -> None:
         self._running = True
@@ -413,9 +404,7 @@ class SpoutExecutor(Executor):
     def _run_loop(self) -> None:
         spouts = list(self._spouts.items())
         for task, spout in spouts:
-            self._user_call(
-                "open", task, spout.open, self.worker.conf, self.contexts[task], self.collectors[task]
-            )
+            self._user_call("open", task, spout.open, self.conf, self.contexts[task], self.collectors[task])
         self._started.set()
         outbox = self.outbox
         counters = self.counters
@@ -466,10 +455,7 @@ class SpoutExecutor(Executor):
         except AlertError:
             log.warning("spout executor %s: a destination was halted; stopping", self.name)
         finally:
-            try:
-                outbox.flush()
-            except AlertError:
-                pass
+            self._final_flush()
             self._record_reports()
             for task, spout in spouts:
                 self._user_call("close", task, spout.close)

@@ -12,7 +12,6 @@ from tuplemesh.netutil import free_ports
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
-from tuplemesh.transport.local import LocalContext
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]
@@ -70,7 +69,7 @@ class LocalCluster:
         self.num_workers = num_workers
         self.transport = self.conf["messaging.transport"]
         shared = make_context(self.transport)
-        if isinstance(shared, LocalContext):
+        if shared.capabilities.in_process:
             # Storm's local mode: one in-process context, ports are only mailbox names.
             shared.prepare(self.conf)
             self.contexts: list[Context] = [shared] * num_workers

@@ -189,7 +189,8 @@ class Outbox:
         buf = self._buffers[dest]
         if not buf:
             return
-        self.pending -= len(buf)
+        # ``pending`` drops only once the put succeeded: a put refused by a halted ring leaves the
+        # batch counted, so ``discard`` can report exactly what was lost.
         if dest < self._local_count:
             self._buffers[dest] = Batch()
             buf.stamp = time.monotonic()  # type: ignore[attr-defined]
@@ -197,6 +198,7 @@ class Outbox:
         else:
             self._buffers[dest] = []
             self._transfer.put((self._workers[dest - self._local_count], buf))
+        self.pending -= len(buf)
 
     def flush(self) -> None:
         """Publish every non-empty buffer (blocks while a destination ring is full)."""
@@ -206,6 +208,14 @@ class Outbox:
             if buf:
                 self._flush(dest)
         self.last_flush = time.monotonic()
+
+    def discard(self) -> int:
+        """Drop everything still held (a destination halted, nothing can go out) and return how
+        many tuples that was, including a batch whose publish was refused."""
+        dropped = self.pending
+        self._buffers = [Batch() if i < self._local_count else [] for i in range(len(self._buffers))]
+        self.pending = 0
+        return dropped
 
 
 class _One:

@@ -2,6 +2,9 @@
 
 Runs on the transport's receive thread. It does as little per tuple as possible: one dict
 lookup and one append; payloads stay serialized until the executor thread decodes them.
+A message with no task is a broadcast: it goes into every executor's inbox, in arrival order
+with the other messages (as Storm's worker publishes its BROADCAST_DEST to every executor
+queue); the executor runs it for each of its tasks.
 
 A full inbox does not block the receive thread, because that would stall every task fed by the
 same stream (head-of-line blocking): the batch waits in that inbox's overflow instead, in
@@ -42,14 +45,17 @@ class ReceivePath:
         overflow_limit: int = 0,
     ):
         self.worker_index = worker_index
-        self._inbox_of_task = dict(inbox_of_task)
+        # keyed by int | None: a broadcast (task None) looks up like any task, and misses
+        self._inbox_of_task: dict[int | None, RingBuffer[Any]] = {t: r for t, r in inbox_of_task.items()}
+        # every inbox once, for broadcasts (several tasks of one executor share an inbox)
+        self._inboxes = list({id(ring): ring for ring in inbox_of_task.values()}.values())
         # ring id -> (ring, batches waiting for it); 0 disables the overflow (blocking puts)
         self.overflow_limit = overflow_limit
         self._overflow: dict[int, tuple[RingBuffer[Any], deque[Batch]]] = {}
         self._overflow_lock = threading.Lock()
         self._lock = threading.Lock()  # guards the counters when several receive threads run
         self.received = 0
-        self.unknown = 0  # messages for tasks this worker does not own
+        self.unknown = 0  # messages for tasks this worker does not own (or broadcasts with no inbox)
         self.undeliverable = 0  # messages refused because their inbox was halted (worker stopping)
         self.shutdown_notice = threading.Event()
         self.refusing = False  # set when draining: batches are refused, not acknowledged
@@ -65,11 +71,14 @@ class ReceivePath:
         inbox_of_task = self._inbox_of_task
         groups: dict[int, tuple[RingBuffer[Any], Batch]] = {}
         rejected: list[int] = []
+        stray = 0  # broadcasts with no inbox to go to
         for message in batch:
             task = message[0]
             ring = inbox_of_task.get(task)
             if ring is None:
-                if task == SHUTDOWN_TASK:
+                if task is None:
+                    stray += self._broadcast(message, groups)
+                elif task == SHUTDOWN_TASK:
                     self.shutdown_notice.set()
                 else:
                     rejected.append(task)
@@ -92,14 +101,14 @@ class ReceivePath:
                 halted += len(messages)
         with self._lock:
             self.received += len(batch)
-            self.unknown += len(rejected)
+            self.unknown += len(rejected) + stray
             self.undeliverable += halted
-        if rejected:
+        if rejected or stray:
             self._unknown_log.log(
-                "worker %d: %d message(s) for tasks it does not own, e.g. task %d (%d in total)",
+                "worker %d: %d message(s) for tasks it does not own, e.g. %s (%d in total)",
                 self.worker_index,
-                len(rejected),
-                rejected[0],
+                len(rejected) + stray,
+                f"task {rejected[0]}" if rejected else "a broadcast (no executor here)",
                 self.unknown,
             )
         if halted:
@@ -108,6 +117,16 @@ class ReceivePath:
                 f"worker {self.worker_index} is stopping; {halted} message(s) not accepted"
             )
         return rejected
+
+    def _broadcast(self, message: TaskMessage, groups: dict[int, tuple[RingBuffer[Any], Batch]]) -> int:
+        """Add a no-task ``message`` to every inbox's group; 1 when there is no inbox, else 0."""
+        for ring in self._inboxes:
+            group = groups.get(id(ring))
+            if group is None:
+                groups[id(ring)] = (ring, Batch((message,)))
+            else:
+                group[1].append(message)
+        return 0 if self._inboxes else 1
 
     def _put_or_overflow(self, ring: RingBuffer[Any], messages: Batch) -> None:
         key = id(ring)

@@ -3,6 +3,9 @@
 Executors publish ``(worker, [(task, payload), ...])``; the transfer thread merges batches bound
 for the same worker until ``topology.transfer.batch.size`` tuples or the end of what is available,
 then hands them to that worker's Connection (which blocks while the peer's window is full).
+Every tuple that does not reach a connection is counted in `TransferStats`: refused by the
+transport (``lost_tuples``) or left in the ring when the transfer thread was halted
+(``stranded_tuples``).
 """
 
 from __future__ import annotations
@@ -10,19 +13,39 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.buckets import BATCH_SIZE_BUCKETS, make_buckets
-from tuplemesh.transport.base import Connection, Context, TaskMessage
+from tuplemesh.transport.base import Connection, Context, OnCongestion, TaskMessage
 from tuplemesh.worker.markers import STOP
 
-__all__ = ["TransferPath"]
+__all__ = ["TransferPath", "TransferStats"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TransferStats:
+    """What the transfer path has counted (totals since the worker started)."""
+
+    #: Batches and tuples handed to connections.
+    sent_batches: int = 0
+    sent_tuples: int = 0
+    #: Tuples and batches handed to each peer's connection.
+    sent_tuples_to: dict[int, int] = field(default_factory=dict)
+    sent_batches_to: dict[int, int] = field(default_factory=dict)
+    #: Tuples a connection refused (closed, or no connection): lost, counted and logged.
+    lost_tuples: int = 0
+    #: Tuples still in the transfer ring, or merged and not yet sent, when the transfer thread
+    #: was halted (a peer that never acknowledged): lost, counted and logged.
+    stranded_tuples: int = 0
+    #: Peers that moved and were followed to their new address.
+    retargets: int = 0
 
 
 class TransferPath:
@@ -56,11 +79,24 @@ class TransferPath:
         self.batches_to: dict[int, int] = {}
         self.batch_sizes = make_buckets(BATCH_SIZE_BUCKETS, metrics_enabled)
         self.lost_messages = 0  # a transport refused a batch: counted, logged, reported
+        self.stranded_messages = 0  # left behind by a halt: counted when the thread ends
         self._error_log = RateLimitedLog(log, log_interval)
         self.processor = BatchEventProcessor(ring, ring.new_barrier(), self, release_slots=True)
         ring.add_gating_sequences(self.processor.sequence)
         #: Given to every connection that reports congested tasks (set before ``start``).
-        self.on_congestion: Callable[[Any, Any], None] | None = None
+        self.on_congestion: OnCongestion | None = None
+
+    def stats(self) -> TransferStats:
+        """A snapshot of the counters. Any thread."""
+        return TransferStats(
+            sent_batches=self.sent_batches,
+            sent_tuples=self.sent_messages,
+            sent_tuples_to=dict(self.sent_to),
+            sent_batches_to=dict(self.batches_to),
+            lost_tuples=self.lost_messages,
+            stranded_tuples=self.stranded_messages,
+            retargets=self.retargets,
+        )
 
     def start(self) -> None:
         peers, self.peers = self.peers, {}
@@ -83,21 +119,14 @@ class TransferPath:
                     self.connections[worker] = self._connect(address)
                 elif self.peers.get(worker) != address:
                     log.info("worker %d moved from %s to %s", worker, self.peers.get(worker), address)
-                    retarget = getattr(conn, "retarget", None)
-                    if retarget is not None:
-                        retarget(*address)
-                    else:  # a transport without retarget: a new connection (the old one drains)
-                        self.connections[worker] = self._connect(address)
-                        threading.Thread(target=conn.close, daemon=True).start()
+                    conn.retarget(*address)
                     self.retargets += 1
                 self.peers[worker] = address
             self._peers_cond.notify_all()
 
     def _connect(self, address: tuple[str, int]) -> Connection:
-        conn = self.context.connect(self.topology_id, *address)
-        if self.on_congestion is not None and hasattr(conn, "on_congestion"):
-            conn.on_congestion = self.on_congestion  # per-task backpressure reports from acks
-        return conn
+        # per-task backpressure reports from acks (plugins that report congestion)
+        return self.context.connect(self.topology_id, *address, self.on_congestion)
 
     def _connection(self, worker: int) -> Connection | None:
         """The connection to ``worker``, waiting (backpressure) until discovery has found it."""
@@ -143,6 +172,20 @@ class TransferPath:
         return sum(len(p) for p in self._pending.values())
 
     # -- EventHandler ---------------------------------------------------------------------------
+    def on_shutdown(self) -> None:
+        """The transfer thread ends: count what a halt left in the ring and in the merge buffers."""
+        stranded = self.pending
+        self._pending.clear()
+        low = self.processor.sequence.value + 1
+        high = self.ring.sequencer.highest_published(low, self.ring.cursor)
+        for sequence in range(low, high + 1):
+            item = self.ring.get(sequence)
+            if item.__class__ is tuple:
+                stranded += len(item[1])
+        if stranded:
+            self.stranded_messages += stranded
+            log.warning("transfer thread halted with %d tuple(s) not sent (lost)", stranded)
+
     def on_event(self, item: Any, sequence: int, end_of_batch: bool) -> None:
         if item.__class__ is tuple:
             worker, messages = item

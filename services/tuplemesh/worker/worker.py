@@ -17,12 +17,12 @@ from typing import Any
 from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.serialization import Serializer, load_serializer
-from tuplemesh.topology import Assignment, Fields, Topology
-from tuplemesh.topology.acker import with_acker
+from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
-from tuplemesh.worker.executor import BoltExecutor, Executor, SpoutExecutor
+from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.markers import FLUSH
+from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath
 
@@ -46,25 +46,20 @@ class Worker:
         peers: Mapping[int, tuple[str, int]],
         topology_id: str | None = None,
     ) -> None:
-        if not 0 <= index < num_workers:
-            raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
-        # Every worker adds the same ackers, so all derive the same task ids (topology.acker).
-        topology = with_acker(topology, conf["topology.acker.executors"])
-        self.topology = topology
+        plan = WorkerPlan.build(topology, index, num_workers, conf)
+        self.plan = plan
+        self.topology = plan.topology  # with the ackers
         self.index = index
         self.conf = conf
         self.context = context
         self.port = port
         self.topology_id = topology_id or topology.name
-        self.assignment = Assignment.compute(topology, num_workers)
-        self.stream_ids = topology.stream_ids()
-        self.stream_info: dict[int, tuple[str, str, Fields]] = {
-            sid: (component, stream, topology.components[component].streams[stream].fields)
-            for (component, stream), sid in self.stream_ids.items()
-        }
+        self.assignment = plan.assignment
+        self.stream_ids = plan.stream_ids
+        self.stream_info = plan.stream_info
         strategy = conf["topology.disruptor.wait.strategy"]
         timeout = conf["topology.disruptor.wait.timeout.millis"] / 1000.0
-        my_executors = self.assignment.executors_of(index)
+        my_executors = plan.executors
         self.inboxes: dict[int, RingBuffer[Any]] = {
             e.index: RingBuffer.multi_producer(
                 conf["topology.executor.receive.buffer.size"],
@@ -72,8 +67,8 @@ class Worker:
             )
             for e in my_executors
         }
-        self.local_inbox_of_task = {t: self.inboxes[e.index] for e in my_executors for t in e.tasks}
-        self.remote_worker_of_task = {t: w for t, w in self.assignment.worker_of_task().items() if w != index}
+        self.local_inbox_of_task = {t: self.inboxes[e] for t, e in plan.executor_of_task.items()}
+        self.remote_worker_of_task = plan.remote_worker_of_task
         self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
             conf["topology.transfer.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
         )
@@ -96,8 +91,13 @@ class Worker:
         self.congestion = CongestionMap() if conf["topology.backpressure.enable"] else None
         if self.congestion is not None:
             self.transfer.on_congestion = self.congestion.report
+        wiring = ExecutorWiring(
+            plan, self.local_inbox_of_task, self.transfer_ring, self.new_serializer, self.congestion
+        )
         self.executors: list[Executor] = [
-            SpoutExecutor(e, self) if topology.components[e.component].is_spout else BoltExecutor(e, self)
+            SpoutExecutor(e, wiring)
+            if plan.topology.components[e.component].is_spout
+            else BoltExecutor(e, wiring)
             for e in my_executors
         ]
         self._binding: Binding | None = None
@@ -122,14 +122,16 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind, connect to peers, start every thread. Returns once executors run."""
-        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch)
-        report = getattr(self._binding, "report_congestion", None)
-        if self.congestion is not None and report is not None:
-            report(congested_tasks(self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]))
-            # Senders hear about full inboxes now, so a full one need not block the receive
+        congestion = None
+        if self.congestion is not None and self.context.capabilities.reports_congestion:
+            congestion = congested_tasks(
+                self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]
+            )
+            # Senders hear about full inboxes, so a full one need not block the receive
             # thread (it would stall every task on the stream). Without reports (the local
             # transport) a blocking put is the only backpressure, and stays.
             self.receive.overflow_limit = self.conf["topology.executor.receive.buffer.size"]
+        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch, congestion)
         self.transfer.start()
         for executor in self.bolt_executors:
             executor.start()
@@ -220,7 +222,7 @@ class Worker:
         """Every other worker has a connection that is up."""
         connections = self.transfer.connections
         return len(connections) == len(self.transfer.expected) and all(
-            getattr(c, "channel_state", "READY") == "READY" for c in connections.values()
+            c.stats().channel_state == "READY" for c in connections.values()
         )
 
     def idle(self, unacked: bool = True) -> bool:
@@ -233,19 +235,19 @@ class Worker:
         rings = [e.inbox for e in self.executors] + [self.transfer_ring]
         if any(r.remaining_capacity() != r.buffer_size for r in rings):
             return False
-        return not unacked or not any(getattr(c, "unacked", 0) for c in self.transfer.connections.values())
+        return not unacked or not any(c.stats().unacked_batches for c in self.transfer.connections.values())
 
     @property
     def duplicate_batches(self) -> int:
-        """Batches the transport discarded as resends (transports that track it)."""
-        return int(getattr(self._binding, "duplicate_batches", 0))
+        """Batches the transport discarded as resends."""
+        return 0 if self._binding is None else self._binding.stats().duplicate_batches
 
     def received_from(self) -> tuple[dict[int, int], dict[int, int]]:
-        """(tuples, bytes) received per sending worker (transports that track it)."""
-        return (
-            dict(getattr(self._binding, "received_tuples_from", {})),
-            dict(getattr(self._binding, "received_bytes_from", {})),
-        )
+        """(tuples, bytes) received per sending worker (empty for the in-process transport)."""
+        if self._binding is None:
+            return {}, {}
+        stats = self._binding.stats()
+        return stats.received_tuples_from, stats.received_bytes_from
 
     def live_reports(self) -> dict[str, dict[int, Any]]:
         """Every task's ``report()`` now; consistent only once the topology is quiescent."""

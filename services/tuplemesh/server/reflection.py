@@ -7,6 +7,8 @@ servicer, translating each message through its (identical) wire form.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -14,10 +16,27 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-__all__ = ["V1_SERVICE", "enable_reflection"]
+__all__ = ["V1_SERVICE", "enable_reflection", "tuplemesh_services"]
 
 V1_SERVICE = "grpc.reflection.v1.ServerReflection"
 _V1_FILE = "grpc/reflection/v1/reflection.proto"
+
+
+def tuplemesh_services() -> list[str]:
+    """Full names of every service in ``tuplemesh.v1``, with all its files loaded into the pool.
+
+    Reflection answers from the default descriptor pool, which holds only the ``*_pb2`` modules
+    somebody imported: the servicer modules import the message files, not necessarily the file
+    that declares the service (``transfer.proto``), so each one is imported here.
+    """
+    import tuplemesh.v1 as package
+
+    names: list[str] = []
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if module_info.name.endswith("_pb2"):
+            module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+            names.extend(service.full_name for service in module.DESCRIPTOR.services_by_name.values())
+    return names
 
 
 def _v1_message_classes() -> tuple[Any, Any]:

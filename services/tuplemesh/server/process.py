@@ -1,4 +1,7 @@
-"""`WorkerProcess`: one worker as a process, serving Transfer, Admin, health and reflection on one port.
+"""`WorkerProcess`: the composition root of one worker process: the Worker and what serves it.
+
+One gRPC server on one port carries Transfer (through the transport), Admin, Gateway, health and
+reflection; ``/metrics`` is served on its own HTTP port.
 
 Start-up: the Worker is built and its executors start; the gRPC server (one port, Storm's 6700 by
 default) starts serving; health turns SERVING once every peer connection is up. SIGTERM drains:
@@ -9,28 +12,27 @@ acknowledged, then the server stops with a grace period. A second SIGTERM exits 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from tuplemesh.admin import AdminServicer
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory
 from tuplemesh.errors import TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
-from tuplemesh.metrics import serve_metrics
-from tuplemesh.reflection import enable_reflection
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections
+from tuplemesh.server.admin import AdminServicer
+from tuplemesh.server.metrics_http import MetricsEndpoint
+from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
+from tuplemesh.server.signals import TerminationSignals
 from tuplemesh.topology import Topology
-from tuplemesh.transport import make_context
-from tuplemesh.transport.grpc_impl import GrpcContext, bind_port, new_server
-from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
+from tuplemesh.transport import SharedServerContext, make_context
+from tuplemesh.transport.grpc_impl import bind_port, new_server
+from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.worker import Worker
 
@@ -38,7 +40,6 @@ __all__ = ["WorkerProcess"]
 
 log = logging.getLogger(__name__)
 
-SERVICES = ("tuplemesh.v1.Transfer", "tuplemesh.v1.Admin", "tuplemesh.v1.Gateway")
 #: Health entries that mean "ready for traffic": NOT_SERVING until every peer is connected and
 #: again while draining. "tuplemesh.v1.Admin" means "alive" (liveness) and is SERVING as long as
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
@@ -74,11 +75,11 @@ class WorkerProcess:
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
         logging.getLogger("grpc._common").addFilter(
-            RateLimitFilter(self.conf["tuplemesh.log.rate.limit.secs"])
+            RateLimitFilter(self.conf.seconds("tuplemesh.log.rate.limit.secs"))
         )
         self.server = new_server(self.conf, self.rpc_errors)
-        if isinstance(self.context, GrpcContext):
-            self.context.use_server(self.server)
+        if self.context.capabilities.shares_server:
+            cast(SharedServerContext, self.context).use_server(self.server)
         self.directory = directory
         self.worker = Worker(
             topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()
@@ -95,13 +96,13 @@ class WorkerProcess:
         gateway_pb2_grpc.add_GatewayServicer_to_server(
             GatewayServicer(topology.name, index, accepting=lambda: self._state != "NOT_SERVING"), self.server
         )
-        enable_reflection([*SERVICES, health.SERVICE_NAME], self.server)
+        enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         self.port = bind_port(
             self.server, self.conf["worker.bind.host"], port, self.conf, self.tls_connections
         )
-        self.metrics_server: Any = None
-        self._stop = threading.Event()
-        self._terms = 0
+        self.metrics: MetricsEndpoint | None = None
+        self.signals = TerminationSignals()
+        self._stop = self.signals.requested
 
     def _set_health(self, status: Any) -> None:
         for service in READINESS:
@@ -116,7 +117,7 @@ class WorkerProcess:
         self.server.start()
         if self.conf["metrics.enabled"] and self.conf["metrics.port"]:
             try:
-                self.metrics_server, _, _ = serve_metrics(
+                self.metrics = MetricsEndpoint(
                     self.worker,
                     self.conf["metrics.bind.host"],
                     self.conf["metrics.port"],
@@ -133,7 +134,7 @@ class WorkerProcess:
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
-        while not self._stop.wait(self.conf["task.refresh.poll.secs"]):
+        while not self._stop.wait(self.conf.seconds("task.refresh.poll.secs")):
             self.worker.transfer.update_peers(self.directory.snapshot())
 
     def _watch_readiness(self) -> None:
@@ -155,17 +156,9 @@ class WorkerProcess:
             log.info("worker %d draining", self.worker.index)
         return self._state
 
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self._terms += 1
-        if self._terms > 1:
-            log.warning("second SIGTERM: exiting without draining")
-            os._exit(1)
-        self._stop.set()
-
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""
-        signal.signal(signal.SIGTERM, self._on_sigterm)
-        signal.signal(signal.SIGINT, self._on_sigterm)
+        self.signals.install()
         self.start()
         while not self._stop.wait(0.5):
             pass
@@ -176,7 +169,7 @@ class WorkerProcess:
         self.drain()
         # Refuse (never acknowledge) new batches: their senders keep them for our successor.
         self.worker.receive.refusing = True
-        deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
+        deadline = time.monotonic() + self.conf.seconds("topology.shutdown.timeout.secs")
         # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
         # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
         # close, and whatever is still unacknowledged then is counted and logged.
@@ -203,11 +196,7 @@ class WorkerProcess:
         if not self.server.stop(grace).wait(grace + 3.0):
             log.warning("gRPC server did not report its shutdown within %.0fs; exiting", grace + 3.0)
         self.directory.stop()
-        if self.metrics_server is not None:
-            self.metrics_server.shutdown()
+        if self.metrics is not None:
+            self.metrics.stop()
         self.context.term()
         return clean
-
-
-def status_request(include_reports: bool = False) -> admin_pb2.GetStatusRequest:
-    return admin_pb2.GetStatusRequest(include_reports=include_reports)

@@ -82,14 +82,14 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         peers = [
             admin_pb2.PeerStatus(
                 worker=index,
-                address=getattr(conn, "address", ""),
-                state=getattr(conn, "state", "READY"),
-                sent_batches=getattr(conn, "sent_batches", 0),
-                unacked_batches=getattr(conn, "unacked", 0),
-                reconnects=getattr(conn, "reconnects", 0),
-                resent_batches=getattr(conn, "resent_batches", 0),
+                address=stats.address,
+                state=stats.state,
+                sent_batches=stats.sent_batches,
+                unacked_batches=stats.unacked_batches,
+                reconnects=stats.reconnects,
+                resent_batches=stats.resent_batches,
             )
-            for index, conn in sorted(worker.transfer.connections.items())
+            for index, stats in sorted((i, c.stats()) for i, c in worker.transfer.connections.items())
         ]
         reports = ""
         if request.include_reports:

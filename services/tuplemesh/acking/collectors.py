@@ -1,0 +1,220 @@
+"""Collectors for tracked tuple trees: roots started by spouts, anchored emits, acks and fails.
+
+Storm's scheme (see ``tuplemesh.acking.acker``): every delivery of a tuple in a tree gets a random
+64-bit edge id; inits, acks and fails go to the tree's acker through the executor's AckerMailbox.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuplemesh.acking.mailbox import AckerMailbox
+from tuplemesh.acking.tracker import SpoutTracker
+from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, Tuple
+from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
+from tuplemesh.worker.outbox import Outbox
+
+__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds"]
+
+
+class TreeIds:
+    """Root and edge ids, and which acker owns a root; one per executor (its tasks share the mailbox)."""
+
+    __slots__ = ("acker_tasks", "local_ackers", "mailbox", "new_id")
+
+    def __init__(
+        self, acker_tasks: Sequence[int], local_tasks: frozenset[int], mailbox: AckerMailbox, seed: int
+    ) -> None:
+        self.acker_tasks = tuple(acker_tasks)
+        # positions (root % n) of the ackers in this worker: roots picked there keep inits and
+        # verdicts local
+        self.local_ackers = [i for i, t in enumerate(self.acker_tasks) if t in local_tasks]
+        self.new_id = random.Random(seed).getrandbits  # call with 64: one random 64-bit id
+        self.mailbox = mailbox
+
+    def acker_of(self, root: int) -> int:
+        return self.acker_tasks[root % len(self.acker_tasks)]
+
+    def new_root(self) -> int:
+        """A random root id owned by an acker in this worker when there is one."""
+        if not self.local_ackers:
+            return self.new_id(64)
+        n = len(self.acker_tasks)
+        r = self.new_id(63)  # 63 bits: adding the offset below cannot pass 2**64
+        return r - r % n + self.local_ackers[r % len(self.local_ackers)]  # root % n is that acker
+
+
+def _targets(route: StreamRoute, values: Sequence[Any], direct_task: int | None) -> Sequence[int]:
+    if direct_task is not None:
+        return [direct_task]
+    choosers = route.choosers
+    if len(choosers) == 1:
+        return choosers[0].choose(values)
+    return [task for chooser in choosers for task in chooser.choose(values)]
+
+
+class TrackedSpoutCollector(SpoutOutputCollector):
+    """A spout task's collector with acking on: an emit with a ``msg_id`` starts a tuple tree, and
+    the spout's ``ack(msg_id)`` or ``fail(msg_id)`` is called later on the executor thread."""
+
+    def __init__(
+        self,
+        task: int,
+        component: str,
+        routes: Mapping[str, StreamRoute],
+        outbox: Outbox,
+        counters: Any,
+        tracker: SpoutTracker,
+        trees: TreeIds,
+    ) -> None:
+        super().__init__(task, component, routes, outbox, counters, tracker)
+        self._trees = trees
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None:
+        """Emit ``values`` on ``stream``; with a ``msg_id`` the emit is the root of a tracked tree."""
+        route = self._routes.get(stream)
+        if route is None or route.direct or len(values) != len(route.fields):
+            route = self._route(stream, values, direct=False)
+        self._counters.emitted += 1
+        if msg_id is None:  # the untracked emit, inlined: this runs once per tuple
+            self._outbox.deliver(
+                self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
+            )
+            return
+        self._emit_root(route, values, msg_id, None)
+
+    def emit_direct(
+        self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
+    ) -> None:
+        """Emit ``values`` on direct ``stream`` to ``task``; with a ``msg_id`` it roots a tracked tree."""
+        if msg_id is None:
+            super().emit_direct(task, values, stream)
+            return
+        route = self._direct_route(task, values, stream)
+        self._counters.emitted += 1
+        self._emit_root(route, values, msg_id, task)
+
+    def _emit_root(self, route: StreamRoute, values: Sequence[Any], msg_id: Any, direct: int | None) -> None:
+        trees = self._trees
+        new_id = trees.new_id
+        root = trees.new_root()
+        first_edges = 0
+        targets = _targets(route, values, direct)
+        deliver_one = self._outbox.deliver_one
+        me, component, stream, stream_id, fields = (
+            self.task,
+            self.component,
+            route.stream,
+            route.stream_id,
+            route.fields,
+        )
+        for task in targets:
+            edge = new_id(64)
+            first_edges ^= edge
+            deliver_one(task, me, component, stream, stream_id, fields, values, {root: edge})
+        if not targets:  # nobody subscribes: the tree is complete already (Storm acks it at once)
+            self._tracker.completed_at_once(self.task, msg_id)
+            return
+        self._tracker.track(root, self.task, msg_id)
+        trees.mailbox.init(trees.acker_of(root), root, first_edges, self.task)
+
+
+class TrackedBoltCollector(BoltOutputCollector):
+    """A bolt task's collector with acking on: an emit anchored to tuples in tracked trees joins
+    those trees, and ``ack`` and ``fail`` report to the ackers."""
+
+    def __init__(
+        self,
+        task: int,
+        component: str,
+        routes: Mapping[str, StreamRoute],
+        outbox: Outbox,
+        counters: Any,
+        trees: TreeIds,
+    ) -> None:
+        super().__init__(task, component, routes, outbox, counters)
+        self._trees = trees
+        #: The tuple a BasicBolt is executing: its emits are anchored to it (set by the executor).
+        self.current_input: Tuple | None = None
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` on ``stream``, anchored to ``anchors`` (tuples being processed)."""
+        route = self._routes.get(stream)
+        if route is None or route.direct or len(values) != len(route.fields):
+            route = self._route(stream, values, direct=False)
+        self._counters.emitted += 1
+        trees = self._anchor_tuples(anchors)
+        if not trees:
+            self._outbox.deliver(
+                self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
+            )
+            return
+        self._emit_anchored(route, values, trees, None)
+
+    def emit_direct(
+        self,
+        task: int,
+        values: Sequence[Any],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit ``values`` on direct ``stream`` to ``task``, anchored to ``anchors``."""
+        trees = self._anchor_tuples(anchors)
+        if not trees:
+            super().emit_direct(task, values, None, stream)
+            return
+        route = self._direct_route(task, values, stream)
+        self._counters.emitted += 1
+        self._emit_anchored(route, values, trees, task)
+
+    def _anchor_tuples(self, anchors: Sequence[Tuple] | Tuple | None) -> list[AnchoredTuple]:
+        if anchors is None:
+            anchors = self.current_input
+            if anchors is None:
+                return []
+        if isinstance(anchors, Tuple):
+            anchors = (anchors,)
+        return [a for a in anchors if a.__class__ is AnchoredTuple]
+
+    def _emit_anchored(
+        self, route: StreamRoute, values: Sequence[Any], anchors: list[AnchoredTuple], direct: int | None
+    ) -> None:
+        """Per delivery and anchor, one new edge id, XORed into the anchor's ``ack_val`` and into
+        the new tuple's id for each of the anchor's roots."""
+        new_id = self._trees.new_id
+        deliver_one = self._outbox.deliver_one
+        for task in _targets(route, values, direct):
+            ids: dict[int, int] = {}
+            for anchor in anchors:
+                edge = new_id(64)
+                anchor.ack_val ^= edge
+                for root in anchor.anchors:
+                    ids[root] = ids.get(root, 0) ^ edge
+            deliver_one(
+                task, self.task, self.component, route.stream, route.stream_id, route.fields, values, ids
+            )
+
+    def ack(self, tup: Tuple) -> None:
+        """``tup`` is fully processed by this task (its anchored emits are done)."""
+        self._counters.acked += 1
+        if tup.__class__ is AnchoredTuple:
+            trees = self._trees
+            ack_val = tup.ack_val
+            ack = trees.mailbox.ack
+            for root, edge in tup.anchors.items():
+                ack(trees.acker_of(root), root, edge ^ ack_val)
+
+    def fail(self, tup: Tuple) -> None:
+        """``tup`` failed here: its whole tree fails now (the spout replays it)."""
+        self._counters.failed += 1
+        if tup.__class__ is AnchoredTuple:
+            trees = self._trees
+            for root in tup.anchors:
+                trees.mailbox.fail(trees.acker_of(root), root)

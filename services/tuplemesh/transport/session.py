@@ -1,0 +1,198 @@
+"""`ReceiverSession`: the receive rules every network transport shares; a plugin only frames.
+
+Per batch, in this order: refuse while stopping, drop a duplicate (a resend after a reconnect),
+apply the sequence-gap rule, deliver to ``on_batch``, honour the shutdown notice, and decide
+whether to acknowledge now. The plugin decodes its frames, calls `ReceiverSession.receive`,
+and writes the `Ack` it gets back in its own wire format.
+
+The sequence-gap rule. The batches of one (sender, session) are delivered in sequence order,
+each once. A batch whose predecessor never arrived (lost with a dead connection, or overtaken
+by batches queued before a reconnect) is neither delivered nor acknowledged, and nothing after
+it is either, until the missing batch comes: acknowledging past a gap would let the sender
+forget batches the receiver never had. The receiver answers a gap once (per last delivered
+sequence) with an `Ack` marked ``gap`` that carries the last sequence it did deliver, and the
+sender resends from its oldest unacknowledged batch (grpc ends the stream, so the sender
+reconnects and resends; zmq sends the gap ack, which rewinds the sender at once). Every batch
+refused for a gap is counted in ``sequence_gaps``.
+
+Acknowledgements are cumulative. They are sent every ``credit // 4`` batches, when the sender
+asks, when a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's
+congested tasks changed since this stream last heard them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from tuplemesh.errors import ReceiverStoppedError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.transport.base import CongestedTasks, OnBatch, TaskMessage, split_shutdown
+from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.stats import BindingStats
+
+__all__ = ["Ack", "ReceiverSession", "StreamState"]
+
+log = logging.getLogger(__name__)
+
+#: Unknown task ids carried back in one ack (the rest are counted by the receiver).
+UNKNOWN_REPORTED = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """What to tell the sender, in any framing."""
+
+    #: Every batch up to this sequence is delivered (cumulative).
+    sequence: int
+    #: How many unacknowledged batches the sender may have in flight.
+    credit: int
+    unknown_tasks: list[int] = field(default_factory=list)
+    #: Duplicates discarded on this stream so far.
+    duplicates: int = 0
+    congested_tasks: list[int] = field(default_factory=list)
+    #: The batch came after a missing one: resend from the oldest unacknowledged batch.
+    gap: bool = False
+
+
+class StreamState:
+    """What one stream (grpc) or one peer socket (zmq) was last told. One thread at a time."""
+
+    __slots__ = ("duplicates", "gap_reported", "reported")
+
+    def __init__(self) -> None:
+        self.duplicates = 0
+        self.reported: list[int] = []  # congested tasks as last told
+        self.gap_reported: tuple[int, int, int] | None = None  # (sender, session, last delivered)
+
+
+class ReceiverSession:
+    """The receiving side of one bound topology. Thread-safe: one thread per stream."""
+
+    def __init__(
+        self,
+        topology_id: str,
+        on_batch: OnBatch,
+        credit: int,
+        log_interval: float,
+        congestion: CongestedTasks | None = None,
+    ) -> None:
+        self.topology_id = topology_id
+        self.on_batch = on_batch
+        self.credit = credit
+        # An ack per batch costs a stream message per batch, measured as the transport's limit.
+        self.ack_every = max(1, credit // 4)
+        self.congestion: CongestedTasks = congestion or list
+        self.filter = DuplicateFilter()
+        #: Set by ``close`` or a shutdown notice: every batch is refused (not acknowledged).
+        self.stopping = False
+        self._lock = threading.Lock()  # guards the counters below
+        self._batches = 0
+        self._tuples = 0
+        self._bytes = 0
+        self._tuples_from: dict[int, int] = {}
+        self._bytes_from: dict[int, int] = {}
+        self._rejected_batches = 0
+        self._rejected_frames = 0
+        self._broadcasts = 0
+        self._shutdowns = 0
+        self._reject_log = RateLimitedLog(log, log_interval)
+
+    def reject_batch(self, where: str, reason: str) -> None:
+        """Count and log (rate-limited) a batch refused as wrong (another topology, a bad body)."""
+        with self._lock:
+            self._rejected_batches += 1
+        self._reject_log.log("%s: batch rejected: %s", where, reason)
+
+    def reject_frame(self, where: str, reason: str) -> None:
+        """Count and log (rate-limited) a frame that is not even a batch."""
+        with self._lock:
+            self._rejected_frames += 1
+        self._reject_log.log("%s: frame rejected: %s", where, reason)
+
+    def wrong_topology(self, topology: str, sender: int) -> str | None:
+        """Why a batch for ``topology`` cannot be taken here, or None when it can."""
+        if topology == self.topology_id:
+            return None
+        return (
+            f"a batch for topology {topology!r} from worker {sender}; this worker runs {self.topology_id!r}"
+        )
+
+    def receive(
+        self,
+        stream: StreamState,
+        sender: int,
+        session: int,
+        sequence: int,
+        messages: list[TaskMessage],
+        size: int,
+        ack_requested: bool,
+        first_unacked: int = 0,
+        broadcasts: int = 0,
+    ) -> Ack | None:
+        """Judge and deliver one batch; the ack to send now, or None.
+
+        ``size`` is its framed bytes, ``broadcasts`` how many of its messages have no task,
+        ``first_unacked`` the sender's oldest unacknowledged sequence where the framing has it.
+        Raises ReceiverStoppedError (send no ack: the sender keeps the batch) while stopping.
+        """
+        if self.stopping:
+            raise ReceiverStoppedError(f"topology {self.topology_id!r} is not receiving (shutting down)")
+        key = (sender, session)
+        with self.filter.lock(key):
+            verdict, last = self.filter.judge(key, sequence, first_unacked)
+            if verdict is Verdict.DUPLICATE:
+                stream.duplicates += 1
+                return self._ack(stream, last or 0, [])
+            if verdict is Verdict.GAP:
+                already = (sender, session, last or 0)
+                if stream.gap_reported == already:
+                    return None  # the sender was told; it is resending
+                stream.gap_reported = already
+                return Ack(last or 0, self.credit, duplicates=stream.duplicates, gap=True)
+            deliver, shutdown = split_shutdown(messages)
+            unknown = self.on_batch(deliver) if deliver else []
+            self.filter.delivered(key, sequence)
+        with self._lock:
+            self._batches += 1
+            self._tuples += len(deliver)
+            self._bytes += size
+            self._tuples_from[sender] = self._tuples_from.get(sender, 0) + len(deliver)
+            self._bytes_from[sender] = self._bytes_from.get(sender, 0) + size
+            self._broadcasts += broadcasts
+            if shutdown:
+                self._shutdowns += 1
+        if shutdown:
+            self.stopping = True
+            log.info("topology %r: shutdown notice from worker %d; receiving stops", self.topology_id, sender)
+            return self._ack(stream, sequence, unknown)
+        if unknown or ack_requested or sequence % self.ack_every == 0:
+            return self._ack(stream, sequence, unknown)
+        congested = self.congestion()
+        if congested != stream.reported:
+            return self._ack(stream, sequence, unknown, congested)
+        return None
+
+    def _ack(
+        self, stream: StreamState, sequence: int, unknown: list[int], congested: list[int] | None = None
+    ) -> Ack:
+        congested = self.congestion() if congested is None else congested
+        stream.reported = congested
+        return Ack(sequence, self.credit, unknown[:UNKNOWN_REPORTED], stream.duplicates, congested)
+
+    def stats(self) -> BindingStats:
+        with self._lock:
+            return BindingStats(
+                received_batches=self._batches,
+                received_tuples=self._tuples,
+                received_bytes=self._bytes,
+                received_tuples_from=dict(self._tuples_from),
+                received_bytes_from=dict(self._bytes_from),
+                duplicate_batches=self.filter.duplicates,
+                rejected_batches=self._rejected_batches,
+                rejected_frames=self._rejected_frames,
+                sequence_gaps=self.filter.gaps,
+                broadcast_messages=self._broadcasts,
+                shutdown_messages=self._shutdowns,
+            )

@@ -1,0 +1,124 @@
+"""`WorkerPlan`: what one worker runs and where every tuple goes, computed once and never changed.
+
+A pure function of (topology, worker index, number of workers, conf): every worker computes the
+plan of its own index, and executors are built from it instead of reading the Worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from tuplemesh.acking.acker import ACKER, with_acker
+from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
+from tuplemesh.topology.groupings import Grouping
+
+__all__ = ["StreamPlan", "WorkerPlan"]
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """One output stream of a component: its wire id, fields, and its subscribers' tasks."""
+
+    stream: str
+    stream_id: int
+    fields: Fields
+    direct: bool
+    #: (grouping, tasks of the subscribing component) for every non-direct subscription
+    targets: tuple[tuple[Grouping, tuple[int, ...]], ...]
+    #: every task subscribing with direct_grouping
+    direct_targets: frozenset[int]
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    """The assignment, the stream table and the routes of worker ``index``. Immutable."""
+
+    topology: Topology  # with the ackers added (every worker adds the same ones)
+    index: int
+    conf: Mapping[str, Any]
+    assignment: Assignment
+    stream_ids: Mapping[tuple[str, str], int]
+    #: stream id -> (component, stream, fields): how a received payload is read
+    stream_info: Mapping[int, tuple[str, str, Fields]]
+    executors: tuple[ExecutorSpec, ...]  # this worker's
+    #: local task -> index of the executor (and so of the inbox) that runs it
+    executor_of_task: Mapping[int, int]
+    remote_worker_of_task: Mapping[int, int]
+    #: component -> stream -> StreamPlan
+    streams: Mapping[str, Mapping[str, StreamPlan]]
+    acker_tasks: tuple[int, ...]
+
+    @classmethod
+    def build(cls, topology: Topology, index: int, num_workers: int, conf: Mapping[str, Any]) -> WorkerPlan:
+        if not 0 <= index < num_workers:
+            raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
+        topology = with_acker(topology, conf["topology.acker.executors"])
+        assignment = Assignment.compute(topology, num_workers)
+        stream_ids = topology.stream_ids()
+        executors = assignment.executors_of(index)
+        streams = {
+            component: MappingProxyType(
+                {
+                    stream: _stream_plan(topology, assignment, stream_ids, component, stream)
+                    for stream in spec.streams
+                }
+            )
+            for component, spec in topology.components.items()
+        }
+        return cls(
+            topology=topology,
+            index=index,
+            conf=conf,
+            assignment=assignment,
+            stream_ids=MappingProxyType(stream_ids),
+            stream_info=MappingProxyType(
+                {
+                    sid: (component, stream, topology.components[component].streams[stream].fields)
+                    for (component, stream), sid in stream_ids.items()
+                }
+            ),
+            executors=executors,
+            executor_of_task=MappingProxyType({t: e.index for e in executors for t in e.tasks}),
+            remote_worker_of_task=MappingProxyType(
+                {t: w for t, w in assignment.worker_of_task().items() if w != index}
+            ),
+            streams=MappingProxyType(streams),
+            acker_tasks=assignment.component_tasks.get(ACKER, ()),
+        )
+
+    @property
+    def num_workers(self) -> int:
+        return self.assignment.num_workers
+
+    @property
+    def local_tasks(self) -> frozenset[int]:
+        return frozenset(self.executor_of_task)
+
+
+def _stream_plan(
+    topology: Topology,
+    assignment: Assignment,
+    stream_ids: Mapping[tuple[str, str], int],
+    component: str,
+    stream: str,
+) -> StreamPlan:
+    definition = topology.components[component].streams[stream]
+    targets: list[tuple[Grouping, tuple[int, ...]]] = []
+    direct_targets: set[int] = set()
+    for target, grouping in topology.subscribers(component, stream):
+        tasks = assignment.component_tasks[target]
+        if grouping.direct:
+            direct_targets.update(tasks)
+        else:
+            targets.append((grouping, tasks))
+    return StreamPlan(
+        stream,
+        stream_ids[(component, stream)],
+        definition.fields,
+        definition.direct,
+        tuple(targets),
+        frozenset(direct_targets),
+    )

@@ -1,0 +1,34 @@
+"""``python -m bench``: the benchmark runner as ``make bench`` calls it from a checkout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "services"), str(ROOT)])},
+    )  # fmt: skip
+
+
+def test_bench_ring_json_records_ratios(tmp_path):
+    out = bench("ring", "--quick", "--json", "--output", str(tmp_path / "r.json"))
+    assert out.returncode == 0, out.stderr
+    records = json.loads(out.stdout)
+    cases = [r["case"] for r in records]
+    assert cases[0] == "1P-1C one item per publish" and len(cases) == 6
+    first = records[0]
+    names = [b["name"] for b in first["baselines"]]
+    assert names == ["queue.Queue(maxsize=1024)", "queue.SimpleQueue", "deque+Condition(1024)"]
+    for b in first["baselines"]:
+        assert b["ratio"] == pytest.approx(first["items_per_second"] / b["items_per_second"], rel=1e-2)
+    assert json.loads((tmp_path / "r.json").read_text())["records"] == records

@@ -1,0 +1,90 @@
+"""Hand-framed senders for the network plugins: they send exactly the sequence numbers a test
+names (skipped, repeated), which a real Connection never does, and record every ack."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+import grpc
+import msgpack
+import zmq
+
+from tuplemesh.config import Config
+from tuplemesh.transport.base import TaskMessage
+from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
+
+SENDER = 5
+SESSION = 77
+
+
+class GrpcRawSender:
+    """One Transfer.Stream; ``acks`` holds (sequence, gap) and ``error`` the status that ended it."""
+
+    def __init__(self, port: int, topology: str) -> None:
+        self.topology = topology
+        self.acks: list[tuple[int, bool]] = []
+        self.error: grpc.StatusCode | None = None
+        self.ended = threading.Event()
+        self._requests: queue.Queue[messages_pb2.TransferBatch | None] = queue.Queue()
+        self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        call = transfer_pb2_grpc.TransferStub(self._channel).Stream(
+            iter(self._requests.get, None), wait_for_ready=True
+        )
+        threading.Thread(target=self._read, args=(call,), daemon=True).start()
+
+    def _read(self, call: Any) -> None:
+        try:
+            for ack in call:
+                self.acks.append((ack.sequence, False))
+        except grpc.RpcError as exc:
+            self.error = exc.code()
+        finally:
+            self.ended.set()
+
+    def read_acks(self) -> list[tuple[int, bool]]:
+        return self.acks
+
+    def send(self, sequence: int, messages: list[TaskMessage]) -> None:
+        self._requests.put(
+            messages_pb2.TransferBatch(
+                topology_id=self.topology,
+                sender=SENDER,
+                session=SESSION,
+                sequence=sequence,
+                packed=msgpack.packb(messages),
+                ack_requested=True,
+            )
+        )
+
+    def close(self) -> None:
+        self._requests.put(None)
+        self._channel.close()
+
+
+class ZmqRawSender:
+    """One DEALER socket; ``acks`` holds (sequence, gap) as the receiver answered."""
+
+    def __init__(self, port: int, topology: str) -> None:
+        self.topology = topology
+        self.acks: list[tuple[int, bool]] = []
+        self._context = zmq.Context()
+        self._socket = self._context.socket(zmq.DEALER)
+        self._socket.setsockopt(zmq.LINGER, 0)
+        self._socket.connect(f"tcp://127.0.0.1:{port + Config({})['zmq.port.offset']}")
+
+    def send(self, sequence: int, messages: list[TaskMessage], first_unacked: int = 0) -> None:
+        header = msgpack.packb([self.topology, SENDER, SESSION, sequence, True, first_unacked])
+        self._socket.send_multipart([header, msgpack.packb(messages)])
+
+    def read_acks(self) -> list[tuple[int, bool]]:
+        """Every ack received so far (reads what arrived since the last call)."""
+        while self._socket.poll(0):
+            sequence, _credit, _unknown, _duplicates, _congested, gap = msgpack.unpackb(self._socket.recv())
+            self.acks.append((sequence, gap))
+        return self.acks
+
+    def close(self) -> None:
+        self._socket.close(0)
+        self._context.term()

@@ -1,0 +1,94 @@
+"""Executors built from a WorkerPlan and their wiring alone; what a halted destination costs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.helpers import ListSpout, RecordingBolt, eventually
+from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector
+from tuplemesh.config import Config
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import load_serializer
+from tuplemesh.topology import TopologyBuilder
+from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector
+from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.plan import WorkerPlan
+
+
+def topology(items: int) -> Any:
+    """Bolt "b" (task 1) runs on worker 0, spout "s" (task 2) on worker 1."""
+    builder = TopologyBuilder("t")
+    builder.set_spout("s", ListSpout([[i] for i in range(items)], ["n"]))
+    builder.set_bolt("b", RecordingBolt()).shuffle_grouping("s")
+    return builder.build()
+
+
+def wiring(plan: WorkerPlan) -> ExecutorWiring:
+    inboxes = {e.index: RingBuffer.multi_producer(64) for e in plan.executors}
+    return ExecutorWiring(
+        plan,
+        {task: inboxes[e] for task, e in plan.executor_of_task.items()},
+        RingBuffer.multi_producer(64),
+        lambda: load_serializer("msgpack"),
+        None,
+    )
+
+
+def test_emits_left_in_the_buffers_when_the_transfer_path_halted_are_counted() -> None:
+    conf = Config({"topology.producer.batch.size": 100, "topology.batch.flush.interval.millis": 60_000})
+    plan = WorkerPlan.build(topology(5), 1, 2, conf)
+    assert [e.component for e in plan.executors] == ["s"] and plan.remote_worker_of_task == {1: 0}
+    wired = wiring(plan)
+    wired.transfer_ring.sequencer.alert()  # the transfer path halted: nothing can leave this worker
+    [spec] = plan.executors
+    executor = SpoutExecutor(spec, wired)
+    executor.start()
+    assert executor.join(10.0)  # the finished spout's flush is refused, and the executor stops
+    assert executor.counters.emitted == 5
+    assert executor.counters.dropped_on_stop == 5
+    assert executor.outbox.pending == 0
+
+
+def test_nothing_is_counted_as_dropped_when_the_final_flush_goes_out() -> None:
+    conf = Config({"topology.producer.batch.size": 100, "topology.batch.flush.interval.millis": 60_000})
+    plan = WorkerPlan.build(topology(5), 1, 2, conf)
+    wired = wiring(plan)
+    [spec] = plan.executors
+    executor = SpoutExecutor(spec, wired)
+    executor.start()
+    eventually(executor.finished.is_set, message="spout finished")
+    executor.request_stop()
+    assert executor.join(10.0)
+    assert executor.counters.dropped_on_stop == 0
+    ring = wired.transfer_ring
+    batches = [ring.get(seq) for seq in range(ring.cursor + 1)]
+    assert [(worker, len(batch)) for worker, batch in batches] == [(0, 5)]
+
+
+def test_collector_variants_are_chosen_when_the_executor_is_built() -> None:
+    for ackers, spout_kind, bolt_kind in (
+        (0, SpoutOutputCollector, BoltOutputCollector),
+        (1, TrackedSpoutCollector, TrackedBoltCollector),
+    ):
+        plan = WorkerPlan.build(topology(1), 0, 1, Config({"topology.acker.executors": ackers}))
+        wired = wiring(plan)
+        by_component = {e.component: e for e in plan.executors}
+        spout = SpoutExecutor(by_component["s"], wired)
+        bolt = BoltExecutor(by_component["b"], wired)
+        assert [type(c) for c in spout.collectors.values()] == [spout_kind]
+        assert [type(c) for c in bolt.collectors.values()] == [bolt_kind]
+        if ackers:  # the ackers report nothing to themselves: plain collectors
+            acker = BoltExecutor(by_component["__acker"], wired)
+            assert [type(c) for c in acker.collectors.values()] == [BoltOutputCollector]
+
+
+def test_the_plan_is_the_same_in_every_worker_apart_from_what_is_local() -> None:
+    conf = Config({"topology.acker.executors": 2})
+    plans = [WorkerPlan.build(topology(1), i, 2, conf) for i in range(2)]
+    assert plans[0].assignment == plans[1].assignment
+    assert plans[0].stream_ids == plans[1].stream_ids and plans[0].acker_tasks == (1, 2)
+    assert set(plans[0].executor_of_task) | set(plans[1].executor_of_task) == {1, 2, 3, 4}
+    assert not set(plans[0].executor_of_task) & set(plans[1].executor_of_task)
+    s_default = plans[0].streams["s"]["default"]
+    assert s_default.targets[0][1] == (3,) and s_default.direct_targets == frozenset()
+    assert plans[0].streams["s"]["__acking"].direct_targets == frozenset({1, 2})

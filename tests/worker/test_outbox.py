@@ -1,0 +1,136 @@
+"""Outbox: per-destination buffers, batch boundaries, flushes, serialization once per emit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.errors import AlertError, MessageTooLargeError
+from tuplemesh.serialization import load_serializer
+from tuplemesh.topology import AnchoredTuple, Fields, Tuple
+from tuplemesh.worker.markers import Batch
+from tuplemesh.worker.outbox import Outbox
+
+FIELDS = Fields(["word"])
+
+
+class Fixed:
+    """A chooser that always picks the same tasks."""
+
+    def __init__(self, *tasks: int) -> None:
+        self.tasks = tasks
+
+    def choose(self, values: Any) -> tuple[int, ...]:
+        return self.tasks
+
+
+def published(ring: RingBuffer[Any]) -> list[Any]:
+    return [ring.get(seq) for seq in range(ring.cursor + 1)]
+
+
+def make(batch_size: int = 3, send_capacity: int = 100, max_payload: int = 1 << 20):
+    """Tasks 1, 2 share one local inbox, task 3 has another; tasks 4, 5 run on worker 7."""
+    inbox_a: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    inbox_b: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={1: inbox_a, 2: inbox_a, 3: inbox_b},
+        remote_workers={4: 7, 5: 7},
+        transfer_ring=transfer,
+        serializer=load_serializer("msgpack"),
+        batch_size=batch_size,
+        send_capacity=send_capacity,
+        max_payload=max_payload,
+    )
+    return outbox, inbox_a, inbox_b, transfer
+
+
+def emit(outbox: Outbox, word: str, *tasks: int) -> None:
+    outbox.deliver(9, "spout", "default", 0, FIELDS, [word], [Fixed(*tasks)])
+
+
+def test_a_local_buffer_is_published_exactly_at_the_batch_size() -> None:
+    outbox, inbox_a, inbox_b, transfer = make(batch_size=3)
+    emit(outbox, "a", 1)
+    emit(outbox, "b", 2)
+    assert published(inbox_a) == [] and outbox.pending == 2
+    emit(outbox, "c", 1)  # third tuple for the same inbox (tasks 1 and 2 share it)
+    [batch] = published(inbox_a)
+    assert isinstance(batch, Batch) and batch.stamp > 0
+    assert [(task, tup.values) for task, tup in batch] == [(1, ["a"]), (2, ["b"]), (1, ["c"])]
+    assert isinstance(batch[0][1], Tuple) and batch[0][1].source_task == 9
+    assert outbox.pending == 0 and outbox.delivered == 3
+    assert published(inbox_b) == [] and published(transfer) == []
+
+
+def test_flush_publishes_every_partial_buffer_once() -> None:
+    outbox, inbox_a, inbox_b, transfer = make(batch_size=10)
+    emit(outbox, "x", 1, 3, 4)
+    assert outbox.pending == 3
+    outbox.flush()
+    assert [len(b) for b in published(inbox_a)] == [1]
+    assert [len(b) for b in published(inbox_b)] == [1]
+    [(worker, batch)] = published(transfer)
+    assert worker == 7 and [task for task, _ in batch] == [4]
+    assert outbox.pending == 0
+    outbox.flush()  # nothing held: nothing more published
+    assert inbox_a.cursor == 0 and inbox_b.cursor == 0 and transfer.cursor == 0
+
+
+def test_one_local_tuple_and_one_payload_per_emit_whatever_the_fan_out() -> None:
+    outbox, inbox_a, _, transfer = make(batch_size=10)
+    emit(outbox, "x", 1, 2, 4, 5)
+    outbox.flush()
+    [batch] = published(inbox_a)
+    assert batch[0][1] is batch[1][1]  # shared, unserialized
+    [(_, remote)] = published(transfer)
+    assert [task for task, _ in remote] == [4, 5]
+    assert remote[0][1] is remote[1][1] and isinstance(remote[0][1], bytes)
+    assert load_serializer("msgpack").deserialize(remote[0][1]) == (9, 0, ["x"], None)
+
+
+def test_the_whole_outbox_flushes_at_the_send_capacity() -> None:
+    outbox, inbox_a, inbox_b, transfer = make(batch_size=10, send_capacity=4)
+    emit(outbox, "a", 1, 3)
+    emit(outbox, "b", 4)
+    assert outbox.pending == 3 and published(inbox_a) == []
+    emit(outbox, "c", 3)  # 4 held: everything goes out
+    assert outbox.pending == 0
+    assert [len(b) for b in published(inbox_a)] == [1]
+    assert [len(b) for b in published(inbox_b)] == [2]
+    assert len(published(transfer)) == 1
+
+
+def test_deliver_one_carries_its_own_anchors() -> None:
+    outbox, inbox_a, _, transfer = make(batch_size=10)
+    outbox.deliver_one(1, 9, "spout", "default", 0, FIELDS, ["a"], {11: 22})
+    outbox.deliver_one(4, 9, "spout", "default", 0, FIELDS, ["a"], {11: 33})
+    outbox.flush()
+    [[(_, tup)]] = published(inbox_a)
+    assert isinstance(tup, AnchoredTuple) and tup.anchors == {11: 22} and tup.ack_val == 0
+    [(_, [(_, payload)])] = published(transfer)
+    assert load_serializer("msgpack").deserialize(payload) == (9, 0, ["a"], {11: 33})
+
+
+def test_a_remote_tuple_over_the_limit_raises_before_anything_is_buffered() -> None:
+    outbox, _, _, _ = make(max_payload=64)
+    with pytest.raises(MessageTooLargeError, match="'spout' emitted a"):
+        emit(outbox, "x" * 100, 4)
+    assert outbox.pending == 0 and outbox.delivered == 0
+
+
+def test_discard_counts_what_a_halted_destination_refused_and_what_was_still_held() -> None:
+    outbox, inbox_a, inbox_b, transfer = make(batch_size=10)
+    emit(outbox, "a", 4, 5)  # two for the transfer ring
+    emit(outbox, "b", 3)
+    transfer.sequencer.alert()  # the transfer path halted
+    with pytest.raises(AlertError):
+        outbox.flush()
+    assert [len(b) for b in published(inbox_b)] == [1]  # local inboxes go first and took theirs
+    assert outbox.discard() == 2  # the remote batch the halted ring refused
+    assert outbox.pending == 0
+    transfer.sequencer.clear_alert()
+    outbox.flush()
+    assert published(transfer) == [] and published(inbox_a) == []
