@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, Tuple
 
 T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child_pythonpath() -> str:
+    """PYTHONPATH for the processes a test starts: this checkout's sources (``services/``, and the
+    root for ``examples`` and ``tests``) first, so a child runs the code under test, not an installed
+    copy; then whatever the test itself inherited."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(p for p in (str(ROOT / "services"), str(ROOT), inherited) if p)
 
 
 def eventually(

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice
+from tests.helpers import eventually
 from tuplemesh.discovery.kubernetes import KubernetesDirectory, api_client_from_environment
 from tuplemesh.netutil import free_ports
 
 SERVICE = "mesh-tuplemesh-headless"
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.fixture
@@ -54,13 +45,13 @@ def test_pod_added_and_turning_not_ready(apiserver: FakeApiServer, tmp_path: Pat
     try:
         assert d.snapshot() == {0: ("10.0.0.1", 6700), 1: ("10.0.0.2", 6700)}  # ready nil counts as ready
         apiserver.put(endpoint_slice("s2", SERVICE, pods((2, "10.0.0.3", True))))
-        assert eventually(lambda: 2 in d.snapshot())
+        eventually(lambda: 2 in d.snapshot())
         assert seen[-1] == {0: ("10.0.0.1", 6700), 1: ("10.0.0.2", 6700), 2: ("10.0.0.3", 6700)}
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (1, "10.0.0.2", False))))
-        assert eventually(lambda: 1 not in d.snapshot())
+        eventually(lambda: 1 not in d.snapshot())
         assert d.snapshot() == {0: ("10.0.0.1", 6700), 2: ("10.0.0.3", 6700)}
         apiserver.delete("s2")
-        assert eventually(lambda: d.snapshot() == {0: ("10.0.0.1", 6700)})
+        eventually(lambda: d.snapshot() == {0: ("10.0.0.1", 6700)})
         assert d.relists == 0 and d.api_errors == 0
     finally:
         d.stop()
@@ -71,7 +62,7 @@ def test_new_ip_of_a_restarted_pod(apiserver: FakeApiServer, tmp_path: Path):
     d = directory(apiserver, tmp_path)
     try:
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (1, "10.0.0.7", True))))
-        assert eventually(lambda: d.snapshot().get(1) == ("10.0.0.7", 6700))
+        eventually(lambda: d.snapshot().get(1) == ("10.0.0.7", 6700))
     finally:
         d.stop()
 
@@ -84,8 +75,8 @@ def test_410_gone_on_watch_relists(apiserver: FakeApiServer, tmp_path: Path):
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (1, "10.0.0.2", True))))
         apiserver.compact()
         apiserver.watchers_cut()
-        assert eventually(lambda: d.relists >= 1 and 1 in d.snapshot())
-        assert d.api_errors == 0
+        eventually(lambda: d.relists >= 1 and 1 in d.snapshot())
+        assert d.relists == 1 and d.api_errors == 0  # one 410, one relist; the new list is current
     finally:
         d.stop()
 
@@ -94,9 +85,9 @@ def test_watch_timeout_resumes_without_relisting(apiserver: FakeApiServer, tmp_p
     apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True))))
     d = directory(apiserver, tmp_path, watch_timeout=1)
     try:
-        assert eventually(lambda: d.watch_restarts >= 2, 10)
+        eventually(lambda: d.watch_restarts >= 2)
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.9", True))))
-        assert eventually(lambda: d.snapshot() == {0: ("10.0.0.9", 6700)})
+        eventually(lambda: d.snapshot() == {0: ("10.0.0.9", 6700)})
         assert d.relists == 0
         lists = [r for r in apiserver.requests if "watch=" not in r]
         assert len(lists) == 1  # resumed from the last resourceVersion, never listed again
@@ -112,8 +103,8 @@ def test_malformed_slices_are_counted_and_the_last_good_view_kept(apiserver: Fak
             "s2", SERVICE, [("no-ordinal-here", "10.0.0.5", True), ("mesh-tuplemesh-1", "10.0.0.2", True)]
         )
         apiserver.put(bad)
-        assert eventually(lambda: 1 in d.snapshot())
-        assert d.problems >= 1  # the endpoint without an ordinal
+        eventually(lambda: 1 in d.snapshot())
+        assert d.problems == 1  # the endpoint without an ordinal
         broken = endpoint_slice("s3", SERVICE, [])
         broken["endpoints"] = "not a list"
         broken["ports"] = [{"name": "transfer", "port": "six"}]
@@ -121,7 +112,10 @@ def test_malformed_slices_are_counted_and_the_last_good_view_kept(apiserver: Fak
         apiserver.put(
             endpoint_slice("s4", SERVICE, pods((7, "10.0.0.8", True)))
         )  # ordinal beyond the workers
-        assert eventually(lambda: d.problems >= 3)
+        # every change re-reads every slice: s3 adds s2's problem again and its own (2), s4 adds
+        # those two again and its own (3)
+        eventually(lambda: d.problems >= 6)
+        assert d.problems == 1 + 2 + 3
         assert d.snapshot() == {0: ("10.0.0.1", 6700), 1: ("10.0.0.2", 6700)}
     finally:
         d.stop()
@@ -133,9 +127,9 @@ def test_api_server_down_for_a_while_then_back(apiserver: FakeApiServer, tmp_pat
     try:
         apiserver.down()
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (2, "10.0.0.3", True))))
-        assert eventually(lambda: d.api_errors >= 2, 15)
+        eventually(lambda: d.api_errors >= 2, timeout=15)
         assert d.snapshot() == {0: ("10.0.0.1", 6700)}  # the last good view, while the server is away
         apiserver.up()
-        assert eventually(lambda: d.snapshot() == {0: ("10.0.0.1", 6700), 2: ("10.0.0.3", 6700)}, 15)
+        eventually(lambda: d.snapshot() == {0: ("10.0.0.1", 6700), 2: ("10.0.0.3", 6700)}, timeout=15)
     finally:
         d.stop()

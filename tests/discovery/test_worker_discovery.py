@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -15,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice
 from tests.discovery.topologies import TOTAL
+from tests.helpers import child_pythonpath, eventually
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -25,7 +25,7 @@ SERVICE = "moving-headless"
 def start_worker(index: int, host: str, port: int, kubeconfig: Path, sink: Path) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": child_pythonpath(),
         "KUBECONFIG": str(kubeconfig),
         "SINK_FILE": str(sink),
         "TUPLEMESH_WORKER_BIND_HOST": host,
@@ -50,15 +50,6 @@ def serving(address: str) -> bool:
         return False
 
 
-def wait(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def numbers(sink: Path) -> list[int]:
     return [int(line) for line in sink.read_text().split()] if sink.exists() else []
 
@@ -79,8 +70,18 @@ def test_pod_restarting_with_a_new_ip_while_tuples_flow(tmp_path: Path):
     w1 = start_worker(1, "127.0.0.1", p1, kubeconfig, sink)
     w1b = None
     try:
-        wait(lambda: serving(f"127.0.0.1:{p0}") and serving(f"127.0.0.1:{p1}"), 30, "both workers serving")
-        wait(lambda: len(numbers(sink)) >= TOTAL // 4, 30, "a quarter of the tuples")
+        eventually(
+            lambda: serving(f"127.0.0.1:{p0}") and serving(f"127.0.0.1:{p1}"),
+            timeout=30,
+            interval=0.05,
+            message="both workers serving",
+        )
+        eventually(
+            lambda: len(numbers(sink)) >= TOTAL // 4,
+            timeout=30,
+            interval=0.05,
+            message="a quarter of the tuples",
+        )
         # the pod restarts: terminating (not ready), then back on a new IP
         apiserver.put(endpoint_slice("moving-b", SERVICE, [("moving-1", "127.0.0.1", False)], port=p1))
         w1.send_signal(signal.SIGTERM)
@@ -89,7 +90,12 @@ def test_pod_restarting_with_a_new_ip_while_tuples_flow(tmp_path: Path):
         assert before_restart < TOTAL, "the flow ended before the restart: nothing tested"
         w1b = start_worker(1, "127.0.0.2", p1, kubeconfig, sink)
         publish("127.0.0.2", True)
-        wait(lambda: len(set(numbers(sink))) >= TOTAL, 60, "every tuple at the sink")
+        eventually(
+            lambda: len(set(numbers(sink))) >= TOTAL,
+            timeout=60,
+            interval=0.05,
+            message="every tuple at the sink",
+        )
         got = numbers(sink)
         assert set(got) == set(range(TOTAL)), f"lost: {sorted(set(range(TOTAL)) - set(got))[:10]}"
         status = admin_pb2_grpc.AdminStub(grpc.insecure_channel(f"127.0.0.1:{p0}")).GetStatus(

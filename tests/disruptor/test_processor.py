@@ -160,7 +160,7 @@ def test_dependent_consumer_never_overtakes_upstream():
 
     class Upstream:
         def on_event(self, event, sequence, end_of_batch):
-            time.sleep(0.0005)
+            time.sleep(0.0005)  # deliberate: a slow upstream gives the downstream room to overtake
             upstream_seen.append(sequence)
 
     first = BatchEventProcessor(ring, ring.new_barrier(), Upstream())

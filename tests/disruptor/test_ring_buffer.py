@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.helpers import eventually
 from tuplemesh.disruptor import (
     BatchEventProcessor,
     BlockingWaitStrategy,
@@ -218,7 +219,9 @@ def test_halt_unblocks_waiting_consumer(make):
     processor = BatchEventProcessor(ring, ring.new_barrier(), handler)
     ring.add_gating_sequences(processor.sequence)
     thread = processor.start()
-    time.sleep(0.1)  # the consumer is now parked on an empty ring
+    eventually(lambda: handler.started)
+    # deliberate: nothing reports "parked", so give the started consumer time to reach its wait
+    time.sleep(0.1)
     processor.halt()
     thread.join(2.0)
     assert not thread.is_alive()
@@ -250,7 +253,7 @@ def test_halt_unblocks_producer_blocked_on_full_ring(make):
 
     t = threading.Thread(target=producer, daemon=True)
     t.start()
-    time.sleep(0.1)
+    t.join(0.1)  # deliberate: time in which a producer that did not block would finish its puts
     assert t.is_alive(), "producer should be blocked on the full ring"
     processor.halt()
     t.join(2.0)

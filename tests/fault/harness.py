@@ -9,11 +9,11 @@ queued tuple, no unacknowledged send), twice in a row.
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh
 from tuplemesh.launcher import merge_reports
 from tuplemesh.v1 import admin_pb2
@@ -31,18 +31,26 @@ def statuses(mesh: Mesh, reports: bool = False) -> list[admin_pb2.WorkerStatus]:
 
 def wait_settled(mesh: Mesh, timeout: float, drained: bool = False) -> None:
     """Every spout finished (or, ``drained``, deactivated by Admin.Drain) and every worker idle,
-    seen twice 0.3 s apart; TimeoutError otherwise."""
-    deadline = time.monotonic() + timeout
+    seen twice 0.3 s apart; AssertionError otherwise."""
     streak = 0
-    while time.monotonic() < deadline:
+    last: list[admin_pb2.WorkerStatus] = []
+
+    def settled_twice_in_a_row() -> bool:
+        nonlocal streak, last
         for index, proc in enumerate(mesh.procs):
             assert proc.poll() is None, f"worker {index} exited with {proc.returncode}"
-        now = statuses(mesh)
-        streak = streak + 1 if all((drained or s.spouts_finished) and s.idle for s in now) else 0
-        if streak == 2:
-            return
-        time.sleep(0.3)
-    raise TimeoutError(f"mesh did not settle within {timeout}s: {[(s.spouts_finished, s.idle) for s in now]}")
+        last = statuses(mesh)
+        streak = streak + 1 if all((drained or s.spouts_finished) and s.idle for s in last) else 0
+        return streak >= 2
+
+    eventually(
+        settled_twice_in_a_row,
+        timeout=timeout,
+        interval=0.3,
+        message=lambda: (
+            f"mesh settled; (spouts_finished, idle) per worker: {[(s.spouts_finished, s.idle) for s in last]}"
+        ),
+    )
 
 
 def reports(mesh: Mesh) -> dict[str, list[Any]]:

@@ -8,10 +8,12 @@ from collections import Counter
 from pathlib import Path
 
 from tests.fault.harness import proc_status, reports, sink_counts, statuses, wait_settled, write_config
+from tests.helpers import eventually
 from tests.worker.conftest import start_mesh
 from tuplemesh.v1 import admin_pb2
 
 SINK, SPOUT = 0, 1  # tests.fault.topologies:pipe puts the sink on worker 0, the spout on worker 1
+RATE = 3000.0  # ids per second the flapping test's spout offers
 
 
 def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_path: Path):
@@ -31,6 +33,7 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
     try:
         samples: list[tuple[float, int, int]] = []
         started = time.monotonic()
+        # deliberate: the overload lasts 60 s, memory sampled once a second meanwhile
         while time.monotonic() - started < 60.0:
             rss = [proc_status(p.pid)[0] for p in mesh.procs]
             samples.append((time.monotonic() - started, rss[SINK], rss[SPOUT]))
@@ -47,7 +50,8 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
     assert seen == Counter(range(emitted)), "an id was dropped or delivered twice"
     elapsed = samples[-1][0]
     assert emitted < 2500 * elapsed  # the producer was held to the consumer's pace (backpressure)
-    assert emitted > 1000 * elapsed  # and the consumer kept busy
+    # and the consumer kept busy: a quarter of its ~2000/s, a bound a loaded 2-core machine keeps
+    assert emitted > 500 * elapsed
     warm = [s for s in samples if s[0] >= 10.0]
     for column, who in ((1, "sink"), (2, "spout")):
         growth = max(s[column] for s in warm) - warm[0][column]
@@ -62,29 +66,35 @@ def test_flapping_peer_leaves_no_growth_in_memory_or_threads(tmp_path: Path):
         tmp_path / "tuplemesh.yaml",
         **{
             "fault.ids": 10**9,
-            "fault.rate": 3000.0,
+            "fault.rate": RATE,
             "storm.messaging.netty.min_wait_ms": 20,
             "storm.messaging.netty.max_wait_ms": 200,
         },
     )
     mesh = start_mesh("tests.fault.topologies:pipe", 2, config)
     spout_proc = mesh.procs[SPOUT]
+
+    def sink_consumed() -> int:
+        return int(statuses(mesh)[SINK].consumed)
+
     try:
         after_cycle: list[tuple[int, int]] = []
         for cycle in range(6):
-            time.sleep(1.5)  # flowing
+            eventually(
+                lambda: sink_consumed() >= RATE, timeout=30, message="a second's worth of ids at the sink"
+            )
             if cycle % 2:
                 mesh.kill(SINK)
             else:
                 mesh.procs[SINK].terminate()  # graceful this time: drains, then exits
                 assert mesh.procs[SINK].wait(30) == 0
-            time.sleep(0.5)
+            time.sleep(0.5)  # deliberate: the sink stays down a while; the spout's sends must wait
             mesh.restart(SINK)
             after_cycle.append(proc_status(spout_proc.pid))
-        time.sleep(1.5)
-        before = statuses(mesh)[SINK].consumed
-        time.sleep(1.0)
-        assert statuses(mesh)[SINK].consumed > before  # still flowing after the last restart
+        # still flowing after the last restart (the restarted sink counts from zero)
+        eventually(
+            lambda: sink_consumed() >= RATE, timeout=30, message="ids at the sink after the last restart"
+        )
     finally:
         codes = mesh.stop()
     assert codes == [0, 0]

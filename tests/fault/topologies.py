@@ -74,7 +74,7 @@ class RelayBolt(BasicBolt):
 
     def execute(self, tup: Tuple) -> None:
         if self.delay:
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # deliberate: the relay's simulated work
         self.collector.emit([tup.values[0]])
 
 
@@ -87,7 +87,7 @@ class CountingSink(BasicBolt):
 
     def execute(self, tup: Tuple) -> None:
         if self.delay:
-            time.sleep(self.delay)
+            time.sleep(self.delay)  # deliberate: the sink's simulated work
         self.seen[tup.values[0]] += 1
 
     def report(self) -> Any:

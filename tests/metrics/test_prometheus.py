@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2
@@ -70,10 +70,8 @@ def test_labels_are_bounded(ticker_mesh: Mesh):
             assert labels <= allowed, line
 
 
-def query(base: str, promql: str, at: float | None = None) -> list[dict[str, object]]:
+def query(base: str, promql: str) -> list[dict[str, object]]:
     params = {"query": promql}
-    if at is not None:
-        params["time"] = f"{at:.3f}"
     with urllib.request.urlopen(f"{base}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=5) as r:
         body = json.loads(r.read())
     assert body["status"] == "success", body
@@ -94,41 +92,42 @@ def test_real_prometheus_scrapes_the_mesh_and_agrees_with_it(ticker_mesh: Mesh, 
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                up = query(base, "up")
-                if len(up) == 2 and all(r["value"][1] == "1" for r in up):  # type: ignore[index]
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail("Prometheus never saw both workers up")
-        time.sleep(4)  # a few scrapes while tuples flow
-        active = time.time()
-        rate = query(base, 'sum(rate(tuplemesh_tuples_executed_total{component="sink"}[3s]))', at=active)
-        assert float(rate[0]["value"][1]) > 0  # type: ignore[index]
-        # stop the flow, let Prometheus scrape the final counters, compare with the mesh's own
-        for i in (0, 1):
-            ticker_mesh.admin(i).Drain(admin_pb2.DrainRequest())
-        time.sleep(1.0)
-        mesh_total = sum(
+
+    def both_workers_up() -> bool:
+        try:
+            up = query(base, "up")
+        except OSError:  # Prometheus not listening yet
+            return False
+        return len(up) == 2 and all(r["value"][1] == "1" for r in up)  # type: ignore[index]
+
+    def prometheus_sink_total() -> float | None:
+        result = query(base, 'sum(tuplemesh_tuples_executed_total{component="sink"})')
+        return float(result[0]["value"][1]) if result else None  # type: ignore[index]
+
+    def mesh_sink_total() -> int:
+        return sum(
             e.executed
             for i in (0, 1)
             for e in ticker_mesh.admin(i).GetStatus(admin_pb2.GetStatusRequest()).executors
             if e.component == "sink"
         )
-        deadline = time.monotonic() + 15
-        seen = -1.0
-        while time.monotonic() < deadline:
-            result = query(base, 'sum(tuplemesh_tuples_executed_total{component="sink"})')
-            seen = float(result[0]["value"][1]) if result else -1.0  # type: ignore[index]
-            if seen == mesh_total:
-                break
-            time.sleep(0.5)
-        assert seen == mesh_total > 0
+
+    def sink_rate() -> float:
+        rate = query(base, 'sum(rate(tuplemesh_tuples_executed_total{component="sink"}[3s]))')
+        return float(rate[0]["value"][1]) if rate else 0.0  # type: ignore[index]
+
+    try:
+        eventually(both_workers_up, timeout=60, interval=0.5, message="Prometheus sees both workers up")
+        eventually(sink_rate, timeout=20, interval=0.5, message="a rate from scrapes while tuples flow")
+        # stop the flow; Prometheus must end up with exactly the mesh's own final counters
+        for i in (0, 1):
+            ticker_mesh.admin(i).Drain(admin_pb2.DrainRequest())
+        eventually(
+            lambda: prometheus_sink_total() == mesh_sink_total() > 0,
+            timeout=15,
+            interval=0.5,
+            message=lambda: f"Prometheus has {prometheus_sink_total()}, the mesh {mesh_sink_total()}",
+        )
     finally:
         prom.terminate()
         prom.wait(10)

@@ -56,7 +56,9 @@ def admin(address: str, pki: Path, who: str | None, token: str = "") -> admin_pb
 
 def wait_tls_serving(address: str, pki: Path, timeout: float = 30) -> None:
     stub = health_pb2_grpc.HealthStub(open_channel(address, tls_as(pki, "client")))
-    eventually(lambda: is_serving(stub), timeout=timeout, message=f"{address} not SERVING over mTLS")
+    eventually(
+        lambda: is_serving(stub), timeout=timeout, interval=0.1, message=f"{address} SERVING over mTLS"
+    )
 
 
 def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
@@ -76,7 +78,9 @@ def test_a_mesh_with_mtls_works_end_to_end_and_refuses_outsiders(pki: Path):
                 if e.component == "count"
             )
 
-        eventually(lambda: executed() == expected, timeout=30)
+        eventually(
+            lambda: executed() >= expected, timeout=30, interval=0.1, message=lambda: f"{executed()} counted"
+        )
         assert executed() == expected  # every word crossed the mTLS Transfer streams and was counted
         for who in (None, "intruder"):  # no client certificate; a certificate from another CA
             with pytest.raises(grpc.RpcError) as err:

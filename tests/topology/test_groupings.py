@@ -56,8 +56,8 @@ def test_fields_grouping_is_a_function_of_the_key(rows):
 def test_fields_grouping_spreads_keys():
     chooser = FieldsGrouping(("word",)).chooser(TASKS, frozenset(), FIELDS)
     counts = Counter(chooser.choose([f"w{i}", 0])[0] for i in range(4000))
-    assert set(counts) == set(TASKS)
-    assert min(counts.values()) > 800  # roughly even: 1000 each expected
+    # stable_hash is crc32, so the spread is fixed: w0..w3999 fall exactly evenly on four tasks
+    assert counts == {3: 1000, 4: 1000, 5: 1000, 6: 1000}
 
 
 def test_stable_hash_is_identical_in_a_new_process_with_another_hash_seed():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
+from tests.helpers import child_pythonpath, eventually
 from tuplemesh.launcher import is_serving, stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2_grpc
@@ -78,8 +78,7 @@ def start_mesh(
             cmd += ["--config", str(config)]
         proc_env = {
             **os.environ,
-            # keep an inherited PYTHONPATH: it may point at the sources under test
-            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+            "PYTHONPATH": child_pythonpath(),
             "TUPLEMESH_METRICS_PORT": str(metrics_ports[index]),
             "TUPLEMESH_ADMIN_EMIT_ENABLED": "true",
             "TUPLEMESH_ADMIN_DRAIN_ENABLED": "true",
@@ -96,13 +95,12 @@ def start_mesh(
 
 def wait_serving(mesh: Mesh, index: int, timeout: float = 30.0) -> None:
     stub = mesh.health(index)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def serving() -> bool:
         assert mesh.procs[index].poll() is None, f"worker {index} exited"
-        if is_serving(stub):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"worker {index} not SERVING")
+        return is_serving(stub)
+
+    eventually(serving, timeout=timeout, interval=0.05, message=f"worker {index} SERVING")
 
 
 @pytest.fixture(scope="module")

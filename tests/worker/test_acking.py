@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from examples import wordcount
+from tests.helpers import eventually
 from tuplemesh.acking import ACKER
 from tuplemesh.config import Config
 from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
@@ -194,7 +195,7 @@ def test_an_unacked_tuple_times_out_and_is_replayed():
 def test_max_spout_pending_bounds_open_trees():
     class SlowSink(BasicBolt):
         def execute(self, tup: Tuple) -> None:
-            time.sleep(0.001)
+            time.sleep(0.001)  # deliberate: a slow bolt, so open trees pile up at the spout
 
     b = TopologyBuilder("pending")
     b.set_spout("spout", ReplayingSpout(400, per_call=50))
@@ -307,8 +308,8 @@ def test_shutdown_while_trees_are_open_does_not_hang():
     b.set_bolt("sink", Stuck()).shuffle_grouping("spout")
     cluster = LocalCluster(b.build(), 1, Config(ACKING))
     cluster.start()
-    time.sleep(0.3)
-    assert cluster.workers[0].spout_executors[0].open_trees == 10
+    spout = cluster.workers[0].spout_executors[0]
+    eventually(lambda: spout.open_trees == 10, message=lambda: f"open trees {spout.open_trees}, not 10")
     gate.set()
     assert cluster.stop()
 

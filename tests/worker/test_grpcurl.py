@@ -6,12 +6,13 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh
+from tuplemesh.netutil import free_ports
 
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
 
@@ -57,7 +58,8 @@ def test_get_status(wordcount_mesh: Mesh):
     # proto3 JSON leaves out zero values: worker 0 has no "worker" key
     assert [p.get("worker", 0) for p in status["peers"]] == [0]
     assert status["peers"][0]["state"] == "READY"
-    assert {e["component"] for e in status["executors"]} <= {"count", "split", "sentences"}
+    # executors by name, round-robin: worker 1 holds count[2], sentences[4] and split[6]
+    assert sorted(e["component"] for e in status["executors"]) == ["count", "sentences", "split"]
 
 
 def test_get_assignment_matches_on_every_worker(wordcount_mesh: Mesh):
@@ -77,18 +79,18 @@ def test_emit_injects_a_tuple(wordcount_mesh: Mesh):
     out = grpcurl("-d", body, wordcount_mesh.address(0), "tuplemesh.v1.Admin/Emit")
     assert out.returncode == 0, out.stderr
     task = json.loads(out.stdout)["task"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def counted() -> int | None:
         status = json.loads(
             grpcurl(
                 "-d", '{"include_reports": true}', wordcount_mesh.address(0), "tuplemesh.v1.Admin/GetStatus"
             ).stdout
         )
         reports = json.loads(status["reports_json"])  # grpcurl prints the proto field names
-        if reports["count"].get(str(task), {}).get("counts", {}).get("grpcurl-word") == 1:
-            return
-        time.sleep(0.05)
-    pytest.fail("the injected word was not counted")
+        count: int | None = reports["count"].get(str(task), {}).get("counts", {}).get("grpcurl-word")
+        return count
+
+    assert eventually(counted, interval=0.05, message="the injected word was not counted") == 1
 
 
 @pytest.mark.parametrize(
@@ -131,7 +133,8 @@ def test_list_queues(wordcount_mesh: Mesh):
     out = grpcurl("-d", "{}", wordcount_mesh.address(0), "tuplemesh.v1.Admin/ListQueues")
     queues = {q["name"]: q for q in json.loads(out.stdout)["queues"]}
     assert queues["transfer"]["capacity"] == "1024"  # uint64 is a JSON string in proto3 JSON
-    assert any(name.startswith("inbox:") for name in queues)
+    # one inbox per executor of worker 0: count[1], count[3], split[5], split[7]
+    assert len([name for name in queues if name.startswith("inbox:")]) == 4
 
 
 def test_health_check(wordcount_mesh: Mesh):
@@ -165,9 +168,10 @@ def test_top_once_shows_workers_components_and_queues(wordcount_mesh: Mesh):
 
 
 def test_top_unreachable_and_bad_targets():
-    out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "127.0.0.1:1", "--once",
-                          "--interval", "0.2"], capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert out.returncode == 1 and "127.0.0.1:1: UNAVAILABLE" in out.stdout
+    (closed,) = free_ports(1)  # nothing listens there
+    argv = [sys.executable, "-m", "tuplemesh.cli", "top", "--target", f"127.0.0.1:{closed}", "--once"]
+    out = subprocess.run([*argv, "--interval", "0.2"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and f"127.0.0.1:{closed}: UNAVAILABLE" in out.stdout
     out = subprocess.run([sys.executable, "-m", "tuplemesh.cli", "top", "--target", "nowhere"],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert out.returncode == 2 and "--target 'nowhere' is not HOST:PORT" in out.stderr

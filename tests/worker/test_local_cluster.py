@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from examples import wordcount
-from tests.helpers import GateBolt, ListSpout, RecordingBolt
+from tests.helpers import GateBolt, ListSpout, RecordingBolt, eventually
 from tuplemesh.config import Config
 from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
@@ -218,12 +218,14 @@ def test_backpressure_bounds_what_a_blocked_bolt_holds():
     cluster = LocalCluster(b.build(), 1, conf)
     cluster.start()
     try:
-        time.sleep(0.5)
         spout = cluster.workers[0].spout_executors[0]
+        eventually(lambda: spout.outbox.delivered >= 8 * 10, message="the bolt's inbox never filled")
+        # deliberate: time in which a spout that ignored the full inbox would emit thousands
+        time.sleep(0.5)
         held = spout.outbox.delivered
         # inbox 8 batches x 10 + the batch in hand + one partial buffer: nothing close to 5000
         assert held <= 8 * 10 + 10 + 10, held
-        time.sleep(0.3)
+        time.sleep(0.3)  # deliberate: nothing more may be accepted while the bolt stays blocked
         assert spout.outbox.delivered == held, "spout kept emitting into a full inbox"
     finally:
         GateBolt.gate.set()
@@ -249,9 +251,7 @@ def test_unknown_task_and_shutdown_notice_on_receive_path(caplog):
         assert not worker.receive.shutdown_notice.is_set()
         worker.receive.on_batch([(-1, b"")])
         assert worker.receive.shutdown_notice.is_set()
-        deadline = time.monotonic() + 5
-        while worker.bolt_executors[0].counters.executed < 1 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        eventually(lambda: worker.bolt_executors[0].counters.executed == 1, timeout=5)
     finally:
         cluster.stop()
     assert cluster.reports()["sink"][0]["seen"] == [[[41], "s", "default", 2]]
@@ -268,9 +268,7 @@ def test_undecodable_payload_is_counted_and_executor_survives(caplog):
     good = worker.new_serializer().serialize(2, worker.stream_ids[("s", "default")], ["fine"])
     worker.receive.on_batch([(sink_task, b"\xc1garbage"), (sink_task, good)])
     executor = worker.bolt_executors[0]
-    deadline = time.monotonic() + 5
-    while executor.counters.received < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    eventually(lambda: executor.counters.received == 2, timeout=5)
     cluster.stop()
     assert executor.counters.deserialize_errors == 1 and executor.counters.failed == 1
     assert cluster.reports()["sink"][0]["seen"] == [[["fine"], "s", "default", 2]]
@@ -287,9 +285,7 @@ def test_broadcast_message_reaches_every_task_of_the_executor():
     executor = worker.bolt_executors[0]
     fields = b.build().components["s"].streams["default"].fields
     executor.inbox.put([(None, Tuple(["all"], 4, "s", "default", fields))])
-    deadline = time.monotonic() + 5
-    while executor.counters.executed < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    eventually(lambda: executor.counters.executed == 3, timeout=5)
     cluster.stop()
     assert executor.counters.executed == 3 and executor.counters.received == 1
     assert [len(r["seen"]) for r in cluster.reports()["multi"]] == [1, 1, 1]

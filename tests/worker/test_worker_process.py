@@ -11,6 +11,7 @@ import msgpack
 import pytest
 from grpc_health.v1 import health_pb2
 
+from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.serialization import MsgpackSerializer
 from tuplemesh.server.reflection import _v1_message_classes
@@ -137,30 +138,29 @@ def test_drain_then_sigterm_exits_cleanly():
     mesh = start_mesh("tests.worker.topologies:ticker", 2)
     try:
         admin = mesh.admin(0)
-        time.sleep(0.3)
+
+        def spouts_emitted() -> int:
+            statuses = [mesh.admin(i).GetStatus(admin_pb2.GetStatusRequest()) for i in (0, 1)]
+            return sum(e.emitted for status in statuses for e in status.executors)
+
+        eventually(spouts_emitted, message="the ticker never emitted")
         assert admin.Drain(admin_pb2.DrainRequest()).state == "NOT_SERVING"
         for service in ("", "tuplemesh.v1.Transfer"):  # readiness: out of rotation
             health = mesh.health(0).Check(health_pb2.HealthCheckRequest(service=service))
             assert health.status == health_pb2.HealthCheckResponse.NOT_SERVING
         alive = mesh.health(0).Check(health_pb2.HealthCheckRequest(service="tuplemesh.v1.Admin"))
         assert alive.status == health_pb2.HealthCheckResponse.SERVING  # liveness: never restarted for it
-        time.sleep(0.3)  # let what was emitted arrive
-        spouts = lambda: sum(  # noqa: E731
-            e.emitted for i in (0, 1) for e in mesh.admin(i).GetStatus(admin_pb2.GetStatusRequest()).executors
-        )
-        first = spouts()
-        time.sleep(0.3)
-        second = spouts()
-        assert first > 0
         assert mesh.admin(0).GetStatus(admin_pb2.GetStatusRequest()).state == "NOT_SERVING"
-        # worker 1 was not drained: its spout (if it has one) may still emit; worker 0's stopped
-        w0 = [e.emitted for e in mesh.admin(0).GetStatus(admin_pb2.GetStatusRequest()).executors if e.spout]
-        time.sleep(0.2)
-        w0_later = [
-            e.emitted for e in mesh.admin(0).GetStatus(admin_pb2.GetStatusRequest()).executors if e.spout
+        # the topology's one spout runs on worker 0 (round-robin by name: sink[1], sink[2], ticks)
+        spout_executors = [
+            sum(e.spout for e in mesh.admin(i).GetStatus(admin_pb2.GetStatusRequest()).executors)
+            for i in (0, 1)
         ]
-        assert w0 == w0_later
-        assert second >= first
+        assert spout_executors == [1, 0]
+        time.sleep(0.3)  # deliberate: a next_tuple that was under way when Drain came finishes
+        first = spouts_emitted()
+        time.sleep(0.3)  # deliberate: a window in which the drained spout must emit nothing
+        assert spouts_emitted() == first
     finally:
         codes = mesh.stop()
     assert codes == [0, 0]
@@ -169,9 +169,15 @@ def test_drain_then_sigterm_exits_cleanly():
 def test_second_sigterm_forces_exit_of_a_worker_that_cannot_drain():
     mesh = start_mesh("tests.worker.topologies:stuck", 1)
     proc = mesh.procs[0]
-    time.sleep(0.3)
+
+    def spout_emitted() -> int:
+        status = mesh.admin().GetStatus(admin_pb2.GetStatusRequest())
+        return sum(e.emitted for e in status.executors if e.spout)
+
+    # an emitted tuple is what sticks the bolt (received counts only after execute returns)
+    eventually(spout_emitted, message="the ticker never emitted")
     proc.send_signal(signal.SIGTERM)
-    time.sleep(1.0)
+    time.sleep(1.0)  # deliberate: the first SIGTERM's drain must still be waiting after a second
     assert proc.poll() is None, "a stuck bolt should keep the first SIGTERM's drain waiting"
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(10) == 1

@@ -1,0 +1,254 @@
+"""No import cycles between the modules of ``tuplemesh``.
+
+A cycle makes import order matter: whichever module a caller imports first decides which of the
+two sees the other half-initialised. Every ``import`` statement counts, at module level or inside a
+function (a deferred import hides a cycle, it does not remove it); only imports under
+``if TYPE_CHECKING:`` are left out, since they never run. Importing ``pkg.mod`` from outside
+``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = "tuplemesh"
+SOURCE_ROOT = Path(__file__).resolve().parents[1] / "services"
+
+Edge = tuple[str, str]
+Graph = dict[str, dict[str, int]]  # importer -> {imported module: line of the first such import}
+
+
+def module_files(root: Path = SOURCE_ROOT) -> dict[str, Path]:
+    """Every module of the package by dotted name; a package is named by its ``__init__``."""
+    modules = {}
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements anywhere under ``node`` except the body of ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:  # the else branch does run
+                if isinstance(other, (ast.Import, ast.ImportFrom)):
+                    yield other
+                else:
+                    yield from _runtime_imports(other)
+        else:
+            yield from _runtime_imports(child)
+
+
+def _absolute_base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    anchor = module.split(".")
+    if not is_package:
+        anchor.pop()
+    if node.level > 1:
+        anchor = anchor[: -(node.level - 1)]
+    return ".".join(anchor + ([node.module] if node.module else []))
+
+
+def _deepest_module(name: str, modules: dict[str, Path]) -> str | None:
+    """The module a dotted name lands in: ``tuplemesh.a.b.attr`` imports module ``tuplemesh.a.b``."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in modules:
+            return candidate
+        parts.pop()
+    return None
+
+
+def imported_modules(module: str, source: str, modules: dict[str, Path], is_package: bool) -> dict[str, int]:
+    """The package's own modules that ``source`` (the text of ``module``) imports, with line numbers."""
+    found: dict[str, int] = {}
+    for node in _runtime_imports(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            base = _absolute_base(module, is_package, node)
+            # ``from pkg import name`` imports submodule pkg.name when there is one, else pkg itself
+            names = [f"{base}.{alias.name}" if alias.name != "*" else base for alias in node.names]
+        for name in names:
+            target = _deepest_module(name, modules)
+            if target is None:
+                continue
+            for imported in (target, *_packages_run_first(target, module)):
+                if imported != module:
+                    found.setdefault(imported, node.lineno)
+    return found
+
+
+def _packages_run_first(target: str, importer: str) -> list[str]:
+    """The packages whose ``__init__`` importing ``target`` runs: each enclosing package of
+    ``target`` that does not also enclose ``importer`` (a module's own packages have already run)."""
+    parts = target.split(".")
+    enclosing = [".".join(parts[:n]) for n in range(1, len(parts))]
+    return [package for package in enclosing if not importer.startswith(package + ".")]
+
+
+def import_graph(root: Path = SOURCE_ROOT) -> Graph:
+    modules = module_files(root)
+    return {
+        name: imported_modules(name, path.read_text(), modules, path.name == "__init__.py")
+        for name, path in modules.items()
+    }
+
+
+def strongly_connected(graph: Graph) -> list[list[str]]:
+    """Tarjan's components with more than one module: each holds at least one cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, {}):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def _shortest_path(graph: Graph, start: str, goal: str, within: set[str]) -> list[str]:
+    previous: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal:
+            path = [node]
+            while (back := previous[path[-1]]) is not None:
+                path.append(back)
+            return path[::-1]
+        for nxt in sorted(graph[node]):
+            if nxt in within and nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"{goal} is not reachable from {start}")  # cannot happen inside a component
+
+
+def cycles(graph: Graph) -> list[list[str]]:
+    """One shortest cycle through every import edge that lies on a cycle, each listed once.
+
+    Covers every edge that takes part in a cycle without enumerating all (exponentially many)
+    elementary cycles. A cycle is written starting at its alphabetically first module.
+    """
+    found: dict[tuple[str, ...], list[str]] = {}
+    for component in strongly_connected(graph):
+        members = set(component)
+        for importer in component:
+            for imported in sorted(graph[importer]):
+                if imported not in members:
+                    continue
+                loop = [importer, *_shortest_path(graph, imported, importer, members)[:-1]]
+                first = loop.index(min(loop))
+                loop = loop[first:] + loop[:first]
+                found.setdefault(tuple(loop), loop)
+    return sorted(found.values(), key=lambda loop: (len(loop), loop))
+
+
+def describe(loop: list[str], graph: Graph, modules: dict[str, Path]) -> str:
+    steps = []
+    for importer, imported in zip(loop, loop[1:] + loop[:1], strict=True):
+        where = modules[importer].relative_to(SOURCE_ROOT.parent)
+        steps.append(f"    {importer} -> {imported}  ({where}:{graph[importer][imported]})")
+    return "\n".join(steps)
+
+
+def test_no_import_cycles_between_modules() -> None:
+    graph = import_graph()
+    modules = module_files()
+    loops = cycles(graph)
+    report = "\n".join(
+        f"cycle {n} ({len(loop)} modules):\n{describe(loop, graph, modules)}"
+        for n, loop in enumerate(loops, 1)
+    )
+    assert not loops, f"{len(loops)} import cycle(s) between tuplemesh modules:\n{report}"
+
+
+def test_graph_sees_module_level_and_function_level_imports_but_not_type_checking_ones() -> None:
+    modules = {
+        name: Path(name) for name in ("tuplemesh", "tuplemesh.a", "tuplemesh.b", "tuplemesh.c", "tuplemesh.d")
+    }
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import tuplemesh.a\n"
+        "from . import b\n"
+        "if TYPE_CHECKING:\n"
+        "    from tuplemesh import c\n"
+        "else:\n"
+        "    pass\n"
+        "def later():\n"
+        "    from .d import thing\n"
+    )
+    assert imported_modules("tuplemesh.x", source, modules, is_package=False) == {
+        "tuplemesh.a": 2,
+        "tuplemesh.b": 3,
+        "tuplemesh.d": 9,
+    }
+
+
+def test_importing_a_module_from_outside_its_package_runs_the_package_first() -> None:
+    modules = {
+        name: Path(name) for name in ("tuplemesh", "tuplemesh.sub", "tuplemesh.sub.m", "tuplemesh.sub.y")
+    }
+    source = "import tuplemesh.sub.m\n"
+    assert imported_modules("tuplemesh.x", source, modules, is_package=False) == {
+        "tuplemesh.sub.m": 1,
+        "tuplemesh.sub": 1,
+    }
+    assert imported_modules("tuplemesh.sub.y", source, modules, is_package=False) == {"tuplemesh.sub.m": 1}
+
+
+def test_cycles_lists_each_loop_once_from_its_first_module() -> None:
+    graph: Graph = {
+        "m.a": {"m.b": 1},
+        "m.b": {"m.c": 1, "m.a": 2},
+        "m.c": {"m.a": 1},
+        "m.d": {"m.a": 1},
+    }
+    assert strongly_connected(graph) == [["m.a", "m.b", "m.c"]]
+    assert cycles(graph) == [["m.a", "m.b"], ["m.a", "m.b", "m.c"]]
+
+
+def test_real_package_graph_has_the_imports_the_sources_show() -> None:
+    graph = import_graph()
+    assert "tuplemesh.netutil" in graph["tuplemesh.launcher"]
+    assert "tuplemesh.netutil" in graph["tuplemesh.worker.local_cluster"]
+    assert graph["tuplemesh.netutil"] == {}  # imports only the standard library
