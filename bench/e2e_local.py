@@ -12,8 +12,8 @@ from collections import Counter
 from bench.records import Record
 from examples import wordcount
 from tuplemesh.config import Config
-from tuplemesh.worker import LocalCluster
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+from tuplemesh.worker.local_cluster import LocalCluster
 
 
 def _plain_loop(repeat: int) -> float:

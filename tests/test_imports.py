@@ -1,10 +1,11 @@
 """No import cycles between the modules of ``tuplemesh``.
 
 A cycle makes import order matter: whichever module a caller imports first decides which of the
-two sees the other half-initialised. Every ``import`` statement counts, at module level or inside a
-function (a deferred import hides a cycle, it does not remove it); only imports under
-``if TYPE_CHECKING:`` are left out, since they never run. Importing ``pkg.mod`` from outside
-``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
+two sees the other half-initialised, and two modules that need each other are one concept split
+in two. Every ``import`` statement counts: at module level, inside a function (a deferred import
+hides a cycle, it does not remove it) and under ``if TYPE_CHECKING:`` (an annotation that names a
+module's user is the same dependency, only unchecked at run time). Importing ``pkg.mod`` from
+outside ``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
 """
 
 from __future__ import annotations
@@ -32,25 +33,11 @@ def module_files(root: Path = SOURCE_ROOT) -> dict[str, Path]:
     return modules
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Import statements anywhere under ``node`` except the body of ``if TYPE_CHECKING:``."""
-    for child in ast.iter_child_nodes(node):
+def _imports(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements anywhere under ``node``."""
+    for child in ast.walk(node):
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        elif isinstance(child, ast.If) and _is_type_checking(child.test):
-            for other in child.orelse:  # the else branch does run
-                if isinstance(other, (ast.Import, ast.ImportFrom)):
-                    yield other
-                else:
-                    yield from _runtime_imports(other)
-        else:
-            yield from _runtime_imports(child)
 
 
 def _absolute_base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -78,7 +65,7 @@ def _deepest_module(name: str, modules: dict[str, Path]) -> str | None:
 def imported_modules(module: str, source: str, modules: dict[str, Path], is_package: bool) -> dict[str, int]:
     """The package's own modules that ``source`` (the text of ``module``) imports, with line numbers."""
     found: dict[str, int] = {}
-    for node in _runtime_imports(ast.parse(source)):
+    for node in _imports(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
@@ -202,7 +189,7 @@ def test_no_import_cycles_between_modules() -> None:
     assert not loops, f"{len(loops)} import cycle(s) between tuplemesh modules:\n{report}"
 
 
-def test_graph_sees_module_level_and_function_level_imports_but_not_type_checking_ones() -> None:
+def test_graph_sees_every_import_statement_type_checking_ones_too() -> None:
     modules = {
         name: Path(name) for name in ("tuplemesh", "tuplemesh.a", "tuplemesh.b", "tuplemesh.c", "tuplemesh.d")
     }
@@ -220,6 +207,7 @@ def test_graph_sees_module_level_and_function_level_imports_but_not_type_checkin
     assert imported_modules("tuplemesh.x", source, modules, is_package=False) == {
         "tuplemesh.a": 2,
         "tuplemesh.b": 3,
+        "tuplemesh.c": 5,
         "tuplemesh.d": 9,
     }
 

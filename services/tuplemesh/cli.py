@@ -270,7 +270,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tuplemesh.worker import LocalCluster
+    from tuplemesh.worker.local_cluster import LocalCluster
 
     topology = load_topology(args.target)
     conf = Config.load(args.config, overrides=_flag_overrides(args, ("workers", "transport")))

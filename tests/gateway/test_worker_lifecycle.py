@@ -15,9 +15,9 @@ from tuplemesh.config import Config
 from tuplemesh.discovery import StaticDirectory
 from tuplemesh.gateway import ExportBolt, IngestSpout
 from tuplemesh.netutil import free_ports
+from tuplemesh.server import WorkerProcess
 from tuplemesh.topology import Topology, TopologyBuilder
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
-from tuplemesh.worker.process import WorkerProcess
 
 SHUTDOWN_TIMEOUT = 6.0
 CONF = {

@@ -15,7 +15,7 @@ from tests.helpers import eventually
 from tuplemesh.acking import ACKER
 from tuplemesh.config import Config
 from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 
 ACKING = {"messaging.transport": "local", "topology.acker.executors": 2}
 

@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import eventually
 from tuplemesh.config import Config
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 
 # tuples/s per fast spout task: low enough that a loaded 2-core machine still reaches it, so the
 # ratio below measures blocking by the slow branch, not CPU starvation

@@ -14,7 +14,7 @@ from tests.helpers import GateBolt, ListSpout, RecordingBolt, eventually
 from tuplemesh.config import Config
 from tuplemesh.errors import MessageTooLargeError, ReceiverStoppedError
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 
 LOCAL = Config({"messaging.transport": "local"})
 

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
-from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, TopologyContext
+from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, TaskContext
 from tuplemesh.topology.groupings import DirectGrouping
 from tuplemesh.topology.tuple import Fields, Tuple
 
@@ -76,7 +76,7 @@ def with_acker(topology: Topology, executors: int) -> Topology:
 class AckerBolt(Bolt):
     """Tracks tuple trees by root id (see the module docstring). One per acker task."""
 
-    def prepare(self, conf: Mapping[str, Any], context: TopologyContext, collector: BoltCollector) -> None:
+    def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: BoltCollector) -> None:
         self._collector = collector
         self._timeout = float(conf["topology.message.timeout.secs"])
         # root -> [xor value, spout task or 0 until init arrives, first seen, failed]; dicts keep insertion

@@ -13,7 +13,7 @@ from typing import Any
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import GatewayRegistry
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyContext, Tuple
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TaskContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
 
@@ -37,10 +37,10 @@ class IngestSpout(Spout):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(self.fields)
 
-    def open(self, conf: Mapping[str, Any], context: TopologyContext, collector: Any) -> None:
+    def open(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
         self.emit = collector.emit
         self.queue = IngestQueue(self.capacity)
-        GatewayRegistry.of(context.topology.name, context.worker_index).register_ingest(self.name, self.queue)
+        GatewayRegistry.of(context.topology_name, context.worker_index).register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
         rows = self.queue.take(self.per_call)
@@ -71,15 +71,13 @@ class ExportBolt(Bolt):
         self.retention = retention
         self.schema = schema
 
-    def prepare(self, conf: Mapping[str, Any], context: TopologyContext, collector: Any) -> None:
-        spec = context.topology.components[context.component_id]
-        source = spec.inputs[0]
-        fields = list(context.topology.components[source.source].streams[source.stream].fields)
+    def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
+        fields = list(context.fields_of(*context.sources()[0]))
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
         self.lost = 0
         self.where = f"{self.name} task {context.task_id}"
-        GatewayRegistry.of(context.topology.name, context.worker_index).register_export(
+        GatewayRegistry.of(context.topology_name, context.worker_index).register_export(
             self.name,
             context.task_index,
             self.log,

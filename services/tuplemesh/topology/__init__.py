@@ -10,8 +10,9 @@ from tuplemesh.topology.components import (
     Spout,
     SpoutCollector,
     StreamDef,
-    TopologyContext,
+    TaskContext,
 )
+from tuplemesh.topology.context import TopologyContext
 from tuplemesh.topology.groupings import CustomStreamGrouping, stable_hash
 from tuplemesh.topology.tuple import DEFAULT_STREAM, AnchoredTuple, Fields, Tuple
 
@@ -32,6 +33,7 @@ __all__ = [
     "SpoutCollector",
     "StreamDef",
     "Subscription",
+    "TaskContext",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
-
-if TYPE_CHECKING:
-    from tuplemesh.topology.assignment import Assignment
-    from tuplemesh.topology.builder import Topology
 
 __all__ = [
     "BasicBolt",
@@ -20,7 +16,7 @@ __all__ = [
     "Spout",
     "SpoutCollector",
     "StreamDef",
-    "TopologyContext",
+    "TaskContext",
 ]
 
 
@@ -84,32 +80,47 @@ class BoltCollector(Protocol):
     def fail(self, tup: Tuple) -> None: ...
 
 
-@dataclass(frozen=True)
-class TopologyContext:
-    """What a task knows about its place in the topology. Immutable."""
+class TaskContext(Protocol):
+    """What a task may ask about its place in the topology (`TopologyContext` is the runtime's)."""
 
-    topology: Topology
-    assignment: Assignment
-    task_id: int
-    component_id: str
-    worker_index: int
-    conf: Mapping[str, Any]
+    @property
+    def task_id(self) -> int: ...
+
+    @property
+    def component_id(self) -> str: ...
+
+    @property
+    def worker_index(self) -> int: ...
+
+    @property
+    def conf(self) -> Mapping[str, Any]: ...
 
     @property
     def component_tasks(self) -> tuple[int, ...]:
         """Every task id of this task's component, across all workers."""
-        return self.assignment.tasks_of(self.component_id)
+        ...
 
     @property
     def task_index(self) -> int:
         """Position of this task among its component's tasks (0-based)."""
-        return self.component_tasks.index(self.task_id)
+        ...
 
-    def tasks_of(self, component: str) -> tuple[int, ...]:
-        return self.assignment.tasks_of(component)
+    @property
+    def topology_name(self) -> str: ...
+
+    def tasks_of(self, component: str) -> tuple[int, ...]: ...
 
     def output_fields(self, stream: str = DEFAULT_STREAM) -> Fields:
-        return self.topology.components[self.component_id].streams[stream].fields
+        """The fields this task's component declared on ``stream``."""
+        ...
+
+    def sources(self) -> list[tuple[str, str]]:
+        """(component, stream) of every input of this task's component (Storm's getThisSources)."""
+        ...
+
+    def fields_of(self, component: str, stream: str = DEFAULT_STREAM) -> Fields:
+        """The fields ``component`` declared on ``stream`` (Storm's getComponentOutputFields)."""
+        ...
 
 
 class Spout:
@@ -123,7 +134,7 @@ class Spout:
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams (called once when the topology is built)."""
 
-    def open(self, conf: Mapping[str, Any], context: TopologyContext, collector: SpoutCollector) -> None:
+    def open(self, conf: Mapping[str, Any], context: TaskContext, collector: SpoutCollector) -> None:
         """Called once in the task's executor thread before the first ``next_tuple``."""
 
     def next_tuple(self) -> None:
@@ -158,7 +169,7 @@ class Bolt:
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams (called once when the topology is built)."""
 
-    def prepare(self, conf: Mapping[str, Any], context: TopologyContext, collector: BoltCollector) -> None:
+    def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: BoltCollector) -> None:
         """Called once in the task's executor thread before the first ``execute``."""
 
     def execute(self, tup: Tuple) -> None:
