@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+#: what the build copy leaves out: local environments, caches and earlier build output
+NOT_SOURCES = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
 
 #: building, a fresh venv and its dependencies (from pip's cache when warm), then the runs
 pytestmark = pytest.mark.timeout(900)
@@ -121,9 +126,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     dist, venv, workdir = base / "dist", base / "venv", base / "work"
     workdir.mkdir()
     pip = ("-m", "pip", "--disable-pip-version-check", "--quiet")
-    _checked(subprocess.run([sys.executable, *pip, "wheel", "--no-deps", "-w", str(dist), str(ROOT)],
+    # build from a copy: a build/ left in the checkout would put stale modules into the wheel
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCES))
+    _checked(subprocess.run([sys.executable, *pip, "wheel", "--no-deps", "-w", str(dist), str(source)],
                             env=env, capture_output=True, text=True, timeout=300))  # fmt: skip
     [wheel] = dist.glob("tuplemesh-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        modules = sorted(n for n in archive.namelist() if n.startswith("tuplemesh/") and n.endswith(".py"))
+    package = ROOT / "services"
+    assert modules == sorted(str(p.relative_to(package)) for p in (package / "tuplemesh").rglob("*.py"))
     _checked(
         subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120)
     )
