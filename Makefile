@@ -36,9 +36,10 @@ pipeline: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench all
 
-## proto: regenerate the protobuf code from protos/ (never edit the output by hand)
+## proto: regenerate the protobuf code from protos/ and the package's copy of the .proto files
+## (never edit either by hand); grpcio-tools is a dev dependency, the package never imports it
 proto: $(STAMP)
-	$(PY) -m tuplemesh.protogen --out $(PROTO_OUT)
+	$(PY) tests/protogen.py --out $(PROTO_OUT)
 
 ## docs: regenerate docs/configuration.md from the config keys
 docs: $(STAMP)

@@ -1,12 +1,17 @@
-"""The generated protobuf code is current: it matches what protos/ compiles to right now."""
+"""The generated protobuf code is current: it matches what protos/ compiles to right now, the
+package carries the same .proto files, and nothing in the package needs the code generator."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 
-from tuplemesh.protogen import compile_descriptor_set, proto_files
+from tests.protogen import PACKAGED_PROTOS, PROTO_ROOT, compile_descriptor_set, proto_files
+
+PACKAGE = Path(__file__).resolve().parents[1] / "services" / "tuplemesh"
 
 
 def _clear_json_names(messages) -> None:
@@ -32,6 +37,43 @@ def test_generated_code_matches_protos(tmp_path):
         module = importlib.import_module(module_name)
         generated = descriptor_pb2.FileDescriptorProto.FromString(module.DESCRIPTOR.serialized_pb)
         assert generated == proto, f"{proto.name} changed: run `make proto` and commit the result"
+
+
+def test_the_package_carries_the_current_proto_files():
+    assert (
+        proto_files(PACKAGED_PROTOS)
+        == proto_files()
+        == [
+            "tuplemesh/v1/admin.proto",
+            "tuplemesh/v1/gateway.proto",
+            "tuplemesh/v1/messages.proto",
+            "tuplemesh/v1/transfer.proto",
+        ]
+    )
+    for name in proto_files():
+        packaged = (PACKAGED_PROTOS / name).read_text()
+        assert packaged == (PROTO_ROOT / name).read_text(), f"{name} changed: run `make proto`"
+
+
+def _imported_modules(source: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(source.read_text(), str(source))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_nothing_in_the_package_imports_the_code_generator():
+    sources = sorted(PACKAGE.rglob("*.py"))
+    assert len(sources) > 50  # the walk sees the whole package
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in sources
+        if any(name.split(".")[0] == "grpc_tools" for name in _imported_modules(path))
+    ]
+    assert offenders == []
 
 
 def test_task_message_round_trip():

@@ -20,8 +20,9 @@ reads what exists when the query starts, then stops. The schema comes from the e
 
 Options: ``targets`` (required), ``component`` (writes), ``export`` (reads), ``columns`` (writes:
 which columns, in order; default all), ``batchSize`` (rows per request or fetch), ``timeout``
-(seconds per call), ``retries`` (writes), ``sinkId`` (streaming writes). A wrong option is an
-error naming it.
+(seconds per call), ``retries`` (writes), ``sinkId`` (streaming writes), and for a secured mesh
+``token``, ``tlsCaFile``, ``tlsCertFile``, ``tlsKeyFile``, ``tlsServerName``. A wrong option is
+an error naming it.
 
 Modules: ``options`` (parsing), ``channel`` (reaching a Gateway), ``publish`` and ``writer``
 (the sink), ``fetch``, ``arrow`` and ``reader`` (the source), ``source`` (the data source and

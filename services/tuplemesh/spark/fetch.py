@@ -12,7 +12,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from tuplemesh.spark.arrow import to_record_batch
-from tuplemesh.spark.channel import gateway
+from tuplemesh.spark.channel import call_failed, gateway
 from tuplemesh.spark.options import Options
 from tuplemesh.v1 import gateway_pb2
 
@@ -33,14 +33,12 @@ def export_offsets(opts: Options) -> tuple[dict[int, tuple[str, int, int]], gate
     answer = None
     for target in opts.targets:
         try:
-            with gateway(target) as stub:
+            with gateway(opts, target) as stub:
                 reply = stub.Offsets(gateway_pb2.OffsetsRequest(export=opts.export), timeout=opts.timeout)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
                 continue  # no partition of this export on that worker
-            raise RuntimeError(
-                f"tuplemesh: Offsets from {target} failed: {exc.code().name}: {exc.details()}"
-            ) from None
+            raise call_failed("Offsets from", target, exc) from None
         answer = reply
         for p in reply.partitions:
             found[p.partition] = (target, p.start, p.end)
@@ -59,7 +57,7 @@ def read_range(opts: Options, part: ExportRange, schema: StructType) -> Iterator
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(schema)
-    with gateway(part.target) as stub:
+    with gateway(opts, part.target) as stub:
         offset = part.start
         while offset < part.end:
             got = stub.Fetch(

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from tuplemesh.client import TlsSettings
 
 __all__ = ["OptionError", "Options"]
 
-_KNOWN = {"targets", "component", "export", "columns", "batchsize", "timeout", "retries", "sinkid"}
+_TLS_FILES = ("tlsCaFile", "tlsCertFile", "tlsKeyFile")
+_KNOWN = {
+    "targets", "component", "export", "columns", "batchsize", "timeout", "retries", "sinkid", "token",
+    "tlscafile", "tlscertfile", "tlskeyfile", "tlsservername",
+}  # fmt: skip
 #: Spark's own options, which it passes along to every source and sink.
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
 
@@ -27,6 +34,9 @@ class Options:
     timeout: float
     retries: int
     sink_id: str
+    #: how to reach a secured worker: TLS (None: plaintext) and the worker's ``admin.token``
+    tls: TlsSettings | None = None
+    token: str = ""
 
     @classmethod
     def parse(cls, options: Mapping[str, str], mode: str) -> Options:
@@ -67,4 +77,26 @@ class Options:
             timeout=number("timeout", "60", float),
             retries=number("retries", "5", int),
             sink_id=lowered.get("sinkid", "") or lowered.get("component", ""),
+            tls=_tls_settings(lowered),
+            token=lowered.get("token", ""),
         )
+
+
+def _tls_settings(lowered: Mapping[str, str]) -> TlsSettings | None:
+    """TLS is on when ``tlsCaFile`` is given; a client certificate needs its key and the reverse."""
+    given = {name: lowered.get(name.lower(), "") for name in (*_TLS_FILES, "tlsServerName")}
+    if not given["tlsCaFile"]:
+        stray = sorted(name for name, value in given.items() if value)
+        if stray:
+            raise OptionError(f"tuplemesh: option(s) {stray} need option 'tlsCaFile' (TLS is off without it)")
+        return None
+    if bool(given["tlsCertFile"]) != bool(given["tlsKeyFile"]):
+        missing = "tlsKeyFile" if given["tlsCertFile"] else "tlsCertFile"
+        raise OptionError(
+            f"tuplemesh: option {missing!r} is missing: give 'tlsCertFile' and 'tlsKeyFile' together"
+        )
+    for name in _TLS_FILES:
+        path = given[name]
+        if path and not Path(path).is_file():
+            raise OptionError(f"tuplemesh: option {name!r} names {path!r}, which is not a readable file")
+    return TlsSettings(given["tlsCaFile"], given["tlsCertFile"], given["tlsKeyFile"], given["tlsServerName"])

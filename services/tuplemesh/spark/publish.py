@@ -12,11 +12,19 @@ import msgpack
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from tuplemesh.spark.channel import gateway
+from tuplemesh.spark.channel import call_failed, gateway
 from tuplemesh.spark.options import OptionError, Options
 from tuplemesh.v1 import gateway_pb2
 
 __all__ = ["PublishCommit", "column_indices", "publish_partition"]
+
+#: answers that another attempt, on any worker, would get again: no retry
+_FINAL = (
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+)
 
 
 @dataclass
@@ -59,7 +67,7 @@ def publish_partition(opts: Options, indices: list[int], rows: Iterator[Any], ba
     while True:
         target = hosting[(partition + turn) % len(hosting)]
         try:
-            with gateway(target) as stub:
+            with gateway(opts, target) as stub:
                 acks = list(stub.Publish(iter(requests), timeout=opts.timeout * max(1, len(requests))))
             if len(acks) != len(requests):
                 raise RuntimeError(
@@ -73,13 +81,8 @@ def publish_partition(opts: Options, indices: list[int], rows: Iterator[Any], ba
             if code == grpc.StatusCode.NOT_FOUND and len(hosting) > 1:
                 hosting.remove(target)  # no ingest task on that worker: not a failure
                 continue
-            if (
-                code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
-                or attempt >= opts.retries
-            ):
-                raise RuntimeError(
-                    f"tuplemesh: publishing to {target} failed: {code.name}: {exc.details()}"
-                ) from None
+            if code in _FINAL or attempt >= opts.retries:
+                raise call_failed("publishing to", target, exc) from None
             attempt += 1
             turn += 1
             time.sleep(min(5.0, 0.2 * 2**attempt))

@@ -73,7 +73,7 @@ class TuplemeshStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         if not self._targets:
             self._current()
         for p, offset in end.items():
-            with gateway(self._targets[int(p)]) as stub:
+            with gateway(self.opts, self._targets[int(p)]) as stub:
                 stub.Commit(
                     gateway_pb2.CommitRequest(export=self.opts.export, partition=int(p), offset=offset)
                 )
