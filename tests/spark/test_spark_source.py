@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from tests.helpers import eventually
+from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import Mesh, start_mesh, wait_serving
 from tuplemesh.spark import local_session
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
@@ -144,6 +144,9 @@ def test_stream_writer_and_a_replayed_micro_batch(spark: SparkSession, tmp_path:
         (commits / str(last)).unlink()
         (commits / f".{last}.crc").unlink(missing_ok=True)
         run()
+        # A negative check has nothing to poll for: the replayed batches were answered (as
+        # duplicates) before run() returned; had they been published again, their rows would reach
+        # the export log within this window.
         time.sleep(1.0)
         assert sum(e - s for s, e in offsets(mesh, "echo").values()) == 120  # recognised: not published twice
     finally:
@@ -163,7 +166,7 @@ def test_worker_restarted_during_a_write(spark: SparkSession, tmp_path: Path):
             wait_records(mesh, "echo", 2_000, 120)
             mesh.procs[1].send_signal(signal.SIGTERM)  # a graceful restart, as Kubernetes does
             assert mesh.procs[1].wait(60) == 0
-            env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+            env = {**os.environ, "PYTHONPATH": child_pythonpath(),
                    "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[1])}  # fmt: skip
             peers = ",".join(f"127.0.0.1:{p}" for p in mesh.ports)
             mesh.procs[1] = subprocess.Popen(
@@ -189,7 +192,6 @@ def test_worker_restarted_during_a_write(spark: SparkSession, tmp_path: Path):
         assert set(received) == set(rows)  # every row arrived
         duplicates = sum(received.values()) - len(rows)  # rows worker 1 took before it left, sent again
         print(f"rows {len(rows)}, received {sum(received.values())}, duplicates {duplicates}")
-        assert duplicates >= 0
     finally:
         helper.join(5)
         assert mesh.stop() == [0, 0]
