@@ -172,3 +172,78 @@ def _unused_reads() -> list[str]:
 
 def test_every_documented_key_is_read_and_used():
     assert _unused_reads() == []
+
+
+def test_a_bad_value_in_the_file_names_the_key_the_file_the_rule_and_the_value(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("topology.receiver.buffer.size: 0\n")
+    with pytest.raises(ConfigError) as err:
+        Config.load(path, env={})
+    assert (
+        str(err.value) == f"config key 'topology.receiver.buffer.size' (set by {path}): must be > 0 (got 0)"
+    )
+    assert (err.value.key, err.value.value, err.value.source) == (
+        "topology.receiver.buffer.size",
+        0,
+        str(path),
+    )
+
+
+def test_a_bad_env_value_names_the_variable_and_the_text_as_written():
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE": "1000"})
+    assert str(err.value) == (
+        "config key 'topology.executor.receive.buffer.size' (set by "
+        "TUPLEMESH_TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE): must be a power of two >= 1 "
+        "(ring buffers index by mask) (got '1000')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"workers": "0"}, "config key 'topology.workers' (set by --workers): must be > 0 (got '0')"),
+        (
+            {"workers": "two"},
+            "config key 'topology.workers' (set by --workers): must be an integer (got 'two')",
+        ),
+        ({"index": "-1"}, "config key 'worker.index' (set by --index): must be >= 0 (got '-1')"),
+        (
+            {"transport": "pigeon"},
+            "config key 'messaging.transport' (set by --transport): does not resolve: messaging.transport: "
+            "unknown value 'pigeon'; known: grpc, local, zmq, or 'module:attr' (got 'pigeon')",
+        ),
+    ],
+)
+def test_a_bad_flag_value_is_refused_by_its_key_rule(flags, message):
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={}, flags=flags)
+    assert str(err.value) == message
+
+
+def test_flags_are_parsed_as_text_and_beat_the_env_and_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("topology.workers: 2\n")
+    conf = Config.load(path, env={"TUPLEMESH_WORKERS": "3"}, flags={"workers": "4", "index": "1"})
+    assert conf["topology.workers"] == 4 and conf["worker.index"] == 1
+
+
+def test_an_enum_key_lists_its_choices():
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_TOPOLOGY_TUPLE_SERIALIZER": "pickle"})
+    assert "(set by TUPLEMESH_TOPOLOGY_TUPLE_SERIALIZER)" in str(err.value)
+    assert "known: json, msgpack" in str(err.value) and "(got 'pickle')" in str(err.value)
+
+
+def test_a_file_that_is_not_yaml_is_refused_in_one_line(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [1,\n")
+    with pytest.raises(ConfigError) as err:
+        Config.load(broken, env={})
+    assert "\n" not in str(err.value) and "line 2" in str(err.value)
+
+
+def test_every_key_that_counts_something_declares_what():
+    for name, key in KEYS.items():
+        if key.type in (int, float) and name not in ("worker.index", "metrics.port"):
+            assert key.unit, name
