@@ -144,34 +144,93 @@ def test_flag_env_var_is_an_alias_of_its_key(tmp_path, yaml_workers, env, expect
     assert Config.load(path, env=env)["topology.workers"] == expected
 
 
-def _unused_reads() -> list[str]:
-    """Keys read into an attribute that nothing uses, or not read at all (scanning the source)."""
-    sources = {p: p.read_text() for p in SERVICES.rglob("*.py") if p.name != "config.py"}
-    trees = [ast.parse(text) for text in sources.values()]
+def _service_sources() -> dict[Path, str]:
+    return {p: p.read_text() for p in SERVICES.rglob("*.py") if p.name != "config.py"}
+
+
+def _unused_reads(sources: dict[Path, str]) -> list[str]:
+    """Keys read by no code, or read into an attribute or a settings field that nothing uses.
+
+    A key counts as read where its name is quoted in code: a module's own lookup, or a typed
+    settings class (``QueueSettings.from_config``) that passes it as a keyword to its fields."""
+    trees = {path: ast.parse(text) for path, text in sources.items()}
     loaded = {
         n.attr
-        for tree in trees
+        for tree in trees.values()
         for n in ast.walk(tree)
         if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
     }
+
+    def reads(node: ast.AST, name: str) -> bool:
+        return any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(node))
+
+    def looks_up(node: ast.AST, name: str) -> bool:
+        """``conf["key"]`` or ``conf.seconds("key")`` itself (not a help text naming the key)."""
+        if isinstance(node, ast.Subscript):
+            return isinstance(node.slice, ast.Constant) and node.slice.value == name
+        is_seconds = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "seconds"
+        )
+        return is_seconds and reads(node, name)
+
+    # the fields a typed settings class fills from the config in its ``from_config``
+    settings_fields = {
+        path: [
+            kw
+            for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef) and fn.name == "from_config"
+            for kw in ast.walk(fn)
+            if isinstance(kw, ast.keyword)
+        ]
+        for path, tree in trees.items()
+    }
     problems = []
-    for name, key in KEYS.items():
-        readers = [(p, t) for p, t in sources.items() if f'"{name}"' in t]
-        if not readers and not (key.unit and any(f'seconds("{name}")' in t for t in sources.values())):
+    for name in KEYS:
+        readers = [path for path, text in sources.items() if f'"{name}"' in text]
+        if not readers:
             problems.append(f"{name}: read by no code")
-        for path, text in readers:
-            for node in ast.walk(ast.parse(text)):
-                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                    continue
-                target = node.targets[0]
-                reads_key = any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(node.value))
-                if reads_key and isinstance(target, ast.Attribute) and target.attr not in loaded:
-                    problems.append(f"{name}: stored in .{target.attr} in {path.name}, never used")
+        for path in readers:
+            for node in ast.walk(trees[path]):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if (
+                        reads(node.value, name)
+                        and isinstance(target, ast.Attribute)
+                        and target.attr not in loaded
+                    ):
+                        problems.append(f"{name}: stored in .{target.attr} in {path.name}, never used")
+            for field in settings_fields[path]:
+                if looks_up(field.value, name) and field.arg not in loaded:
+                    problems.append(f"{name}: passed as {field.arg}= in {path.name}, never used")
     return problems
 
 
 def test_every_documented_key_is_read_and_used():
-    assert _unused_reads() == []
+    assert _unused_reads(_service_sources()) == []
+
+
+def test_a_key_read_only_into_a_settings_field_counts_once_the_field_is_used():
+    sources = _service_sources()
+    settings = (
+        "class ProbeSettings:\n"
+        "    @classmethod\n"
+        "    def from_config(cls, conf):\n"
+        "        return cls(probe_window_seconds=conf.seconds('messaging.close.timeout.secs'))\n"
+    )
+    # the key's own readers gone, the settings class its only reader
+    alone = {
+        path: text.replace('"messaging.close.timeout.secs"', '"elsewhere"') for path, text in sources.items()
+    }
+    alone[Path("probe.py")] = settings.replace("'", '"')
+    assert "messaging.close.timeout.secs: passed as probe_window_seconds= in probe.py, never used" in (
+        _unused_reads(alone)
+    )
+    alone[Path("user.py")] = "def wait(s):\n    return s.probe_window_seconds\n"
+    assert not [p for p in _unused_reads(alone) if p.startswith("messaging.close.timeout.secs")]
+    del alone[Path("probe.py")]
+    assert "messaging.close.timeout.secs: read by no code" in _unused_reads(alone)
 
 
 def test_a_bad_value_in_the_file_names_the_key_the_file_the_rule_and_the_value(tmp_path):

@@ -21,7 +21,7 @@ import yaml
 
 from tuplemesh.errors import ConfigError
 
-__all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name"]
+__all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name", "seconds"]
 
 # Namespaces that belong to tuplemesh: an unknown key inside them is a typo, not user config.
 _OWN_PREFIXES = (
@@ -579,10 +579,7 @@ class Config(Mapping[str, Any]):
 
     def seconds(self, key: str) -> float:
         """The value of a time key in seconds, whatever unit its row declares (millis or secs)."""
-        row = KEYS.get(key)
-        if row is None or row.unit not in _PER_SECOND:
-            raise KeyError(f"{key} is not a time key (declared in millis or secs)")
-        return float(self._values[key]) / _PER_SECOND[row.unit]
+        return seconds(self, key)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -596,6 +593,16 @@ class Config(Mapping[str, Any]):
     def __repr__(self) -> str:
         changed = {k: v for k, v in self._values.items() if k not in KEYS or KEYS[k].default != v}
         return f"Config({changed!r})"
+
+
+def seconds(conf: Mapping[str, Any], key: str) -> float:
+    """The value of time ``key`` in ``conf`` in seconds, converted by the unit its row declares.
+
+    For the mapping a component is handed in ``open``/``prepare``, which may be a plain dict."""
+    row = KEYS.get(key)
+    if row is None or row.unit not in _PER_SECOND:
+        raise KeyError(f"{key} is not a time key (declared in millis or secs)")
+    return float(conf[key]) / _PER_SECOND[row.unit]
 
 
 def as_config(conf: Mapping[str, Any]) -> Config:
