@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tuplemesh.config import KEYS, Config, env_name
+from tuplemesh.config import KEYS, Config, env_name, seconds
 from tuplemesh.errors import ConfigError
 
 SERVICES = Path(__file__).resolve().parents[1] / "services" / "tuplemesh"
@@ -306,3 +306,50 @@ def test_every_key_that_counts_something_declares_what():
     for name, key in KEYS.items():
         if key.type in (int, float) and name not in ("worker.index", "metrics.port"):
             assert key.unit, name
+
+
+def test_settings_views_hold_each_key_in_the_unit_their_field_names():
+    from tuplemesh.acking.settings import AckingSettings
+    from tuplemesh.server.settings import ServerSettings
+    from tuplemesh.transport.settings import TransportSettings
+    from tuplemesh.worker.settings import QueueSettings, WorkerSettings
+
+    conf = Config(
+        {
+            "topology.batch.flush.interval.millis": 2.5,
+            "topology.disruptor.wait.timeout.millis": 250.0,
+            "topology.sleep.spout.wait.strategy.time.ms": 3.0,
+            "topology.message.timeout.secs": 12.0,
+            "storm.messaging.netty.min_wait_ms": 7,
+            "storm.messaging.netty.max_wait_ms": 900,
+            "messaging.close.timeout.secs": 4.0,
+            "zmq.linger.millis": 120,
+            "task.refresh.poll.secs": 2.0,
+        }
+    )
+    queues, worker = QueueSettings.from_config(conf), WorkerSettings.from_config(conf)
+    # the same floats the modules computed with '/ 1000.0' before they had typed views
+    assert queues.flush_interval_seconds == 2.5 / 1000.0 and queues.wait_timeout_seconds == 0.25
+    assert worker.spout_wait_seconds == 3.0 / 1000.0 and worker.shutdown_timeout_seconds == 30.0
+    assert queues.receive_buffer_batches == 1024 and queues.producer_batch_tuples == 100
+    transport = TransportSettings.from_config(conf)
+    assert (transport.reconnect_min_wait_millis, transport.reconnect_min_wait_seconds) == (7, 7 / 1000.0)
+    assert (transport.reconnect_max_wait_millis, transport.reconnect_max_wait_seconds) == (900, 0.9)
+    assert transport.zmq_linger_millis == 120 and transport.close_timeout_seconds == 4.0
+    assert AckingSettings.from_config(conf) == AckingSettings(0, 12.0, 10000)
+    assert ServerSettings.from_config(conf).refresh_poll_seconds == 2.0
+
+
+def test_settings_from_a_plain_mapping_are_validated_and_defaulted():
+    from tuplemesh.worker.settings import QueueSettings
+
+    assert QueueSettings.from_config({"topology.producer.batch.size": 7}).producer_batch_tuples == 7
+    with pytest.raises(ConfigError, match=r"receive.buffer.size'.*power of two"):
+        QueueSettings.from_config({"topology.executor.receive.buffer.size": 1000})
+
+
+def test_the_module_level_seconds_reads_a_plain_mapping_by_the_key_unit():
+    assert seconds({"zmq.linger.millis": 1500}, "zmq.linger.millis") == 1.5
+    assert seconds({"topology.message.timeout.secs": 0.0}, "topology.message.timeout.secs") == 0.0
+    with pytest.raises(KeyError):
+        seconds({"topology.workers": 2}, "topology.workers")
