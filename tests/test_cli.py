@@ -109,9 +109,40 @@ def test_run_bad_input_exit_2_naming_the_value(args, message):
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "env", "in_file", "line"),
+    [
+        (
+            ["--workers", "0"],
+            {},
+            "",
+            "config key 'topology.workers' (set by --workers): must be > 0 (got '0')",
+        ),
+        (
+            [],
+            {"TUPLEMESH_TOPOLOGY_TRANSFER_BUFFER_SIZE": "1000"},
+            "",
+            "config key 'topology.transfer.buffer.size' (set by TUPLEMESH_TOPOLOGY_TRANSFER_BUFFER_SIZE): "
+            "must be a power of two >= 1 (ring buffers index by mask) (got '1000')",
+        ),
+        (
+            [],
+            {},
+            "topology.backpressure.enable: maybe\n",
+            "config key 'topology.backpressure.enable' (set by {file}): must be a boolean (true/false) "
+            "(got 'maybe')",
+        ),
+    ],
+)
+def test_a_bad_config_value_is_one_line_and_exit_2(tmp_path, args, env, in_file, line):
+    config = tmp_path / "tuplemesh.yaml"
+    config.write_text(in_file)
+    out = tuplemesh("run", "examples.wordcount:topology", "--config", str(config), *args, env=env)
+    assert out.returncode == 2
+    assert out.stderr.splitlines() == ["tuplemesh: error: " + line.format(file=config)]
+
+
 def test_bad_flag_values():
-    out = tuplemesh("run", "examples.wordcount:topology", "--workers", "0")
-    assert out.returncode == 2 and "--workers must be >= 1, got 0" in out.stderr
     out = tuplemesh("worker", "examples.wordcount:topology", "--port", "70000")
     assert out.returncode == 2 and "--port must be a port in 1..65535, got 70000" in out.stderr
     out = tuplemesh(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tuplemesh.config import KEYS, Config, env_name
+from tuplemesh.config import KEYS, Config, env_name, seconds
 from tuplemesh.errors import ConfigError
 
 SERVICES = Path(__file__).resolve().parents[1] / "services" / "tuplemesh"
@@ -144,31 +144,212 @@ def test_flag_env_var_is_an_alias_of_its_key(tmp_path, yaml_workers, env, expect
     assert Config.load(path, env=env)["topology.workers"] == expected
 
 
-def _unused_reads() -> list[str]:
-    """Keys read into an attribute that nothing uses, or not read at all (scanning the source)."""
-    sources = {p: p.read_text() for p in SERVICES.rglob("*.py") if p.name != "config.py"}
-    trees = [ast.parse(text) for text in sources.values()]
+def _service_sources() -> dict[Path, str]:
+    return {p: p.read_text() for p in SERVICES.rglob("*.py") if p.name != "config.py"}
+
+
+def _unused_reads(sources: dict[Path, str]) -> list[str]:
+    """Keys read by no code, or read into an attribute or a settings field that nothing uses.
+
+    A key counts as read where its name is quoted in code: a module's own lookup, or a typed
+    settings class (``QueueSettings.from_config``) that passes it as a keyword to its fields."""
+    trees = {path: ast.parse(text) for path, text in sources.items()}
     loaded = {
         n.attr
-        for tree in trees
+        for tree in trees.values()
         for n in ast.walk(tree)
         if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
     }
+
+    def reads(node: ast.AST, name: str) -> bool:
+        return any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(node))
+
+    def looks_up(node: ast.AST, name: str) -> bool:
+        """``conf["key"]`` or ``conf.seconds("key")`` itself (not a help text naming the key)."""
+        if isinstance(node, ast.Subscript):
+            return isinstance(node.slice, ast.Constant) and node.slice.value == name
+        is_seconds = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "seconds"
+        )
+        return is_seconds and reads(node, name)
+
+    # the fields a typed settings class fills from the config in its ``from_config``
+    settings_fields = {
+        path: [
+            kw
+            for fn in ast.walk(tree)
+            if isinstance(fn, ast.FunctionDef) and fn.name == "from_config"
+            for kw in ast.walk(fn)
+            if isinstance(kw, ast.keyword)
+        ]
+        for path, tree in trees.items()
+    }
     problems = []
-    for name, key in KEYS.items():
-        readers = [(p, t) for p, t in sources.items() if f'"{name}"' in t]
-        if not readers and not (key.unit and any(f'seconds("{name}")' in t for t in sources.values())):
+    for name in KEYS:
+        readers = [path for path, text in sources.items() if f'"{name}"' in text]
+        if not readers:
             problems.append(f"{name}: read by no code")
-        for path, text in readers:
-            for node in ast.walk(ast.parse(text)):
-                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-                    continue
-                target = node.targets[0]
-                reads_key = any(isinstance(n, ast.Constant) and n.value == name for n in ast.walk(node.value))
-                if reads_key and isinstance(target, ast.Attribute) and target.attr not in loaded:
-                    problems.append(f"{name}: stored in .{target.attr} in {path.name}, never used")
+        for path in readers:
+            for node in ast.walk(trees[path]):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                    target = node.targets[0]
+                    if (
+                        reads(node.value, name)
+                        and isinstance(target, ast.Attribute)
+                        and target.attr not in loaded
+                    ):
+                        problems.append(f"{name}: stored in .{target.attr} in {path.name}, never used")
+            for field in settings_fields[path]:
+                if looks_up(field.value, name) and field.arg not in loaded:
+                    problems.append(f"{name}: passed as {field.arg}= in {path.name}, never used")
     return problems
 
 
 def test_every_documented_key_is_read_and_used():
-    assert _unused_reads() == []
+    assert _unused_reads(_service_sources()) == []
+
+
+def test_a_key_read_only_into_a_settings_field_counts_once_the_field_is_used():
+    sources = _service_sources()
+    settings = (
+        "class ProbeSettings:\n"
+        "    @classmethod\n"
+        "    def from_config(cls, conf):\n"
+        "        return cls(probe_window_seconds=conf.seconds('messaging.close.timeout.secs'))\n"
+    )
+    # the key's own readers gone, the settings class its only reader
+    alone = {
+        path: text.replace('"messaging.close.timeout.secs"', '"elsewhere"') for path, text in sources.items()
+    }
+    alone[Path("probe.py")] = settings.replace("'", '"')
+    assert "messaging.close.timeout.secs: passed as probe_window_seconds= in probe.py, never used" in (
+        _unused_reads(alone)
+    )
+    alone[Path("user.py")] = "def wait(s):\n    return s.probe_window_seconds\n"
+    assert not [p for p in _unused_reads(alone) if p.startswith("messaging.close.timeout.secs")]
+    del alone[Path("probe.py")]
+    assert "messaging.close.timeout.secs: read by no code" in _unused_reads(alone)
+
+
+def test_a_bad_value_in_the_file_names_the_key_the_file_the_rule_and_the_value(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("topology.receiver.buffer.size: 0\n")
+    with pytest.raises(ConfigError) as err:
+        Config.load(path, env={})
+    assert (
+        str(err.value) == f"config key 'topology.receiver.buffer.size' (set by {path}): must be > 0 (got 0)"
+    )
+    assert (err.value.key, err.value.value, err.value.source) == (
+        "topology.receiver.buffer.size",
+        0,
+        str(path),
+    )
+
+
+def test_a_bad_env_value_names_the_variable_and_the_text_as_written():
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE": "1000"})
+    assert str(err.value) == (
+        "config key 'topology.executor.receive.buffer.size' (set by "
+        "TUPLEMESH_TOPOLOGY_EXECUTOR_RECEIVE_BUFFER_SIZE): must be a power of two >= 1 "
+        "(ring buffers index by mask) (got '1000')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ({"workers": "0"}, "config key 'topology.workers' (set by --workers): must be > 0 (got '0')"),
+        (
+            {"workers": "two"},
+            "config key 'topology.workers' (set by --workers): must be an integer (got 'two')",
+        ),
+        ({"index": "-1"}, "config key 'worker.index' (set by --index): must be >= 0 (got '-1')"),
+        (
+            {"transport": "pigeon"},
+            "config key 'messaging.transport' (set by --transport): does not resolve: messaging.transport: "
+            "unknown value 'pigeon'; known: grpc, local, zmq, or 'module:attr' (got 'pigeon')",
+        ),
+    ],
+)
+def test_a_bad_flag_value_is_refused_by_its_key_rule(flags, message):
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={}, flags=flags)
+    assert str(err.value) == message
+
+
+def test_flags_are_parsed_as_text_and_beat_the_env_and_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("topology.workers: 2\n")
+    conf = Config.load(path, env={"TUPLEMESH_WORKERS": "3"}, flags={"workers": "4", "index": "1"})
+    assert conf["topology.workers"] == 4 and conf["worker.index"] == 1
+
+
+def test_an_enum_key_lists_its_choices():
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_TOPOLOGY_TUPLE_SERIALIZER": "pickle"})
+    assert "(set by TUPLEMESH_TOPOLOGY_TUPLE_SERIALIZER)" in str(err.value)
+    assert "known: json, msgpack" in str(err.value) and "(got 'pickle')" in str(err.value)
+
+
+def test_a_file_that_is_not_yaml_is_refused_in_one_line(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [1,\n")
+    with pytest.raises(ConfigError) as err:
+        Config.load(broken, env={})
+    assert "\n" not in str(err.value) and "line 2" in str(err.value)
+
+
+def test_every_key_that_counts_something_declares_what():
+    for name, key in KEYS.items():
+        if key.type in (int, float) and name not in ("worker.index", "metrics.port"):
+            assert key.unit, name
+
+
+def test_settings_views_hold_each_key_in_the_unit_their_field_names():
+    from tuplemesh.acking.settings import AckingSettings
+    from tuplemesh.server.settings import ServerSettings
+    from tuplemesh.transport.settings import TransportSettings
+    from tuplemesh.worker.settings import QueueSettings, WorkerSettings
+
+    conf = Config(
+        {
+            "topology.batch.flush.interval.millis": 2.5,
+            "topology.disruptor.wait.timeout.millis": 250.0,
+            "topology.sleep.spout.wait.strategy.time.ms": 3.0,
+            "topology.message.timeout.secs": 12.0,
+            "storm.messaging.netty.min_wait_ms": 7,
+            "storm.messaging.netty.max_wait_ms": 900,
+            "messaging.close.timeout.secs": 4.0,
+            "zmq.linger.millis": 120,
+            "task.refresh.poll.secs": 2.0,
+        }
+    )
+    queues, worker = QueueSettings.from_config(conf), WorkerSettings.from_config(conf)
+    # the same floats the modules computed with '/ 1000.0' before they had typed views
+    assert queues.flush_interval_seconds == 2.5 / 1000.0 and queues.wait_timeout_seconds == 0.25
+    assert worker.spout_wait_seconds == 3.0 / 1000.0 and worker.shutdown_timeout_seconds == 30.0
+    assert queues.receive_buffer_batches == 1024 and queues.producer_batch_tuples == 100
+    transport = TransportSettings.from_config(conf)
+    assert (transport.reconnect_min_wait_millis, transport.reconnect_min_wait_seconds) == (7, 7 / 1000.0)
+    assert (transport.reconnect_max_wait_millis, transport.reconnect_max_wait_seconds) == (900, 0.9)
+    assert transport.zmq_linger_millis == 120 and transport.close_timeout_seconds == 4.0
+    assert AckingSettings.from_config(conf) == AckingSettings(0, 12.0, 10000)
+    assert ServerSettings.from_config(conf).refresh_poll_seconds == 2.0
+
+
+def test_settings_from_a_plain_mapping_are_validated_and_defaulted():
+    from tuplemesh.worker.settings import QueueSettings
+
+    assert QueueSettings.from_config({"topology.producer.batch.size": 7}).producer_batch_tuples == 7
+    with pytest.raises(ConfigError, match=r"receive.buffer.size'.*power of two"):
+        QueueSettings.from_config({"topology.executor.receive.buffer.size": 1000})
+
+
+def test_the_module_level_seconds_reads_a_plain_mapping_by_the_key_unit():
+    assert seconds({"zmq.linger.millis": 1500}, "zmq.linger.millis") == 1.5
+    assert seconds({"topology.message.timeout.secs": 0.0}, "topology.message.timeout.secs") == 0.0
+    with pytest.raises(KeyError):
+        seconds({"topology.workers": 2}, "topology.workers")

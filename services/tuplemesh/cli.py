@@ -67,19 +67,6 @@ def _version() -> str:
         return "unknown"
 
 
-def _positive_int(flag: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--{flag} must be an integer, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"--{flag} must be >= 1, got {value}")
-        return value
-
-    return parse
-
-
 def _non_negative_int(flag: str) -> Any:
     def parse(text: str) -> int:
         try:
@@ -152,12 +139,11 @@ def load_topology(target: str) -> Topology:
 _KEY_HELP = "sets {key} (default: the config file, its env var, then the key's default)"
 
 
-def _flag_overrides(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, Any]:
-    """The config keys set by ``flags`` given on the command line (their env vars are read by Config)."""
-    from tuplemesh.config import KEYS
-
-    by_flag = {key.flag: name for name, key in KEYS.items() if key.flag}
-    return {by_flag[flag]: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
+def _key_flags(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, str]:
+    """The text of the key-setting ``flags`` given on the command line. Config parses and checks
+    it like the key's env var (their env vars are read by Config too), so a bad value is refused
+    with the key's own rule and message."""
+    return {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -173,9 +159,7 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
-    run.add_argument(
-        "--workers", type=_positive_int("workers"), help=_KEY_HELP.format(key="topology.workers")
-    )
+    run.add_argument("--workers", help=_KEY_HELP.format(key="topology.workers"))
     run.add_argument(
         "--quiet", action="store_true", default=_env_bool("quiet"), help="no live progress table"
     )
@@ -195,12 +179,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("target", metavar="MODULE:ATTR", help="the topology")
     worker.add_argument(
         "--index",
-        type=_non_negative_int("index"),
         help="this worker's index, the StatefulSet ordinal; " + _KEY_HELP.format(key="worker.index"),
     )
-    worker.add_argument(
-        "--workers", type=_positive_int("workers"), help=_KEY_HELP.format(key="topology.workers")
-    )
+    worker.add_argument("--workers", help=_KEY_HELP.format(key="topology.workers"))
     worker.add_argument(
         "--port",
         type=_port("port"),
@@ -272,8 +253,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
 def _run(args: argparse.Namespace) -> int:
     from tuplemesh.worker.local_cluster import LocalCluster
 
+    conf = Config.load(args.config, flags=_key_flags(args, ("workers", "transport")))
     topology = load_topology(args.target)
-    conf = Config.load(args.config, overrides=_flag_overrides(args, ("workers", "transport")))
     workers = conf["topology.workers"]
     if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
@@ -299,8 +280,8 @@ def _run(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from tuplemesh.server import WorkerProcess
 
+    conf = Config.load(args.config, flags=_key_flags(args, ("index", "workers", "transport")))
     topology = load_topology(args.target)
-    conf = Config.load(args.config, overrides=_flag_overrides(args, ("index", "workers", "transport")))
     # the flags' values as the config resolved them (flag, env var, file or default)
     args.index, args.workers = conf["worker.index"], conf["topology.workers"]
     if args.index >= args.workers:

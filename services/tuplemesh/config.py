@@ -21,7 +21,7 @@ import yaml
 
 from tuplemesh.errors import ConfigError
 
-__all__ = ["KEYS", "Config", "ConfigKey", "env_name"]
+__all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name", "seconds"]
 
 # Namespaces that belong to tuplemesh: an unknown key inside them is a typo, not user config.
 _OWN_PREFIXES = (
@@ -47,7 +47,8 @@ class ConfigKey:
     default: Any
     doc: str
     check: Callable[[Any], str | None] | None = None
-    #: time unit of the value as written ("millis" or "secs"); ``Config.seconds`` converts from it
+    #: unit of the value as written: a time unit ("millis", "secs"; ``Config.seconds`` converts
+    #: from it) or what the number counts ("bytes", "batches", ...); empty for flags and names
     unit: str = ""
     #: the command-line flag that sets this key (``--workers``); its ``TUPLEMESH_<FLAG>`` env var too
     flag: str = ""
@@ -110,6 +111,7 @@ KEYS: dict[str, ConfigKey] = {
             "Number of worker processes (or in-process workers in local mode).",
             _positive,
             flag="workers",
+            unit="workers",
         ),
         ConfigKey(
             "topology.executor.receive.buffer.size",
@@ -117,6 +119,7 @@ KEYS: dict[str, ConfigKey] = {
             1024,
             "Slots in each executor's inbox ring; each slot holds one batch of tuples.",
             _power_of_two,
+            unit="batches",
         ),
         ConfigKey(
             "topology.backpressure.enable",
@@ -131,6 +134,7 @@ KEYS: dict[str, ConfigKey] = {
             0.5,
             "Fraction of an inbox's slots in use above which its tasks are reported congested.",
             lambda v: None if 0.0 < v < 1.0 else "must be between 0 and 1 (exclusive)",
+            unit="fraction",
         ),
         ConfigKey(
             "topology.acker.executors",
@@ -139,6 +143,7 @@ KEYS: dict[str, ConfigKey] = {
             "Acker executors for guaranteed processing (Storm's acker). 0 turns acking off: spout "
             "message ids are acked at once and nothing is tracked or replayed, at no cost.",
             _non_negative,
+            unit="executors",
         ),
         ConfigKey(
             "topology.message.timeout.secs",
@@ -156,6 +161,7 @@ KEYS: dict[str, ConfigKey] = {
             "With acking on, most tuple trees a spout task may have open; next_tuple is not called "
             "while it has this many. 0 means no limit (open trees then grow with rate x latency).",
             _non_negative,
+            unit="tuple trees",
         ),
         ConfigKey(
             "topology.executor.send.buffer.size",
@@ -163,6 +169,7 @@ KEYS: dict[str, ConfigKey] = {
             1024,
             "Most tuples an executor holds in its emit buffers (all destinations) before flushing them all.",
             _positive,
+            unit="tuples",
         ),
         ConfigKey(
             "topology.transfer.buffer.size",
@@ -170,6 +177,7 @@ KEYS: dict[str, ConfigKey] = {
             1024,
             "Slots in the worker's transfer queue ring; each slot holds one batch bound for another worker.",
             _power_of_two,
+            unit="batches",
         ),
         ConfigKey(
             "topology.receiver.buffer.size",
@@ -177,6 +185,7 @@ KEYS: dict[str, ConfigKey] = {
             8,
             "Batches a transport holds for a receiving worker before its senders block.",
             _positive,
+            unit="batches",
         ),
         ConfigKey(
             "topology.producer.batch.size",
@@ -184,6 +193,7 @@ KEYS: dict[str, ConfigKey] = {
             100,
             "Tuples an executor buffers per destination before it publishes them as one batch.",
             _positive,
+            unit="tuples",
         ),
         ConfigKey(
             "topology.transfer.batch.size",
@@ -191,6 +201,7 @@ KEYS: dict[str, ConfigKey] = {
             1000,
             "Most tuples in one batch handed to the transport for one peer worker.",
             _positive,
+            unit="tuples",
         ),
         ConfigKey(
             "topology.batch.flush.interval.millis",
@@ -260,6 +271,7 @@ KEYS: dict[str, ConfigKey] = {
             16 * 1024 * 1024,
             "Largest serialized tuple a transport carries; a larger emit raises MessageTooLargeError.",
             _positive,
+            unit="bytes",
         ),
         ConfigKey(
             "messaging.keepalive.millis",
@@ -276,6 +288,7 @@ KEYS: dict[str, ConfigKey] = {
             32,
             "Unacknowledged batches a gRPC sender may have in flight per peer before send() blocks.",
             _positive,
+            unit="batches",
         ),
         ConfigKey(
             "messaging.window.bytes",
@@ -283,6 +296,7 @@ KEYS: dict[str, ConfigKey] = {
             64 * 1024 * 1024,
             "Unacknowledged bytes a gRPC sender may have in flight per peer before send() blocks.",
             _positive,
+            unit="bytes",
         ),
         ConfigKey(
             "messaging.grpc.server.threads",
@@ -290,6 +304,7 @@ KEYS: dict[str, ConfigKey] = {
             32,
             "Threads of a worker's gRPC server (one per open stream: peers, WatchStats clients).",
             _positive,
+            unit="threads",
         ),
         ConfigKey(
             "messaging.close.timeout.secs",
@@ -360,7 +375,12 @@ KEYS: dict[str, ConfigKey] = {
             lambda v: None if v.strip() else "must not be empty",
         ),
         ConfigKey(
-            "zmq.threads", int, 1, "I/O threads of the zmq transport's context (Storm's key).", _positive
+            "zmq.threads",
+            int,
+            1,
+            "I/O threads of the zmq transport's context (Storm's key).",
+            _positive,
+            unit="threads",
         ),
         ConfigKey(
             "zmq.hwm",
@@ -369,6 +389,7 @@ KEYS: dict[str, ConfigKey] = {
             "High-water mark of zmq sockets, in batches; when reached, the batch waits in the sender's "
             "window (Storm's key; Storm dropped there, tuplemesh blocks).",
             _positive,
+            unit="batches",
         ),
         ConfigKey(
             "zmq.linger.millis",
@@ -384,6 +405,7 @@ KEYS: dict[str, ConfigKey] = {
             100,
             "The zmq data port is the worker port plus this (the worker port keeps gRPC Admin/health).",
             lambda v: None if 1 <= v <= 10_000 else "must be in 1..10000",
+            unit="ports",
         ),
         ConfigKey(
             "task.refresh.poll.secs",
@@ -418,6 +440,7 @@ KEYS: dict[str, ConfigKey] = {
             "every in-flight tuple is a tracked container, so a low threshold spends most of the run "
             "collecting). 0 leaves the interpreter's settings alone.",
             _non_negative,
+            unit="objects",
         ),
     ]
 }
@@ -433,7 +456,9 @@ _ENV_TO_KEY = {
     **{env_name(key.flag): name for name, key in KEYS.items() if key.flag},
     **{env_name(name): name for name in KEYS},
 }
-_UNIT_SECONDS = {"millis": 0.001, "secs": 1.0}
+# Divisors, not factors: ``250 / 1000.0`` is the exact float the modules computed before.
+_FLAG_TO_KEY = {key.flag: name for name, key in KEYS.items() if key.flag}
+_PER_SECOND = {"millis": 1000.0, "secs": 1.0}
 
 
 def _coerce(key: ConfigKey, value: Any, from_text: bool) -> Any:
@@ -478,23 +503,36 @@ def _coerce(key: ConfigKey, value: Any, from_text: bool) -> Any:
 class Config(Mapping[str, Any]):
     """Immutable, validated configuration. Thread-safe (read-only after construction)."""
 
-    def __init__(self, values: Mapping[str, Any] | None = None, *, _from_text: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        values: Mapping[str, Any] | None = None,
+        *,
+        _from_text: frozenset[str] = frozenset(),
+        _sources: Mapping[str, str] | None = None,
+    ):
+        sources = _sources or {}
         merged: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
         for name, value in (values or {}).items():
             if not isinstance(name, str):
                 raise ConfigError(str(name), value, "config keys must be strings")
+            source = sources.get(name, "")
             key = KEYS.get(name)
             if key is None:
                 if name.startswith(_OWN_PREFIXES):
-                    raise ConfigError(name, value, "unknown key (see `tuplemesh config` for the known ones)")
+                    raise ConfigError(
+                        name, value, "unknown key (see `tuplemesh config` for the known ones)", source
+                    )
                 merged[name] = value  # user keys for components pass through untouched
                 continue
-            value = _coerce(key, value, name in _from_text)
-            if key.check is not None:
-                problem = key.check(value)
-                if problem:
-                    raise ConfigError(name, value, problem)
-            merged[name] = value
+            try:
+                typed = _coerce(key, value, name in _from_text)
+            except ConfigError as exc:
+                raise ConfigError(name, value, exc.reason, source) from None
+            problem = None if key.check is None else key.check(typed)
+            if problem:
+                # the value as the user wrote it ('-3' from an env var), so they can find it
+                raise ConfigError(name, value, problem, source)
+            merged[name] = typed
         self._values = merged
 
     @classmethod
@@ -503,21 +541,37 @@ class Config(Mapping[str, Any]):
         path: str | os.PathLike[str] | None = None,
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Any] | None = None,
+        flags: Mapping[str, str] | None = None,
     ) -> Config:
-        """Defaults, then the YAML file at ``path``, then ``TUPLEMESH_*`` env vars, then overrides."""
+        """Defaults, then the YAML file at ``path``, then ``TUPLEMESH_*`` env vars, then ``flags``
+        (flag name -> the text given on the command line), then ``overrides``.
+
+        A bad value raises ConfigError naming the key, the value, what is allowed and where the
+        value was set (the file, the env var or the flag)."""
         values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
         if path is not None:
-            values.update(_read_yaml(Path(path)))
+            for name, value in _read_yaml(Path(path)).items():
+                values[name] = value
+                sources[name] = str(path)
         from_text: set[str] = set()
         environ = os.environ if env is None else env
         for var, key in _ENV_TO_KEY.items():
             if var in environ:
                 values[key] = environ[var]
+                sources[key] = var
                 from_text.add(key)
+        for flag, text in (flags or {}).items():
+            if flag not in _FLAG_TO_KEY:
+                raise KeyError(f"--{flag} sets no config key")
+            values[_FLAG_TO_KEY[flag]] = text
+            sources[_FLAG_TO_KEY[flag]] = f"--{flag}"
+            from_text.add(_FLAG_TO_KEY[flag])
         for name, value in (overrides or {}).items():
             values[name] = value
+            sources.pop(name, None)
             from_text.discard(name)
-        return cls(values, _from_text=frozenset(from_text))
+        return cls(values, _from_text=frozenset(from_text), _sources=sources)
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A new Config with ``overrides`` applied (validated)."""
@@ -525,10 +579,7 @@ class Config(Mapping[str, Any]):
 
     def seconds(self, key: str) -> float:
         """The value of a time key in seconds, whatever unit its row declares (millis or secs)."""
-        row = KEYS.get(key)
-        if row is None or row.unit not in _UNIT_SECONDS:
-            raise KeyError(f"{key} is not a time key (declared in millis or secs)")
-        return float(self._values[key]) * _UNIT_SECONDS[row.unit]
+        return seconds(self, key)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -544,6 +595,22 @@ class Config(Mapping[str, Any]):
         return f"Config({changed!r})"
 
 
+def seconds(conf: Mapping[str, Any], key: str) -> float:
+    """The value of time ``key`` in ``conf`` in seconds, converted by the unit its row declares.
+
+    For the mapping a component is handed in ``open``/``prepare``, which may be a plain dict."""
+    row = KEYS.get(key)
+    if row is None or row.unit not in _PER_SECOND:
+        raise KeyError(f"{key} is not a time key (declared in millis or secs)")
+    return float(conf[key]) / _PER_SECOND[row.unit]
+
+
+def as_config(conf: Mapping[str, Any]) -> Config:
+    """``conf`` itself when it is a Config, else a Config validated from it (components may be
+    handed a plain mapping, as Storm's ``prepare(conf)`` is in tests)."""
+    return conf if isinstance(conf, Config) else Config(conf)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -552,7 +619,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError("config file", str(path), f"is not valid YAML: {exc}") from exc
+        # one line: the CLI prints config errors as a single line
+        raise ConfigError(
+            "config file", str(path), f"is not valid YAML: {' '.join(str(exc).split())}"
+        ) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -561,11 +631,12 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 def describe_keys() -> str:
-    """Markdown table of every key, its default and meaning (source of docs/configuration.md)."""
-    lines = ["| key | env var | default | meaning |", "|---|---|---|---|"]
+    """Markdown table of every key, its default, unit and meaning (source of docs/configuration.md)."""
+    lines = ["| key | env var | default | unit | meaning |", "|---|---|---|---|---|"]
     for key in KEYS.values():
         env = f"`{env_name(key.name)}`"
         if key.flag:
             env += f", `{env_name(key.flag)}`, flag `--{key.flag}`"
-        lines.append(f"| `{key.name}` | {env} | `{key.default!r}` | {key.doc} |")
+        unit = key.unit or "-"
+        lines.append(f"| `{key.name}` | {env} | `{key.default!r}` | {unit} | {key.doc} |")
     return "\n".join(lines) + "\n"

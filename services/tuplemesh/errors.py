@@ -41,10 +41,13 @@ class TuplemeshError(Exception):
 class ConfigError(TuplemeshError, ValueError):
     """A configuration key is unknown or its value is invalid."""
 
-    def __init__(self, key: str, value: object, reason: str) -> None:
+    def __init__(self, key: str, value: object, reason: str, source: str = "") -> None:
         self.key = key
         self.value = value
-        super().__init__(f"config key {key!r}: {reason} (got {value!r})")
+        self.reason = reason  # what is allowed ("must be > 0")
+        self.source = source  # where the value was set: a file, an env var, a flag ("" when given in code)
+        where = f" (set by {source})" if source else ""
+        super().__init__(f"config key {key!r}{where}: {reason} (got {value!r})")
 
 
 class TopologyError(TuplemeshError, ValueError):

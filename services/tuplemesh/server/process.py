@@ -28,6 +28,7 @@ from tuplemesh.security import TlsConnections
 from tuplemesh.server.admin import AdminServicer
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
+from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.signals import TerminationSignals
 from tuplemesh.topology import Topology
 from tuplemesh.transport import SharedServerContext, make_context
@@ -67,16 +68,15 @@ class WorkerProcess:
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
         )
+        settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
-        self.transport = self.conf["messaging.transport"]
+        self.transport = settings.transport
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
-        self.tls_connections = TlsConnections() if self.conf["tls.enabled"] else None
+        self.tls_connections = TlsConnections() if settings.tls_enabled else None
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
-        logging.getLogger("grpc._common").addFilter(
-            RateLimitFilter(self.conf.seconds("tuplemesh.log.rate.limit.secs"))
-        )
+        logging.getLogger("grpc._common").addFilter(RateLimitFilter(settings.log_interval_seconds))
         self.server = new_server(self.conf, self.rpc_errors)
         if self.context.capabilities.shares_server:
             cast(SharedServerContext, self.context).use_server(self.server)
@@ -98,9 +98,7 @@ class WorkerProcess:
             self.server,
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
-        self.port = bind_port(
-            self.server, self.conf["worker.bind.host"], port, self.conf, self.tls_connections
-        )
+        self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
         self.metrics: MetricsEndpoint | None = None
         self.signals = TerminationSignals()
         self._stop = self.signals.requested
@@ -116,18 +114,19 @@ class WorkerProcess:
     def start(self) -> None:
         self.worker.start()  # registers Transfer on the shared server before it starts
         self.server.start()
-        if self.conf["metrics.enabled"] and self.conf["metrics.port"]:
+        settings = self.settings
+        if settings.metrics_enabled and settings.metrics_port:
             try:
                 self.metrics = MetricsEndpoint(
                     self.worker,
-                    self.conf["metrics.bind.host"],
-                    self.conf["metrics.port"],
+                    settings.metrics_bind_host,
+                    settings.metrics_port,
                     self.rpc_errors,
                     self.tls_connections,
                 )
             except OSError as exc:
                 raise TransportError(
-                    f"metrics.port {self.conf['metrics.port']}: cannot serve /metrics: {exc.strerror}"
+                    f"metrics.port {settings.metrics_port}: cannot serve /metrics: {exc.strerror}"
                 ) from exc
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
@@ -135,7 +134,8 @@ class WorkerProcess:
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
-        while not self._stop.wait(self.conf.seconds("task.refresh.poll.secs")):
+        interval = self.settings.refresh_poll_seconds
+        while not self._stop.wait(interval):
             self.worker.transfer.update_peers(self.directory.snapshot())
 
     def _watch_readiness(self) -> None:
@@ -170,7 +170,7 @@ class WorkerProcess:
         self.drain()
         # Refuse (never acknowledge) new batches: their senders keep them for our successor.
         self.worker.receive.refusing = True
-        deadline = time.monotonic() + self.conf.seconds("topology.shutdown.timeout.secs")
+        deadline = time.monotonic() + self.settings.shutdown_timeout_seconds
         # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
         # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
         # close, and whatever is still unacknowledged then is counted and logged.

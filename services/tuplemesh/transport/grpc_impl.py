@@ -36,6 +36,7 @@ from tuplemesh.security import TlsConnections, TokenInterceptor, server_credenti
 from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import unpack_batch
 from tuplemesh.transport.session import ReceiverSession, StreamState
+from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
@@ -48,10 +49,10 @@ log = logging.getLogger(__name__)
 _FRAME_SLACK = 64 * 1024
 
 
-def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def channel_options(settings: TransportSettings) -> list[tuple[str, Any]]:
     """Channel options shared by clients: message limits, Storm's reconnect backoff, keepalive."""
-    limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
-    keepalive = conf["messaging.keepalive.millis"]
+    limit = settings.max_message_bytes + _FRAME_SLACK
+    keepalive = settings.keepalive_millis
     pings = (
         [
             # A peer that vanished without closing (power loss, partition) is noticed within
@@ -68,9 +69,9 @@ def channel_options(conf: Mapping[str, Any]) -> list[tuple[str, Any]]:
         *pings,
         ("grpc.max_send_message_length", limit),
         ("grpc.max_receive_message_length", limit),
-        ("grpc.initial_reconnect_backoff_ms", conf["storm.messaging.netty.min_wait_ms"]),
-        ("grpc.min_reconnect_backoff_ms", conf["storm.messaging.netty.min_wait_ms"]),
-        ("grpc.max_reconnect_backoff_ms", conf["storm.messaging.netty.max_wait_ms"]),
+        ("grpc.initial_reconnect_backoff_ms", settings.reconnect_min_wait_millis),
+        ("grpc.min_reconnect_backoff_ms", settings.reconnect_min_wait_millis),
+        ("grpc.max_reconnect_backoff_ms", settings.reconnect_max_wait_millis),
         # one subchannel per connection: two peers never share (and never break) one TCP link
         ("grpc.use_local_subchannel_pool", 1),
     ]
@@ -178,16 +179,18 @@ class GrpcConnection(WindowedConnection):
         on_congestion: OnCongestion | None = None,
     ) -> None:
         conf = context.conf
-        super().__init__(conf, topology_id, f"{host}:{port}", on_congestion)
-        self.min_wait = conf["storm.messaging.netty.min_wait_ms"] / 1000.0
-        self.max_wait = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        settings = context.settings
+        super().__init__(settings, topology_id, f"{host}:{port}", on_congestion)
+        self.min_wait = settings.reconnect_min_wait_seconds
+        self.max_wait = settings.reconnect_max_wait_seconds
         self.channel_state = "IDLE"
         self._closed = False
         self._wake = threading.Event()
         self._call: Any = None
-        self._error_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
-        self._conf = conf
-        self._channel = secure_channel(self.address, conf, channel_options(conf))
+        self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
+        self._conf = conf  # its tls.* keys: a retarget opens a new channel
+        self._options = channel_options(settings)
+        self._channel = secure_channel(self.address, conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
@@ -270,7 +273,7 @@ class GrpcConnection(WindowedConnection):
         old = self._channel
         self.retargets += 1
         self.address = self.window.address = f"{host}:{port}"
-        self._channel = secure_channel(self.address, self._conf, channel_options(self._conf))
+        self._channel = secure_channel(self.address, self._conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
         call = self._call
@@ -303,6 +306,7 @@ class GrpcContext:
 
     def __init__(self) -> None:
         self.conf: Mapping[str, Any] = {}
+        self.settings: TransportSettings  # set by prepare, which comes first
         self._shared_server: grpc.Server | None = None
         self._connections: list[GrpcConnection] = []
         self._bindings: list[GrpcBinding] = []
@@ -311,6 +315,7 @@ class GrpcContext:
 
     def prepare(self, conf: Mapping[str, Any]) -> None:
         self.conf = conf
+        self.settings = TransportSettings.from_config(conf)
 
     def use_server(self, server: grpc.Server) -> None:
         """Register Transfer on ``server`` (started by its owner) instead of starting one in ``bind``."""
@@ -319,12 +324,9 @@ class GrpcContext:
     def bind(
         self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
     ) -> GrpcBinding:
+        settings = self.settings
         session = ReceiverSession(
-            topology_id,
-            on_batch,
-            self.conf["messaging.window.batches"],
-            self.conf["tuplemesh.log.rate.limit.secs"],
-            congestion,
+            topology_id, on_batch, settings.window_batches, settings.log_interval_seconds, congestion
         )
         servicer = _TransferServicer(session)
         if self._shared_server is not None:
@@ -333,7 +335,7 @@ class GrpcContext:
         else:
             server = new_server(self.conf)
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, server)
-            bind_port(server, self.conf["worker.bind.host"], port, self.conf)
+            bind_port(server, settings.bind_host, port, self.conf)
             server.start()
             binding = GrpcBinding(session, server)
         with self._lock:
@@ -366,14 +368,15 @@ def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc
     """A gRPC server sized and limited by the config (its services are added by the caller).
 
     ``errors``, when given, counts every call answered with an error (including token refusals)."""
-    limit = conf["messaging.max.message.bytes"] + _FRAME_SLACK
-    keepalive = conf["messaging.keepalive.millis"]
+    settings = TransportSettings.from_config(conf)
+    limit = settings.max_message_bytes + _FRAME_SLACK
+    keepalive = settings.keepalive_millis
     interceptors: list[grpc.ServerInterceptor] = [] if errors is None else [errors]
-    if conf.get("admin.token"):
-        interceptors.append(TokenInterceptor(conf["admin.token"]))
+    if settings.admin_token:
+        interceptors.append(TokenInterceptor(settings.admin_token))
     return grpc.server(
         futures.ThreadPoolExecutor(
-            max_workers=conf["messaging.grpc.server.threads"], thread_name_prefix="grpc-server"
+            max_workers=settings.grpc_server_threads, thread_name_prefix="grpc-server"
         ),
         options=[
             ("grpc.max_send_message_length", limit),
@@ -384,7 +387,7 @@ def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc
             ("grpc.http2.max_ping_strikes", 0),
             ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
         ],
-        maximum_concurrent_rpcs=conf["messaging.grpc.server.threads"],
+        maximum_concurrent_rpcs=settings.grpc_server_threads,
         interceptors=interceptors,
     )
 

@@ -13,12 +13,13 @@ import random
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tuplemesh.errors import TransportError
 from tuplemesh.transport.base import OnCongestion, TaskMessage
 from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import ConnectionStats
 
 __all__ = ["SendWindow", "WindowedConnection"]
@@ -147,18 +148,18 @@ class WindowedConnection:
 
     def __init__(
         self,
-        conf: Mapping[str, Any],
+        settings: TransportSettings,
         topology_id: str,
         address: str,
         on_congestion: OnCongestion | None = None,
     ) -> None:
         self.address = address
         self.topology_id = topology_id
-        self.sender = conf["worker.index"]
+        self.sender = settings.worker_index
         self.session = random.getrandbits(63) + 1  # sequences restart with every connection
-        self.max_payload = conf["messaging.max.message.bytes"]
-        self.close_timeout = conf["messaging.close.timeout.secs"]
-        self.window = SendWindow(conf["messaging.window.batches"], conf["messaging.window.bytes"], address)
+        self.max_payload = settings.max_message_bytes
+        self.close_timeout = settings.close_timeout_seconds
+        self.window = SendWindow(settings.window_batches, settings.window_bytes, address)
         #: Hears (this connection, the peer's congested tasks) from every acknowledgement.
         self.on_congestion = on_congestion
         self.state = "CONNECTING"

@@ -47,6 +47,7 @@ from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import unpack_batch
 from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
+from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
 
@@ -73,24 +74,20 @@ class ZmqBinding:
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
     ) -> None:
-        conf = context.conf
+        settings = context.settings
         self.session = ReceiverSession(
-            topology_id,
-            on_batch,
-            conf["messaging.window.batches"],
-            conf["tuplemesh.log.rate.limit.secs"],
-            congestion,
+            topology_id, on_batch, settings.window_batches, settings.log_interval_seconds, congestion
         )
-        self.address = f"tcp://{conf['worker.bind.host']}:{port + conf['zmq.port.offset']}"
+        self.address = f"tcp://{settings.bind_host}:{port + settings.zmq_port_offset}"
         self._where = f"zmq receive on {self.address}"
-        self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
-        self._ack_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"], logging.DEBUG)
+        self._log = RateLimitedLog(log, settings.log_interval_seconds)
+        self._ack_log = RateLimitedLog(log, settings.log_interval_seconds, logging.DEBUG)
         self._streams: dict[bytes, StreamState] = {}  # per peer identity
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
-        self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
-        self._socket.setsockopt(zmq.SNDHWM, conf["zmq.hwm"])
-        self._socket.setsockopt(zmq.LINGER, conf["zmq.linger.millis"])
+        self._socket.setsockopt(zmq.RCVHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.SNDHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.LINGER, settings.zmq_linger_millis)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an ack to a vanished peer is an error, not a drop
         deadline = time.monotonic() + 2.0
         while True:  # a port closed a moment ago may still be held by the I/O thread
@@ -102,7 +99,7 @@ class ZmqBinding:
                     self._socket.close(0)
                     raise TransportError(
                         f"cannot bind {self.address} (worker port {port} + zmq.port.offset "
-                        f"{conf['zmq.port.offset']}): {exc}"
+                        f"{settings.zmq_port_offset}): {exc}"
                     ) from exc
                 time.sleep(0.05)
         self._thread = threading.Thread(target=self._loop, name=f"zmq-receive-{port}", daemon=True)
@@ -205,20 +202,22 @@ class ZmqConnection(WindowedConnection):
         port: int,
         on_congestion: OnCongestion | None = None,
     ) -> None:
-        conf = context.conf
-        super().__init__(conf, topology_id, f"tcp://{host}:{port + conf['zmq.port.offset']}", on_congestion)
-        self.resend_after = conf["storm.messaging.netty.max_wait_ms"] / 1000.0
+        settings = context.settings
+        super().__init__(
+            settings, topology_id, f"tcp://{host}:{port + settings.zmq_port_offset}", on_congestion
+        )
+        self.resend_after = settings.reconnect_max_wait_seconds
         self._closed = False
-        self._offset = conf["zmq.port.offset"]
+        self._offset = settings.zmq_port_offset
         self._retarget_to: str | None = None
         self._wake_r, self._wake_w = os.pipe()
-        self._log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self._log = RateLimitedLog(log, settings.log_interval_seconds)
         self._socket = context.zmq.socket(zmq.DEALER)
-        self._socket.setsockopt(zmq.SNDHWM, conf["zmq.hwm"])
-        self._socket.setsockopt(zmq.RCVHWM, conf["zmq.hwm"])
-        self._socket.setsockopt(zmq.LINGER, conf["zmq.linger.millis"])
-        self._socket.setsockopt(zmq.RECONNECT_IVL, conf["storm.messaging.netty.min_wait_ms"])
-        self._socket.setsockopt(zmq.RECONNECT_IVL_MAX, conf["storm.messaging.netty.max_wait_ms"])
+        self._socket.setsockopt(zmq.SNDHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.RCVHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.LINGER, settings.zmq_linger_millis)
+        self._socket.setsockopt(zmq.RECONNECT_IVL, settings.reconnect_min_wait_millis)
+        self._socket.setsockopt(zmq.RECONNECT_IVL_MAX, settings.reconnect_max_wait_millis)
         self._monitor = self._socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         self._socket.connect(self.address)
         self._thread = threading.Thread(target=self._loop, name=f"zmq-send-{self.address}", daemon=True)
@@ -360,15 +359,15 @@ class ZmqContext:
     capabilities = Capabilities(reports_congestion=True)
 
     def __init__(self) -> None:
-        self.conf: Mapping[str, Any] = {}
+        self.settings: TransportSettings  # set by prepare, which comes first
         self.zmq: Any = None
         self._connections: list[ZmqConnection] = []
         self._bindings: list[ZmqBinding] = []
         self._lock = threading.Lock()
 
     def prepare(self, conf: Mapping[str, Any]) -> None:
-        self.conf = conf
-        self.zmq = zmq.Context(io_threads=conf["zmq.threads"])
+        self.settings = TransportSettings.from_config(conf)
+        self.zmq = zmq.Context(io_threads=self.settings.zmq_io_threads)
 
     def bind(
         self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None

@@ -86,15 +86,16 @@ class Executor:
         self.conf = conf
         self.inbox: RingBuffer[Any] = wiring.local_inboxes[spec.tasks[0]]
         self.counters = ExecutorCounters()
-        self.flush_interval = conf["topology.batch.flush.interval.millis"] / 1000.0
+        queues, settings = plan.queue_settings, plan.worker_settings
+        self.flush_interval = queues.flush_interval_seconds
         self.outbox = Outbox(
             local_inboxes=wiring.local_inboxes,
             remote_workers=plan.remote_worker_of_task,
             transfer_ring=wiring.transfer_ring,
             serializer=wiring.new_serializer(),
-            batch_size=conf["topology.producer.batch.size"],
-            send_capacity=conf["topology.executor.send.buffer.size"],
-            max_payload=conf["messaging.max.message.bytes"],
+            batch_size=queues.producer_batch_tuples,
+            send_capacity=queues.send_buffer_tuples,
+            max_payload=queues.max_message_bytes,
             congestion=wiring.congestion,
         )
         component = plan.topology.components[spec.component]
@@ -119,11 +120,11 @@ class Executor:
         self.final_reports: dict[int, Any] = {}
         self._stream_info = plan.stream_info
         self._deserialize = wiring.new_serializer().deserialize
-        enabled = conf["metrics.enabled"]
+        enabled = settings.metrics_enabled
         self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
-        self.errors_log = RateLimitedLog(log, conf["tuplemesh.log.rate.limit.secs"])
+        self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
         self._thread: threading.Thread | None = None
 
     @property
@@ -307,13 +308,13 @@ class SpoutExecutor(Executor):
     """
 
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
-        conf = wiring.plan.conf
-        self.tracker = SpoutTracker(conf["topology.message.timeout.secs"], conf["topology.max.spout.pending"])
+        acking = wiring.plan.acking_settings
+        self.tracker = SpoutTracker(acking.message_timeout_seconds, acking.max_spout_pending)
         self.collectors: dict[int, SpoutOutputCollector] = {}
         super().__init__(spec, wiring)
         self.poller = EventPoller(self.inbox, release_slots=True)
         self.inbox.add_gating_sequences(self.poller.sequence)
-        self.spout_wait = conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
+        self.spout_wait = wiring.plan.worker_settings.spout_wait_seconds
         self.finished = threading.Event()  # every task's is_finished(), no open tree, emits flushed
         self._running = False
         self._active = True

@@ -12,12 +12,14 @@ import gc
 from collections.abc import Mapping
 from typing import Any
 
+from tuplemesh.worker.settings import WorkerSettings
+
 __all__ = ["freeze_startup_objects", "tune_gc"]
 
 
 def tune_gc(conf: Mapping[str, Any]) -> None:
     """Apply ``worker.gc.threshold`` to this process (0: leave the interpreter's settings)."""
-    threshold = conf["worker.gc.threshold"]
+    threshold = WorkerSettings.from_config(conf).gc_threshold
     if threshold:
         _, gen1, gen2 = gc.get_threshold()
         gc.set_threshold(threshold, max(gen1, 20), max(gen2, 20))
@@ -25,6 +27,6 @@ def tune_gc(conf: Mapping[str, Any]) -> None:
 
 def freeze_startup_objects(conf: Mapping[str, Any]) -> None:
     """Move everything allocated so far out of the collector's reach (after start-up)."""
-    if conf["worker.gc.threshold"]:
+    if WorkerSettings.from_config(conf).gc_threshold:
         gc.collect()
         gc.freeze()

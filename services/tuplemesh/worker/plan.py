@@ -12,8 +12,10 @@ from types import MappingProxyType
 from typing import Any
 
 from tuplemesh.acking.acker import ACKER, with_acker
+from tuplemesh.acking.settings import AckingSettings
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.groupings import Grouping
+from tuplemesh.worker.settings import QueueSettings, WorkerSettings
 
 __all__ = ["StreamPlan", "WorkerPlan"]
 
@@ -38,7 +40,11 @@ class WorkerPlan:
 
     topology: Topology  # with the ackers added (every worker adds the same ones)
     index: int
-    conf: Mapping[str, Any]
+    conf: Mapping[str, Any]  # as components see it in open/prepare
+    #: the keys the worker and its executors read, typed and in seconds (built once, here)
+    queue_settings: QueueSettings
+    worker_settings: WorkerSettings
+    acking_settings: AckingSettings
     assignment: Assignment
     stream_ids: Mapping[tuple[str, str], int]
     #: stream id -> (component, stream, fields): how a received payload is read
@@ -55,7 +61,8 @@ class WorkerPlan:
     def build(cls, topology: Topology, index: int, num_workers: int, conf: Mapping[str, Any]) -> WorkerPlan:
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
-        topology = with_acker(topology, conf["topology.acker.executors"])
+        acking_settings = AckingSettings.from_config(conf)
+        topology = with_acker(topology, acking_settings.acker_executors)
         assignment = Assignment.compute(topology, num_workers)
         stream_ids = topology.stream_ids()
         executors = assignment.executors_of(index)
@@ -72,6 +79,9 @@ class WorkerPlan:
             topology=topology,
             index=index,
             conf=conf,
+            queue_settings=QueueSettings.from_config(conf),
+            worker_settings=WorkerSettings.from_config(conf),
+            acking_settings=acking_settings,
             assignment=assignment,
             stream_ids=MappingProxyType(stream_ids),
             stream_info=MappingProxyType(

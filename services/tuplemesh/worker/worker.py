@@ -58,24 +58,24 @@ class Worker:
         self.assignment = plan.assignment
         self.stream_ids = plan.stream_ids
         self.stream_info = plan.stream_info
-        strategy = conf["topology.disruptor.wait.strategy"]
-        timeout = conf["topology.disruptor.wait.timeout.millis"] / 1000.0
+        queues = self.queue_settings = plan.queue_settings
+        settings = self.settings = plan.worker_settings
+        strategy, timeout = queues.wait_strategy, queues.wait_timeout_seconds
         my_executors = plan.executors
         self.inboxes: dict[int, RingBuffer[Any]] = {
             e.index: RingBuffer.multi_producer(
-                conf["topology.executor.receive.buffer.size"],
-                wait_strategy=make_wait_strategy(strategy, timeout),
+                queues.receive_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
             )
             for e in my_executors
         }
         self.local_inbox_of_task = {t: self.inboxes[e] for t, e in plan.executor_of_task.items()}
         self.remote_worker_of_task = plan.remote_worker_of_task
         self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
-            conf["topology.transfer.buffer.size"], wait_strategy=make_wait_strategy(strategy, timeout)
+            queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
         )
-        self._serializer_name = conf["topology.tuple.serializer"]
+        self._serializer_name = settings.serializer
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
-        log_interval = conf["tuplemesh.log.rate.limit.secs"]
+        log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
         self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
         self.transfer = TransferPath(
@@ -84,12 +84,12 @@ class Worker:
             self.topology_id,
             {w: addr for w, addr in peers.items() if w != index},
             set(range(num_workers)) - {index},
-            conf["topology.transfer.batch.size"],
+            queues.transfer_batch_tuples,
             log_interval,
-            conf["metrics.enabled"],
+            settings.metrics_enabled,
         )
         # Per-task backpressure (tuplemesh.worker.congestion): what peers report, and what we report.
-        self.congestion = CongestionMap() if conf["topology.backpressure.enable"] else None
+        self.congestion = CongestionMap() if queues.backpressure_enabled else None
         if self.congestion is not None:
             self.transfer.on_congestion = self.congestion.report
         wiring = ExecutorWiring(
@@ -127,13 +127,11 @@ class Worker:
         """Bind, connect to peers, start every thread. Returns once executors run."""
         congestion = None
         if self.congestion is not None and self.context.capabilities.reports_congestion:
-            congestion = congested_tasks(
-                self.local_inbox_of_task, self.conf["topology.backpressure.watermark"]
-            )
+            congestion = congested_tasks(self.local_inbox_of_task, self.queue_settings.backpressure_watermark)
             # Senders hear about full inboxes, so a full one need not block the receive
             # thread (it would stall every task on the stream). Without reports (the local
             # transport) a blocking put is the only backpressure, and stays.
-            self.receive.overflow_limit = self.conf["topology.executor.receive.buffer.size"]
+            self.receive.overflow_limit = self.queue_settings.receive_buffer_batches
         self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch, congestion)
         self.transfer.start()
         for executor in self.bolt_executors:
@@ -160,7 +158,7 @@ class Worker:
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop in data-path order; True when every thread ended within ``timeout``."""
-        timeout = self.conf["topology.shutdown.timeout.secs"] if timeout is None else timeout
+        timeout = self.settings.shutdown_timeout_seconds if timeout is None else timeout
         deadline = time.monotonic() + timeout
         clean = True
         self._stopping.set()
@@ -196,7 +194,7 @@ class Worker:
 
     def _flush_loop(self) -> None:
         """Storm 2's flush timer: ask idle executors with partial batches to flush them."""
-        interval = self.conf["topology.batch.flush.interval.millis"] / 1000.0
+        interval = self.queue_settings.flush_interval_seconds
         bolts = self.bolt_executors
         while not self._stopping.wait(interval):
             self.receive.move_overflow()

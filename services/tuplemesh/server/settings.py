@@ -1,0 +1,41 @@
+"""`ServerSettings`: what a worker process's server side reads from the config, typed and in seconds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tuplemesh.config import as_config
+
+__all__ = ["ServerSettings"]
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Built once by the WorkerProcess from its final config. Immutable."""
+
+    transport: str  # alias or module:attr of the transport plugin
+    tls_enabled: bool
+    bind_host: str  # of the worker port (Transfer, Admin, Gateway, health)
+    metrics_enabled: bool
+    metrics_port: int  # 0: no /metrics endpoint
+    metrics_bind_host: str
+    refresh_poll_seconds: float  # between two re-applications of discovery's view
+    shutdown_timeout_seconds: float
+    log_interval_seconds: float
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any]) -> ServerSettings:
+        conf = as_config(conf)
+        return cls(
+            transport=conf["messaging.transport"],
+            tls_enabled=conf["tls.enabled"],
+            bind_host=conf["worker.bind.host"],
+            metrics_enabled=conf["metrics.enabled"],
+            metrics_port=conf["metrics.port"],
+            metrics_bind_host=conf["metrics.bind.host"],
+            refresh_poll_seconds=conf.seconds("task.refresh.poll.secs"),
+            shutdown_timeout_seconds=conf.seconds("topology.shutdown.timeout.secs"),
+            log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
+        )

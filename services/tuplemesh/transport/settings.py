@@ -1,0 +1,63 @@
+"""`TransportSettings`: the config of the network transports, typed and in the units they use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tuplemesh.config import as_config
+
+__all__ = ["TransportSettings"]
+
+
+@dataclass(frozen=True)
+class TransportSettings:
+    """Read once per context from the worker's Config (``Context.prepare``). Immutable.
+
+    Backoffs appear twice, because gRPC and zmq options take integer milliseconds while the
+    Python loops sleep in seconds; both are read from the one key.
+    """
+
+    worker_index: int  # the sender named on every batch
+    bind_host: str
+    max_message_bytes: int
+    window_batches: int
+    window_bytes: int
+    close_timeout_seconds: float
+    keepalive_millis: int  # 0: no keepalive pings
+    reconnect_min_wait_millis: int
+    reconnect_max_wait_millis: int
+    reconnect_min_wait_seconds: float
+    reconnect_max_wait_seconds: float
+    grpc_server_threads: int
+    admin_token: str  # empty: calls need no token
+    zmq_io_threads: int
+    zmq_hwm_batches: int
+    zmq_linger_millis: int
+    zmq_port_offset: int
+    log_interval_seconds: float
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any]) -> TransportSettings:
+        conf = as_config(conf)
+        return cls(
+            worker_index=conf["worker.index"],
+            bind_host=conf["worker.bind.host"],
+            max_message_bytes=conf["messaging.max.message.bytes"],
+            window_batches=conf["messaging.window.batches"],
+            window_bytes=conf["messaging.window.bytes"],
+            close_timeout_seconds=conf.seconds("messaging.close.timeout.secs"),
+            keepalive_millis=conf["messaging.keepalive.millis"],
+            reconnect_min_wait_millis=conf["storm.messaging.netty.min_wait_ms"],
+            reconnect_max_wait_millis=conf["storm.messaging.netty.max_wait_ms"],
+            reconnect_min_wait_seconds=conf.seconds("storm.messaging.netty.min_wait_ms"),
+            reconnect_max_wait_seconds=conf.seconds("storm.messaging.netty.max_wait_ms"),
+            grpc_server_threads=conf["messaging.grpc.server.threads"],
+            admin_token=conf["admin.token"],
+            zmq_io_threads=conf["zmq.threads"],
+            zmq_hwm_batches=conf["zmq.hwm"],
+            zmq_linger_millis=conf["zmq.linger.millis"],
+            zmq_port_offset=conf["zmq.port.offset"],
+            log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
+        )
