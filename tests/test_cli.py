@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,9 +35,18 @@ def test_run_wordcount_json_is_verified():
     assert summary["workers"] == 3 and summary["transport"] == "local"
     assert summary["components"]["sentences"]["emitted"] == 200 * 12
     assert summary["components"]["split"]["executed"] == 200 * 12
-    assert summary["components"]["count"]["executed"] == summary["components"]["split"]["emitted"]
-    assert summary["seconds"] > 0 and summary["tuples_per_second"] > 0
+    words = sum(wordcount_expected(200).values())
+    assert summary["components"]["split"]["emitted"] == words
+    assert summary["components"]["count"]["executed"] == words
+    # The rate is what the bolts executed over the run's duration; the JSON rounds the duration
+    # to 0.1 ms and the rate to 0.1 tuple/s, so it lies between the rates of the rounding bounds.
+    seconds = summary["seconds"]
+    assert 0 < seconds < 120
+    executed = 200 * 12 + words
+    fastest, slowest = executed / (seconds - 5e-5), executed / (seconds + 5e-5)
+    assert slowest - 0.05 <= summary["tuples_per_second"] <= fastest + 0.05
     assert "all counts exact" in summary["message"]
+    assert_transfer_consistent(summary)
 
 
 def test_run_over_grpc_worker_processes_is_verified():
@@ -46,7 +56,7 @@ def test_run_over_grpc_worker_processes_is_verified():
     summary = json.loads(out.stdout)
     assert summary["transport"] == "grpc" and summary["matched"] is True
     assert summary["components"]["count"]["executed"] == sum(wordcount_expected(200).values())
-    assert summary["transfer"]["messages"] > 0 and summary["transfer"]["lost"] == 0
+    assert_transfer_consistent(summary)
 
 
 def test_run_over_zmq_worker_processes_is_verified():
@@ -54,7 +64,33 @@ def test_run_over_zmq_worker_processes_is_verified():
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["transport"] == "zmq" and summary["matched"] is True
-    assert summary["transfer"]["messages"] > 0 and summary["transfer"]["lost"] == 0
+    assert summary["components"]["count"]["executed"] == sum(wordcount_expected(200).values())
+    assert_transfer_consistent(summary)
+
+
+def assert_transfer_consistent(summary: dict[str, Any]) -> None:
+    """What a 3-worker word count of 200 corpus repeats sends between workers.
+
+    Which split task gets which sentences is a random shuffle permutation, so the number of words
+    that cross workers is not fixed; the sentences that cross are: shuffle gives each split task
+    the same share (whole rounds), so exactly the shares of split tasks on other workers than the
+    spout's. Every tuple crosses at most once and is counted once (resends are not tuples sent).
+    """
+    from examples.wordcount import build
+    from tuplemesh.topology import Assignment
+
+    assignment = Assignment.compute(build(200), 3)
+    on_worker = assignment.worker_of_task()
+    [spout] = assignment.tasks_of("sentences")
+    split = assignment.tasks_of("split")
+    remote_split = [t for t in split if on_worker[t] != on_worker[spout]]
+    sentences_across = 200 * 12 * len(remote_split) // len(split)
+    words = sum(wordcount_expected(200).values())
+    transfer = summary["transfer"]
+    assert transfer["lost"] == 0 and transfer["unknown_task"] == 0
+    assert sentences_across <= transfer["messages"] <= sentences_across + words
+    # a batch carries 1 to topology.transfer.batch.size (1000) tuples
+    assert -(-transfer["messages"] // 1000) <= transfer["batches"] <= transfer["messages"]
 
 
 def wordcount_expected(repeat: int):

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import child_pythonpath
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "services"), str(ROOT)])},
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
     )  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,11 +153,19 @@ def test_full_export_log_applies_backpressure(tmp_path: Path):
         stub = stubs(mesh)[0]
         publish(stub, [[f"w{i}"] for i in range(300)], per_request=50)
 
-        def ends() -> list[int]:
-            return sorted(p.end for p in stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions)
+        def held() -> list[tuple[int, int]]:
+            """(start, end) of each export partition."""
+            parts = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
+            return sorted((p.start, p.end) for p in parts)
 
-        # held at the retention: nothing dropped, the rest waits upstream
-        eventually(lambda: ends() == [40, 40], message=lambda: f"ends {ends()}")
+        # Held at the retention: both logs full with the first 40 records each, nothing dropped
+        # from the front, and the remaining 220 wait upstream.
+        full = [(0, 40), (0, 40)]
+        eventually(lambda: held() == full, message=lambda: f"offsets {held()}")
+        # deliberate: with 220 records ready upstream, a log that dropped or grew instead of
+        # holding would move within this window
+        time.sleep(0.5)
+        assert held() == full
 
         def commit_all() -> int:
             """Commit everything held (the consumer keeps up now); the total exported so far."""

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import eventually
 from tuplemesh.config import Config
+from tuplemesh.netutil import free_ports
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context, TaskMessage
 
@@ -25,26 +27,25 @@ class Receiver:
         self.messages: list[TaskMessage] = []
         self.batches = 0
         self.delay = delay
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
 
     def __call__(self, batch: list[TaskMessage]) -> list[int]:
         if self.delay:
+            # A slow consumer on purpose: the transport's receive thread is held here, so the
+            # receiver's credit runs out and the sender has to block (the backpressure tests).
             time.sleep(self.delay)
-        with self._cond:
+        with self._lock:
             self.messages.extend(batch)
             self.batches += 1
-            self._cond.notify_all()
         return []
 
-    def wait_for(self, count: int, timeout: float = 30.0) -> bool:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.messages) < count:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-        return True
+    def wait_for(self, count: int, timeout: float = 30.0) -> None:
+        """Wait until ``count`` messages arrived (AssertionError after ``timeout`` seconds)."""
+        eventually(
+            lambda: len(self.messages) >= count,
+            timeout,
+            message=lambda: f"{count} messages received (got {len(self.messages)})",
+        )
 
 
 class Harness:
@@ -98,10 +99,6 @@ def harness(request: Any) -> Iterator[Harness]:
     h.close()
 
 
-_port = [17000]
-
-
 @pytest.fixture
 def port() -> int:
-    _port[0] += 1
-    return _port[0]
+    return free_ports(1)[0]

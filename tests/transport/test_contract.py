@@ -31,7 +31,7 @@ def test_broadcast_and_shutdown_notice(harness: Harness, port: int):
     conn = harness.client().connect(TOPO, "127.0.0.1", port)
     conn.send([(None, b"to all"), (3, b"x"), (0, b"task zero")])
     conn.send([(4, b"before"), (-1, b"")])
-    assert rx.wait_for(4, 10)
+    rx.wait_for(4, 10)
     assert rx.messages == [(None, b"to all"), (3, b"x"), (0, b"task zero"), (4, b"before")]
     stats = eventually(lambda: binding.stats().shutdown_messages == 1 and binding.stats())
     assert stats.received_batches == 2 and stats.received_tuples == 4
@@ -58,7 +58,7 @@ def test_stats_count_a_known_exchange_exactly(harness: Harness, port: int):
     conn = harness.client().connect(TOPO, "127.0.0.1", port)
     for batch in batches:
         conn.send(batch)
-    assert rx.wait_for(6, 10)
+    rx.wait_for(6, 10)
     network = harness.name != "local"
     framed = sum(len(msgpack.packb(b)) for b in batches) if network else 0
     sent = eventually(lambda: conn.stats().unacked_batches == 0 and conn.stats())
@@ -100,7 +100,7 @@ def test_lost_on_close_counts_every_unacknowledged_tuple(harness: Harness, port:
         assert stats.lost_on_close == 0
         rx = Receiver()
         harness.server().bind(TOPO, port, rx)
-        assert rx.wait_for(4, 10)
+        rx.wait_for(4, 10)
     else:
         assert (stats.lost_on_close, stats.unacked_batches, stats.state) == (4, 2, "CLOSED")
 
@@ -117,7 +117,7 @@ def test_retarget_follows_the_peer_and_resends(harness: Harness, port: int):
     harness.server().bind(TOPO, moved, rx)
     conn.retarget("127.0.0.1", moved)
     conn.send([(2, b"after")])
-    assert rx.wait_for(1 if harness.name == "local" else 2, 10)
+    rx.wait_for(1 if harness.name == "local" else 2, 10)
     if harness.name == "local":
         # in-process: the first batch stays in the old port's mailbox (nothing was in flight)
         assert rx.messages == [(2, b"after")]

@@ -40,7 +40,7 @@ def test_malformed_frames_unknown_topology_and_garbage_are_counted_and_survived(
     client.prepare(conf)
     conn = client.connect("topo-1", "127.0.0.1", port)
     conn.send([(5, b"after the garbage")])
-    assert rx.wait_for(1, 10)
+    rx.wait_for(1, 10)
     assert rx.messages == [(5, b"after the garbage")]
     stats = binding.stats()
     # three are not even batches (frame count, header); three are batches refused as wrong
