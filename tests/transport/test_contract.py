@@ -10,6 +10,7 @@ from tests.helpers import eventually
 from tests.transport.conftest import Harness, Receiver
 from tests.transport.raw_sender import SENDER, GrpcRawSender, ZmqRawSender
 from tuplemesh.config import Config
+from tuplemesh.netutil import free_ports
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Binding, TaskMessage
 
@@ -112,7 +113,7 @@ def test_retarget_follows_the_peer_and_resends(harness: Harness, port: int):
     client.prepare(conf)
     conn = client.connect(TOPO, "127.0.0.1", port)  # nobody is bound here
     conn.send([(1, b"waiting")])
-    moved = port + 700
+    moved = free_ports(1)[0]
     rx = Receiver()
     harness.server().bind(TOPO, moved, rx)
     conn.retarget("127.0.0.1", moved)

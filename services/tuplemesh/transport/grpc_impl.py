@@ -185,6 +185,7 @@ class GrpcConnection(WindowedConnection):
         self.max_wait = settings.reconnect_max_wait_seconds
         self.channel_state = "IDLE"
         self._closed = False
+        self._highest_sent = 0  # sequence of the newest batch any stream has carried
         self._wake = threading.Event()
         self._call: Any = None
         self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
@@ -208,13 +209,15 @@ class GrpcConnection(WindowedConnection):
     def _requests(self, attempt: _Attempt) -> Iterator[messages_pb2.TransferBatch]:
         """Request stream of one attempt: every unacknowledged batch in order, then new ones."""
         position = self.window.oldest
-        if self.reconnects:
-            self.resent_batches += self.window.next_seq - position
         while True:
             found = self.window.next_to_send(position, lambda: attempt.alive)
             if found is None:
                 return
             position, message = found
+            if position <= self._highest_sent:
+                self.resent_batches += 1  # this batch went out on an earlier stream
+            else:
+                self._highest_sent = position
             # nothing queued behind it: ask for an ack now rather than at the next multiple
             message.ack_requested = position + 1 >= self.window.next_seq
             position += 1
