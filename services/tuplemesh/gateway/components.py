@@ -70,6 +70,8 @@ class ExportBolt(Bolt):
         self.name = name
         self.retention = retention
         self.schema = schema
+        #: Records not exported because the log was full while the worker stopped (any thread reads).
+        self.lost = 0
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext, collector: Any) -> None:
         spec = context.topology.components[context.component_id]
@@ -77,7 +79,6 @@ class ExportBolt(Bolt):
         fields = list(context.topology.components[source.source].streams[source.stream].fields)
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
-        self.lost = 0
         self.where = f"{self.name} task {context.task_id}"
         GatewayRegistry.of(context.topology.name, context.worker_index).register_export(
             self.name,
