@@ -276,8 +276,9 @@ class Worker:
             )
             for peer, conn in sorted(self.transfer.connections.items())
         )
-        holds_input = any(e.outbox.pending for e in self.executors) or any(
-            e.pending() for e in self.spout_executors
+        # spouts know their pending input once opened (start); before that they hold none
+        holds_input = any(e.outbox.pending for e in self.executors) or (
+            self.started_at is not None and any(e.pending() for e in self.spout_executors)
         )
         return WorkerSnapshot(
             topology=self.topology_id,
