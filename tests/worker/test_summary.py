@@ -24,7 +24,7 @@ from tuplemesh.worker.summary import summarize
 
 def worker_snapshot(index: int, *, scale: int, broadcasts: int | None) -> WorkerSnapshot:
     """A worker of a spout ``s`` (one executor) and an export bolt ``out`` (two executors)."""
-    histogram = HistogramSnapshot((("0.001", 2.0 * scale), ("+Inf", 3.0 * scale)), 0.5 * scale)
+    histogram = HistogramSnapshot((0.001,), (2 * scale, scale), 0.5 * scale)
     return WorkerSnapshot(
         topology="t",
         worker=index,

@@ -47,8 +47,8 @@ class WorkerCollector(Collector):
             family = _family(export, ["worker", *labels])
             for values, sample in sorted(samples.items()):
                 if isinstance(sample, HistogramSnapshot):
-                    if sample.buckets:  # absent only in a snapshot that never saw a worker
-                        family.add_metric([worker, *values], list(sample.buckets), sample.sum)
+                    if sample.counts:  # absent only in a snapshot that never saw a worker
+                        family.add_metric([worker, *values], sample.cumulative(), sample.sum)
                 else:
                     family.add_metric([worker, *values], sample)
             yield family

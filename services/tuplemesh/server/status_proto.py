@@ -204,14 +204,8 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
 
 
 def _histogram_to_proto(histogram: HistogramSnapshot) -> admin_pb2.Histogram:
-    return admin_pb2.Histogram(
-        le=[le for le, _ in histogram.buckets],
-        cumulative_counts=[count for _, count in histogram.buckets],
-        sum=histogram.sum,
-    )
+    return admin_pb2.Histogram(bounds=histogram.bounds, counts=histogram.counts, sum=histogram.sum)
 
 
 def _histogram_from_proto(histogram: admin_pb2.Histogram) -> HistogramSnapshot:
-    return HistogramSnapshot(
-        tuple(zip(histogram.le, histogram.cumulative_counts, strict=True)), histogram.sum
-    )
+    return HistogramSnapshot(tuple(histogram.bounds), tuple(histogram.counts), histogram.sum)

@@ -53,14 +53,14 @@ class ExecutorStatus(_message.Message):
     def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
 
 class Histogram(_message.Message):
-    __slots__ = ("le", "cumulative_counts", "sum")
-    LE_FIELD_NUMBER: _ClassVar[int]
-    CUMULATIVE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("bounds", "counts", "sum")
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
     SUM_FIELD_NUMBER: _ClassVar[int]
-    le: _containers.RepeatedScalarFieldContainer[str]
-    cumulative_counts: _containers.RepeatedScalarFieldContainer[float]
+    bounds: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[int]
     sum: float
-    def __init__(self, le: _Optional[_Iterable[str]] = ..., cumulative_counts: _Optional[_Iterable[float]] = ..., sum: _Optional[float] = ...) -> None: ...
+    def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class PeerStatus(_message.Message):
     __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches")

@@ -32,24 +32,33 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class HistogramSnapshot:
-    """A histogram read from ``Buckets``: ``(le, cumulative count)`` pairs ending with ``+Inf``,
-    and the sum of what was observed. Empty when metrics are off."""
+    """A histogram read from ``Buckets``: observations per upper bound (one more for ``+Inf``)
+    and the sum of what was observed. Copying the counts is cheap; ``cumulative`` is for export."""
 
-    buckets: tuple[tuple[str, float], ...] = ()
+    bounds: tuple[float, ...] = ()
+    counts: tuple[int, ...] = ()
     sum: float = 0.0
 
     @classmethod
     def of(cls, buckets: Buckets) -> HistogramSnapshot:
-        return cls(tuple(buckets.cumulative()), buckets.total)
+        return cls(buckets.bounds, tuple(buckets.counts), buckets.total)
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        """``[(le, cumulative count), ..., ("+Inf", count)]``; empty for an empty snapshot."""
+        out, running = [], 0
+        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += n
+            out.append(("+Inf" if bound == float("inf") else repr(float(bound)), float(running)))
+        return out if self.counts else []
 
     def merged(self, other: HistogramSnapshot) -> HistogramSnapshot:
         """Both histograms as one (same bounds: e.g. two executors of one component)."""
-        if not self.buckets:
+        if not self.counts:
             return other
-        if not other.buckets:
+        if not other.counts:
             return self
-        counts = tuple((le, n + m) for (le, n), (_, m) in zip(self.buckets, other.buckets, strict=True))
-        return HistogramSnapshot(counts, self.sum + other.sum)
+        counts = tuple(n + m for n, m in zip(self.counts, other.counts, strict=True))
+        return HistogramSnapshot(self.bounds, counts, self.sum + other.sum)
 
 
 @dataclass(frozen=True, slots=True)
