@@ -242,10 +242,8 @@ def _print_summary(summary: dict[str, Any]) -> None:
     for name, c in summary["components"].items():
         print(f"{name:<16}{c['emitted']:>12}{c['executed']:>12}{c['errors']:>8}{c['per_second']:>14,.0f}")
     t = summary["transfer"]
-    print(
-        f"transfer: {t['messages']} tuples in {t['batches']} batches, lost {t['lost']}, "
-        f"unknown-task {t['unknown_task']}"
-    )
+    losses = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in t.items() if k not in ("messages", "batches"))
+    print(f"transfer: {t['messages']} tuples in {t['batches']} batches, {losses}")
     verdict = {True: "RESULT OK", False: "RESULT WRONG", None: "RESULT UNCHECKED"}[summary["matched"]]
     print(f"{verdict}: {summary['message']}")
 

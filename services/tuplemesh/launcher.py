@@ -23,9 +23,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
+from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.local_cluster import RunSummary
+from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.summary import RunSummary, summarize
 
 __all__ = ["ProcessCluster", "is_serving", "merge_reports", "run_processes", "stop_processes"]
 
@@ -101,22 +103,28 @@ class ProcessCluster:
         request = admin_pb2.GetStatusRequest(include_reports=include_reports)
         return [stub.GetStatus(request, timeout=10.0) for stub in self.admins]
 
+    def snapshots(self) -> list[WorkerSnapshot]:
+        """Every worker's snapshot, as its Admin reports it."""
+        return [snapshot_from_proto(s) for s in self.statuses()]
+
     def quiescent(self) -> bool:
         """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``."""
-        first = self.statuses()
+        first = self.snapshots()
         if not all(s.spouts_finished for s in first):
             return False
         consumed = sum(s.consumed for s in first)
-        delivered = sum(s.delivered for s in self.statuses())
+        delivered = sum(s.delivered for s in self.snapshots())
         return consumed == delivered
 
     def wait_done(
-        self, timeout: float, on_poll: Callable[[list[admin_pb2.WorkerStatus]], None] | None = None
+        self, timeout: float, on_poll: Callable[[list[WorkerSnapshot], list[str]], None] | None = None
     ) -> bool:
+        """Wait until quiescent; ``on_poll`` sees the snapshots and serving states on each poll."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if on_poll is not None:
-                on_poll(self.statuses())
+                statuses = self.statuses()
+                on_poll([snapshot_from_proto(s) for s in statuses], [s.state for s in statuses])
             if self.quiescent():
                 time.sleep(0.02)
                 if self.quiescent():
@@ -169,24 +177,6 @@ def stop_processes(procs: list[subprocess.Popen[bytes]], timeout: float) -> list
     return codes
 
 
-def summarize(statuses: list[admin_pb2.WorkerStatus]) -> tuple[dict[str, dict[str, int]], dict[str, int]]:
-    """Per-component counters and transfer totals across workers."""
-    components: dict[str, dict[str, int]] = {}
-    for status in statuses:
-        for e in status.executors:
-            into = components.setdefault(e.component, {})
-            for name in ("emitted", "executed", "received", "acked", "failed", "errors"):
-                into[name] = into.get(name, 0) + getattr(e, name)
-    transfer = {
-        "batches": sum(s.transferred_batches for s in statuses),
-        "messages": sum(s.transferred_tuples for s in statuses),
-        "lost": sum(s.lost_tuples for s in statuses),
-        "unknown_task": sum(s.unknown_task_messages for s in statuses),
-        "duplicates": sum(s.duplicate_batches for s in statuses),
-    }
-    return components, transfer
-
-
 def run_processes(
     target: str,
     topology: Topology,
@@ -201,7 +191,7 @@ def run_processes(
     started = time.monotonic()
     completed = False
     message = ""
-    statuses: list[admin_pb2.WorkerStatus] = []
+    snapshots: list[WorkerSnapshot] = []
     reports: dict[str, list[Any]] = {}
     finished_at = None
     codes: list[int] = []
@@ -216,14 +206,13 @@ def run_processes(
         else:
             completed = cluster.wait_done(timeout)
         finished_at = time.monotonic()
-        statuses = cluster.statuses()
+        snapshots = cluster.snapshots()
         reports = cluster.reports() if completed else {}
     except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
         message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
     finally:
         codes = cluster.stop()
     seconds = (finished_at or time.monotonic()) - started
-    components, transfer = summarize(statuses)
     matched: bool | None = None
     if message:
         matched = False
@@ -235,6 +224,13 @@ def run_processes(
         matched, message = topology.check(reports)
     else:
         message = "no result check defined"
-    return RunSummary(
-        topology.name, num_workers, transport, seconds, components, completed, matched, message, transfer
+    return summarize(
+        snapshots,
+        topology=topology.name,
+        workers=num_workers,
+        transport=transport,
+        seconds=seconds,
+        completed=completed,
+        matched=matched,
+        message=message,
     )

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import Any
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+
+from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.summary import component_totals
 
 __all__ = ["LiveProgress"]
 
@@ -30,31 +32,28 @@ class LiveProgress:
     ) -> None:
         self._live.__exit__(kind, exc, tb)
 
-    def update(self, statuses: list[Any]) -> None:
+    def update(self, snapshots: list[WorkerSnapshot], states: list[str]) -> None:
+        """Redraw from the workers' snapshots and serving states (one each, in worker order)."""
         now = time.monotonic()
-        executed: dict[str, int] = {}
-        emitted: dict[str, int] = {}
-        for status in statuses:
-            for e in status.executors:
-                executed[e.component] = executed.get(e.component, 0) + e.executed
-                emitted[e.component] = emitted.get(e.component, 0) + e.emitted
+        totals = component_totals(snapshots)
+        executed = {name: c.get("executed", 0) for name, c in totals.items()}
         previous = self._last
         self._last = (now, executed)
         table = Table(title=self.title)
         for column in ("component", "emitted", "executed", "executed/s"):
             table.add_column(column, justify="right" if column != "component" else "left")
-        for name in sorted(executed):
+        for name in sorted(totals):
             rate = ""
             if previous is not None and now > previous[0]:
                 rate = f"{(executed[name] - previous[1].get(name, 0)) / (now - previous[0]):,.0f}"
-            table.add_row(name, f"{emitted[name]:,}", f"{executed[name]:,}", rate)
+            table.add_row(name, f"{totals[name].get('emitted', 0):,}", f"{executed[name]:,}", rate)
         fills = []
-        for s in statuses:
+        for s, state in zip(snapshots, states, strict=True):
             inboxes = [q for q in s.queues if q.name.startswith("inbox:")]
             fullest = max((q.depth / q.capacity for q in inboxes if q.capacity), default=0.0)
             transfer = next(
                 (q.depth / q.capacity for q in s.queues if q.name == "transfer" and q.capacity), 0.0
             )
-            fills.append(f"w{s.worker} {s.state}: fullest inbox {fullest:.0%}, transfer {transfer:.0%}")
+            fills.append(f"w{s.worker} {state}: fullest inbox {fullest:.0%}, transfer {transfer:.0%}")
         table.caption = "\n".join(fills)
         self._live.update(table)

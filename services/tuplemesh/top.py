@@ -16,9 +16,24 @@ from rich.live import Live
 from rich.table import Table
 
 from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.summary import component_totals, transfer_totals
 
 __all__ = ["render", "top"]
+
+#: The loss and refusal counts shown per worker (keys of ``transfer_totals`` and component totals).
+LOSS_COLUMNS = (
+    "lost", "stranded", "lost_on_close", "unknown_task", "undeliverable", "duplicates",
+    "rejected_batches", "sequence_gaps", "dropped_on_stop", "export_lost",
+)  # fmt: skip
+
+
+def _component_losses(snapshot: WorkerSnapshot) -> dict[str, int]:
+    """Losses counted per component, summed over this worker's components."""
+    totals = component_totals([snapshot]).values()
+    return {name: sum(c.get(name, 0) for c in totals) for name in ("dropped_on_stop", "export_lost")}
 
 
 def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> Group:
@@ -29,6 +44,10 @@ def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> G
     queues = Table(title="queues")
     for name in ("worker", "queue", "depth", "capacity", "fill", "published/s"):
         queues.add_column(name, justify="left" if name in ("worker", "queue") else "right")
+    losses = Table(title="discarded, refused or lost")
+    losses.add_column("worker")
+    for name in LOSS_COLUMNS:
+        losses.add_column(name.replace("_", " "), justify="right")
     for target, s in sorted(stats.items(), key=lambda kv: kv[1].worker):
         label = f"{s.worker} ({target})"
         for c in s.components:
@@ -39,7 +58,11 @@ def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> G
             queues.add_row(
                 label, q.name, str(q.depth), str(q.capacity), f"{fill:.0%}", f"{q.publish_rate:,.0f}"
             )
-    parts: list[Table | str] = [components, queues]
+        if s.HasField("status"):
+            snapshot = snapshot_from_proto(s.status)
+            totals = {**transfer_totals([snapshot]), **_component_losses(snapshot)}
+            losses.add_row(label, *(f"{totals[name]:,}" for name in LOSS_COLUMNS))
+    parts: list[Table | str] = [components, queues, losses]
     parts.extend(f"[red]{target}: {error}[/red]" for target, error in sorted(errors.items()))
     return Group(*parts)
 

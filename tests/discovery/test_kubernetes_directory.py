@@ -75,8 +75,8 @@ def test_410_gone_on_watch_relists(apiserver: FakeApiServer, tmp_path: Path):
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (1, "10.0.0.2", True))))
         apiserver.compact()
         apiserver.watchers_cut()
-        eventually(lambda: d.relists >= 1 and 1 in d.snapshot())
-        assert d.relists == 1 and d.api_errors == 0  # one 410, one relist; the new list is current
+        assert eventually(lambda: d.stats().relists >= 1 and 1 in d.snapshot())
+        assert d.stats().relists == 1 and d.stats().api_errors == 0  # one 410, one relist
     finally:
         d.stop()
 
@@ -127,7 +127,7 @@ def test_api_server_down_for_a_while_then_back(apiserver: FakeApiServer, tmp_pat
     try:
         apiserver.down()
         apiserver.put(endpoint_slice("s1", SERVICE, pods((0, "10.0.0.1", True), (2, "10.0.0.3", True))))
-        eventually(lambda: d.api_errors >= 2, timeout=15)
+        assert eventually(lambda: d.stats().api_errors >= 2, 15)  # what the worker's snapshot reports
         assert d.snapshot() == {0: ("10.0.0.1", 6700)}  # the last good view, while the server is away
         apiserver.up()
         eventually(lambda: d.snapshot() == {0: ("10.0.0.1", 6700), 2: ("10.0.0.3", 6700)}, timeout=15)

@@ -101,6 +101,7 @@ def test_stop_with_a_full_export_log_ends_in_time_and_counts_what_was_not_export
     assert took < SHUTDOWN_TIMEOUT, f"shutdown took {took:.1f} s"
     [out_report] = worker.reports()["out"].values()
     assert out_report == {"start": 0, "end": 10, "lost": 90}
+    assert worker.snapshot().export_lost == {"out": 90}  # on /metrics and in Admin too
 
 
 def test_a_draining_worker_sends_publishers_elsewhere():

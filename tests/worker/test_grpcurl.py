@@ -163,6 +163,8 @@ def test_top_once_shows_workers_components_and_queues(wordcount_mesh: Mesh):
         "transfer",
         "inbox:count",
         f"0 ({wordcount_mesh.address(0)})",
+        "discarded, refused or lost",  # read back from each worker's status
+        "stranded",
     ):
         assert text in out.stdout, text
 

@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from tuplemesh.discovery.base import Peers
+from tuplemesh.discovery.base import DiscoveryStats, Peers
 from tuplemesh.logutil import RateLimitedLog
 
 __all__ = ["KubernetesDirectory", "api_client_from_environment", "peers_from_slices"]
@@ -127,6 +127,14 @@ class KubernetesDirectory:
     def snapshot(self) -> Peers:
         with self._lock:
             return dict(self._peers)
+
+    def stats(self) -> DiscoveryStats:
+        return DiscoveryStats(
+            relists=self.relists,
+            watch_restarts=self.watch_restarts,
+            api_errors=self.api_errors,
+            endpoint_problems=self.problems,
+        )
 
     def subscribe(self, callback: Callable[[Peers], None]) -> None:
         with self._lock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from tuplemesh.discovery.base import Peers
+from tuplemesh.discovery.base import DiscoveryStats, Peers
 
 __all__ = ["StaticDirectory"]
 
@@ -21,6 +21,9 @@ class StaticDirectory:
 
     def subscribe(self, callback: Callable[[Peers], None]) -> None:
         return None  # never changes
+
+    def stats(self) -> DiscoveryStats:
+        return DiscoveryStats()  # nothing to watch, nothing to count
 
     def stop(self) -> None:
         return None

@@ -70,12 +70,13 @@ class ExportBolt(Bolt):
         self.name = name
         self.retention = retention
         self.schema = schema
+        #: Records not exported because the log was full while the worker stopped (any thread reads).
+        self.lost = 0
 
     def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
         fields = list(context.fields_of(*context.sources()[0]))
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
-        self.lost = 0
         self.where = f"{self.name} task {context.task_id}"
         GatewayRegistry.of(context.topology_name, context.worker_index).register_export(
             self.name,

@@ -6,46 +6,42 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import grpc
 
 from tuplemesh.grpcutil import json_array
+from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.executor import SpoutExecutor
+from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.summary import component_totals
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["AdminServicer", "QueueRates"]
 
 
 class QueueRates:
-    """Publish rates of every ring, from the change of its cursor between two reads. Thread-safe."""
+    """Publish rates of every ring, from the change of its cursor between two snapshots. Thread-safe."""
 
-    def __init__(self, worker: Worker) -> None:
-        self._worker = worker
+    def __init__(self, first: WorkerSnapshot) -> None:
         self._lock = threading.Lock()
-        self._last: tuple[float, dict[str, int]] = (time.monotonic(), self._cursors())
+        self._last = (time.monotonic(), {q.name: q.published for q in first.queues})
 
-    def _cursors(self) -> dict[str, int]:
-        rings = {f"inbox:{e.name}": e.inbox for e in self._worker.executors}
-        rings["transfer"] = self._worker.transfer_ring
-        return {name: ring.cursor for name, ring in rings.items()}
-
-    def queues(self) -> list[admin_pb2.QueueInfo]:
-        now, cursors = time.monotonic(), self._cursors()
+    def queues(self, snapshot: WorkerSnapshot) -> list[admin_pb2.QueueInfo]:
+        now, cursors = time.monotonic(), {q.name: q.published for q in snapshot.queues}
         with self._lock:
             then, before = self._last
             self._last = (now, cursors)
         elapsed = max(now - then, 1e-9)
         return [
             admin_pb2.QueueInfo(
-                name=name,
-                depth=depth,
-                capacity=capacity,
-                publish_rate=(cursors.get(name, 0) - before.get(name, 0)) / elapsed,
+                name=q.name,
+                depth=q.depth,
+                capacity=q.capacity,
+                published=q.published,
+                publish_rate=(q.published - before.get(q.name, q.published)) / elapsed,
             )
-            for name, (depth, capacity) in self._worker.queue_depths().items()
+            for q in snapshot.queues
         ]
 
 
@@ -59,67 +55,22 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self.transport = transport
         self._drain = drain
         self._state = state
-        self._rates = QueueRates(worker)
+        self._rates = QueueRates(worker.snapshot())
 
     # -- status ---------------------------------------------------------------------------------
     def GetStatus(
         self, request: admin_pb2.GetStatusRequest, context: grpc.ServicerContext
     ) -> admin_pb2.WorkerStatus:
         worker = self.worker
-        consumed, delivered = worker.balance()  # consumed first: see LocalCluster.quiescent
-        executors = [
-            admin_pb2.ExecutorStatus(
-                name=e.name,
-                component=e.spec.component,
-                tasks=list(e.spec.tasks),
-                spout=isinstance(e, SpoutExecutor),
-                delivered=e.outbox.delivered,
-                finished=isinstance(e, SpoutExecutor) and e.finished.is_set(),
-                **as_dict_for_proto(e.counters),
-            )
-            for e in worker.executors
-        ]
-        peers = [
-            admin_pb2.PeerStatus(
-                worker=index,
-                address=stats.address,
-                state=stats.state,
-                sent_batches=stats.sent_batches,
-                unacked_batches=stats.unacked_batches,
-                reconnects=stats.reconnects,
-                resent_batches=stats.resent_batches,
-            )
-            for index, stats in sorted((i, c.stats()) for i, c in worker.transfer.connections.items())
-        ]
+        snapshot = worker.snapshot()
         reports = ""
         if request.include_reports:
             reports = json.dumps(
                 {c: {str(t): r for t, r in by_task.items()} for c, by_task in worker.live_reports().items()},
                 default=repr,
             )
-        return admin_pb2.WorkerStatus(
-            topology=worker.topology_id,
-            worker=worker.index,
-            workers=worker.assignment.num_workers,
-            uptime_seconds=worker.uptime,
-            transport=self.transport,
-            state=self._state(),
-            executors=executors,
-            peers=peers,
-            consumed=consumed,
-            delivered=delivered,
-            unknown_task_messages=worker.receive.unknown,
-            duplicate_batches=worker.duplicate_batches,
-            spouts_finished=worker.spouts_finished(),
-            reports_json=reports,
-            transferred_tuples=worker.transfer.sent_messages,
-            transferred_batches=worker.transfer.sent_batches,
-            lost_tuples=worker.transfer.lost_messages,
-            idle=worker.idle(),
-            queues=[
-                admin_pb2.QueueInfo(name=name, depth=depth, capacity=capacity)
-                for name, (depth, capacity) in worker.queue_depths().items()
-            ],
+        return snapshot_to_proto(
+            snapshot, transport=self.transport, state=self._state(), reports_json=reports
         )
 
     def GetAssignment(
@@ -139,7 +90,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     def ListQueues(
         self, request: admin_pb2.ListQueuesRequest, context: grpc.ServicerContext
     ) -> admin_pb2.QueueList:
-        return admin_pb2.QueueList(queues=self._rates.queues())
+        return admin_pb2.QueueList(queues=self._rates.queues(self.worker.snapshot()))
 
     def WatchStats(
         self, request: admin_pb2.WatchStatsRequest, context: grpc.ServicerContext
@@ -149,12 +100,14 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, f"interval_seconds must be >= 0.05, got {interval}"
             )
-        rates = QueueRates(self.worker)
-        last_time, last = time.monotonic(), self.worker.component_counters()
+        first = self.worker.snapshot()
+        rates = QueueRates(first)
+        last_time, last = time.monotonic(), component_totals([first])
         stop = threading.Event()
         context.add_callback(stop.set)
         while not stop.wait(interval) and context.is_active():
-            now, counters = time.monotonic(), self.worker.component_counters()
+            snapshot = self.worker.snapshot()
+            now, counters = time.monotonic(), component_totals([snapshot])
             elapsed = max(now - last_time, 1e-9)
             components = [
                 admin_pb2.ComponentStats(
@@ -167,13 +120,15 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 for name, c in sorted(counters.items())
             ]
             last_time, last = now, counters
+            state = self._state()
             yield admin_pb2.WorkerStats(
-                worker=self.worker.index,
-                uptime_seconds=self.worker.uptime,
+                worker=snapshot.worker,
+                uptime_seconds=snapshot.uptime_seconds,
                 components=components,
-                queues=rates.queues(),
+                queues=rates.queues(snapshot),
+                status=snapshot_to_proto(snapshot, transport=self.transport, state=state),
             )
-            if self._state() == "NOT_SERVING" and self.worker.idle():
+            if state == "NOT_SERVING" and snapshot.idle:
                 return  # drained: the stream ends
 
     # -- actions --------------------------------------------------------------------------------
@@ -255,9 +210,3 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.PERMISSION_DENIED, "Admin.Drain is off: set admin.drain.enabled: true"
             )
         return admin_pb2.DrainResponse(state=self._drain())
-
-
-def as_dict_for_proto(counters: Any) -> dict[str, int]:
-    """The ExecutorStatus fields of an executor's counters."""
-    d = counters.as_dict()
-    return {k: d[k] for k in ("emitted", "executed", "received", "acked", "failed", "errors")}

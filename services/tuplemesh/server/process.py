@@ -85,6 +85,7 @@ class WorkerProcess:
             topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()
         )
         directory.subscribe(self.worker.transfer.update_peers)
+        self.worker.directory = directory  # its counts go into the worker's snapshot
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -178,8 +179,11 @@ class WorkerProcess:
         # tuples queued for peers that refuse them (they drain too) can never leave.
         last: tuple[int, int] | None = None
         moved_at = time.monotonic()
-        while time.monotonic() < deadline and not self.worker.idle(unacked=False):
-            progress = (self.worker.balance()[0], self.worker.transfer.sent_messages)
+        while time.monotonic() < deadline:
+            snapshot = self.worker.snapshot()
+            if snapshot.local_queues_empty:
+                break
+            progress = (snapshot.consumed, snapshot.transfer.sent_tuples)
             if progress != last:
                 last, moved_at = progress, time.monotonic()
             elif time.monotonic() - moved_at > STALL_SECS:

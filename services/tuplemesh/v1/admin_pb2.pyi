@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self, include_reports: _Optional[bool] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished")
+    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
@@ -26,6 +26,12 @@ class ExecutorStatus(_message.Message):
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     DELIVERED_FIELD_NUMBER: _ClassVar[int]
     FINISHED_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    DESERIALIZE_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_ON_STOP_FIELD_NUMBER: _ClassVar[int]
+    SPOUT_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    EXECUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    INBOX_WAIT_FIELD_NUMBER: _ClassVar[int]
     name: str
     component: str
     tasks: _containers.RepeatedScalarFieldContainer[int]
@@ -38,10 +44,26 @@ class ExecutorStatus(_message.Message):
     errors: int
     delivered: int
     finished: bool
-    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ...) -> None: ...
+    timed_out: int
+    deserialize_errors: int
+    dropped_on_stop: int
+    spout_errors: int
+    execute_seconds: Histogram
+    inbox_wait: Histogram
+    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+
+class Histogram(_message.Message):
+    __slots__ = ("bounds", "counts", "sum")
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    SUM_FIELD_NUMBER: _ClassVar[int]
+    bounds: _containers.RepeatedScalarFieldContainer[float]
+    counts: _containers.RepeatedScalarFieldContainer[int]
+    sum: float
+    def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class PeerStatus(_message.Message):
-    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches")
+    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +71,14 @@ class PeerStatus(_message.Message):
     UNACKED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     RECONNECTS_FIELD_NUMBER: _ClassVar[int]
     RESENT_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_STATE_FIELD_NUMBER: _ClassVar[int]
+    SENT_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    SENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RETARGETS_FIELD_NUMBER: _ClassVar[int]
+    LOST_ON_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    UNKNOWN_TASKS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFERRED_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    TRANSFERRED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     worker: int
     address: str
     state: str
@@ -56,10 +86,75 @@ class PeerStatus(_message.Message):
     unacked_batches: int
     reconnects: int
     resent_batches: int
-    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ...) -> None: ...
+    channel_state: str
+    sent_tuples: int
+    sent_bytes: int
+    retargets: int
+    lost_on_close: int
+    unknown_tasks: int
+    transferred_tuples: int
+    transferred_batches: int
+    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ...) -> None: ...
+
+class BindingStatus(_message.Message):
+    __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages")
+    class ReceivedTuplesFromEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    class ReceivedBytesFromEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    RECEIVED_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_TUPLES_FROM_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_BYTES_FROM_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_GAPS_FIELD_NUMBER: _ClassVar[int]
+    BROADCAST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SHUTDOWN_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    received_batches: int
+    received_tuples: int
+    received_bytes: int
+    received_tuples_from: _containers.ScalarMap[int, int]
+    received_bytes_from: _containers.ScalarMap[int, int]
+    rejected_batches: int
+    rejected_frames: int
+    sequence_gaps: int
+    broadcast_messages: int
+    shutdown_messages: int
+    def __init__(self, received_batches: _Optional[int] = ..., received_tuples: _Optional[int] = ..., received_bytes: _Optional[int] = ..., received_tuples_from: _Optional[_Mapping[int, int]] = ..., received_bytes_from: _Optional[_Mapping[int, int]] = ..., rejected_batches: _Optional[int] = ..., rejected_frames: _Optional[int] = ..., sequence_gaps: _Optional[int] = ..., broadcast_messages: _Optional[int] = ..., shutdown_messages: _Optional[int] = ...) -> None: ...
+
+class DiscoveryStatus(_message.Message):
+    __slots__ = ("relists", "watch_restarts", "api_errors", "endpoint_problems")
+    RELISTS_FIELD_NUMBER: _ClassVar[int]
+    WATCH_RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    API_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ENDPOINT_PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    relists: int
+    watch_restarts: int
+    api_errors: int
+    endpoint_problems: int
+    def __init__(self, relists: _Optional[int] = ..., watch_restarts: _Optional[int] = ..., api_errors: _Optional[int] = ..., endpoint_problems: _Optional[int] = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
-    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues")
+    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes")
+    class ExportLostEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     WORKER_FIELD_NUMBER: _ClassVar[int]
     WORKERS_FIELD_NUMBER: _ClassVar[int]
@@ -79,6 +174,17 @@ class WorkerStatus(_message.Message):
     TRANSFERRED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     IDLE_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    STRANDED_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_RETARGETS_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    UNDELIVERABLE_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    OVERFLOW_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    EXPORT_LOST_FIELD_NUMBER: _ClassVar[int]
+    DISCOVERY_FIELD_NUMBER: _ClassVar[int]
+    BINDING_FIELD_NUMBER: _ClassVar[int]
+    INJECTED_FIELD_NUMBER: _ClassVar[int]
+    LOCAL_QUEUES_EMPTY_FIELD_NUMBER: _ClassVar[int]
+    BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
     topology: str
     worker: int
     workers: int
@@ -98,7 +204,18 @@ class WorkerStatus(_message.Message):
     transferred_batches: int
     idle: bool
     queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
-    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ...) -> None: ...
+    stranded_tuples: int
+    transfer_retargets: int
+    received_messages: int
+    undeliverable_messages: int
+    overflow_batches: int
+    export_lost: _containers.ScalarMap[str, int]
+    discovery: DiscoveryStatus
+    binding: BindingStatus
+    injected: int
+    local_queues_empty: bool
+    batch_sizes: Histogram
+    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
 
 class GetAssignmentRequest(_message.Message):
     __slots__ = ()
@@ -129,16 +246,18 @@ class ListQueuesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "depth", "capacity", "publish_rate")
+    __slots__ = ("name", "depth", "capacity", "publish_rate", "published")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     PUBLISH_RATE_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHED_FIELD_NUMBER: _ClassVar[int]
     name: str
     depth: int
     capacity: int
     publish_rate: float
-    def __init__(self, name: _Optional[str] = ..., depth: _Optional[int] = ..., capacity: _Optional[int] = ..., publish_rate: _Optional[float] = ...) -> None: ...
+    published: int
+    def __init__(self, name: _Optional[str] = ..., depth: _Optional[int] = ..., capacity: _Optional[int] = ..., publish_rate: _Optional[float] = ..., published: _Optional[int] = ...) -> None: ...
 
 class QueueList(_message.Message):
     __slots__ = ("queues",)
@@ -167,16 +286,18 @@ class ComponentStats(_message.Message):
     def __init__(self, component: _Optional[str] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., executed_per_second: _Optional[float] = ..., emitted_per_second: _Optional[float] = ...) -> None: ...
 
 class WorkerStats(_message.Message):
-    __slots__ = ("worker", "uptime_seconds", "components", "queues")
+    __slots__ = ("worker", "uptime_seconds", "components", "queues", "status")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     UPTIME_SECONDS_FIELD_NUMBER: _ClassVar[int]
     COMPONENTS_FIELD_NUMBER: _ClassVar[int]
     QUEUES_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
     worker: int
     uptime_seconds: float
     components: _containers.RepeatedCompositeFieldContainer[ComponentStats]
     queues: _containers.RepeatedCompositeFieldContainer[QueueInfo]
-    def __init__(self, worker: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., components: _Optional[_Iterable[_Union[ComponentStats, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ...) -> None: ...
+    status: WorkerStatus
+    def __init__(self, worker: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., components: _Optional[_Iterable[_Union[ComponentStats, _Mapping]]] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., status: _Optional[_Union[WorkerStatus, _Mapping]] = ...) -> None: ...
 
 class EmitRequest(_message.Message):
     __slots__ = ("component", "task", "values_json", "stream", "source_component")

@@ -70,8 +70,9 @@ class AdminServicer:
     """Missing associated documentation comment in .proto file."""
 
     def GetStatus(self, request, context):
-        """Unary. The worker's identity, uptime, executors with counters, and peer connection states.
-        Safe to retry.
+        """Unary. The worker's identity, uptime, and every count it keeps: executors, queues, peer
+        connections, what the transport received, refused or discarded, and every loss. The same
+        reading /metrics exports. Safe to retry.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -93,8 +94,8 @@ class AdminServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchStats(self, request, context):
-        """Server stream. One WorkerStats message per interval until the client cancels or the worker
-        drains. Retry by calling again; nothing is missed that the counters do not still show.
+        """Server stream. One WorkerStats message (rates, and the full status) per interval until the
+        client cancels or the worker drains. Retry by calling again; nothing is missed that the counters do not still show.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -46,6 +46,7 @@ class ExecutorCounters:
         "executed",
         "failed",
         "received",
+        "spout_errors",
         "timed_out",
     )
 
@@ -56,7 +57,8 @@ class ExecutorCounters:
         self.acked = 0  # bolts: ack calls; spouts: tuple trees completed (spout.ack called)
         self.failed = 0  # bolts: fail calls and errors; spouts: trees failed or timed out
         self.timed_out = 0  # spouts: trees failed by topology.message.timeout.secs
-        self.errors = 0  # exceptions raised by user code
+        self.errors = 0  # exceptions raised by bolt code (execute, prepare, cleanup, report)
+        self.spout_errors = 0  # exceptions raised by spout code (open, next_tuple, ack, fail, close, report)
         self.deserialize_errors = 0
         self.dropped_on_stop = 0  # emitted tuples abandoned in the emit buffers: a destination halted
 
@@ -168,16 +170,20 @@ class Executor:
             fn(*args)
             return True
         except Exception as exc:
-            self.counters.errors += 1
+            self._count_user_error()
             log.error("%s %s task %d failed: %r", what, self.spec.component, task, exc, exc_info=exc)
             return False
+
+    def _count_user_error(self) -> None:
+        """One exception raised by this executor's user code (bolts and spouts counted apart)."""
+        self.counters.errors += 1
 
     def _record_reports(self) -> None:
         for task, component in self.tasks.items():
             try:
                 self.final_reports[task] = component.report()
             except Exception as exc:
-                self.counters.errors += 1
+                self._count_user_error()
                 log.error("report() of %s task %d failed: %r", self.spec.component, task, exc)
 
     def join(self, timeout: float | None = None) -> bool:
@@ -321,6 +327,9 @@ class SpoutExecutor(Executor):
         self._started = threading.Event()
         self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
 
+    def _count_user_error(self) -> None:
+        self.counters.spout_errors += 1
+
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.spout_collector(task, routes, self.counters, self.tracker)
 
@@ -432,7 +441,7 @@ class SpoutExecutor(Executor):
                         except AlertError:
                             raise
                         except Exception as exc:
-                            counters.errors += 1
+                            counters.spout_errors += 1
                             self.errors_log.log(
                                 "spout %s task %d next_tuple raised %r", self.spec.component, task, exc
                             )

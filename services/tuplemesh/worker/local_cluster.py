@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from tuplemesh.config import Config
@@ -12,51 +11,13 @@ from tuplemesh.netutil import free_ports
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
+from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.summary import RunSummary, component_totals, summarize
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]
 
 BASE_PORT = 6700  # Storm's first slot port; in local mode ports are only mailbox names
-
-
-@dataclass
-class RunSummary:
-    """What a finished run reports (``tuplemesh run --json`` prints ``as_dict()``)."""
-
-    topology: str
-    workers: int
-    transport: str
-    seconds: float
-    components: dict[str, dict[str, int]]
-    completed: bool
-    matched: bool | None
-    message: str
-    transfer: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        executed = sum(c.get("executed", 0) for c in self.components.values())
-        components = {
-            name: {
-                **counts,
-                "per_second": round(counts.get("executed", 0) / self.seconds, 1) if self.seconds else 0.0,
-            }
-            for name, counts in sorted(self.components.items())
-        }
-        for counts in components.values():
-            if counts.get("executed", 0) == 0 and self.seconds:
-                counts["per_second"] = round(counts.get("emitted", 0) / self.seconds, 1)
-        return {
-            "topology": self.topology,
-            "workers": self.workers,
-            "transport": self.transport,
-            "seconds": round(self.seconds, 4),
-            "tuples_per_second": round(executed / self.seconds, 1) if self.seconds else 0.0,
-            "components": components,
-            "transfer": self.transfer,
-            "completed": self.completed,
-            "matched": self.matched,
-            "message": self.message,
-        }
 
 
 class LocalCluster:
@@ -99,11 +60,11 @@ class LocalCluster:
         All ``consumed`` counters are read before any ``delivered`` counter: a tuple in flight at
         the first read is counted as delivered but not consumed, so equality proves an empty mesh.
         """
-        if not all(w.spouts_finished() for w in self.workers):
+        first = self.snapshots()
+        if not all(s.spouts_finished for s in first):
             return False
-        balances = [w.balance() for w in self.workers]
-        consumed = sum(c for c, _ in balances)
-        delivered = sum(w.balance()[1] for w in self.workers)
+        consumed = sum(s.consumed for s in first)
+        delivered = sum(s.delivered for s in self.snapshots())
         return consumed == delivered
 
     def run_until_done(self, timeout: float, poll: float = 0.005) -> bool:
@@ -128,14 +89,12 @@ class LocalCluster:
             context.term()
         return clean
 
+    def snapshots(self) -> list[WorkerSnapshot]:
+        return [w.snapshot() for w in self.workers]
+
     def counters(self) -> dict[str, dict[str, int]]:
-        totals: dict[str, dict[str, int]] = {}
-        for worker in self.workers:
-            for component, counts in worker.component_counters().items():
-                into = totals.setdefault(component, {})
-                for name, value in counts.items():
-                    into[name] = into.get(name, 0) + value
-        return totals
+        """Every executor counter summed by component across the workers."""
+        return component_totals(self.snapshots())
 
     def reports(self) -> dict[str, list[Any]]:
         """Every task's final report by component, in task order (after ``stop``)."""
@@ -151,28 +110,22 @@ class LocalCluster:
         completed = self.run_until_done(timeout)
         end = self._finished_at if self._finished_at is not None else time.monotonic()
         seconds = end - self._started_at
-        counters = self.counters()
-        transfer = {
-            "batches": sum(w.transfer.sent_batches for w in self.workers),
-            "messages": sum(w.transfer.sent_messages for w in self.workers),
-            "lost": sum(w.transfer.lost_messages for w in self.workers),
-            "unknown_task": sum(w.receive.unknown for w in self.workers),
-        }
         self.stop()
+        # after stop: what the stop itself lost (stranded, dropped, not exported) is counted too
+        snapshots = self.snapshots()
         matched: bool | None = None
         message = "no result check defined"
         if not completed:
             matched, message = False, f"did not complete within {timeout}s"
         elif self.topology.check is not None:
             matched, message = self.topology.check(self.reports())
-        return RunSummary(
-            self.topology.name,
-            self.num_workers,
-            self.transport,
-            seconds,
-            counters,
-            completed,
-            matched,
-            message,
-            transfer,
+        return summarize(
+            snapshots,
+            topology=self.topology.name,
+            workers=self.num_workers,
+            transport=self.transport,
+            seconds=seconds,
+            completed=completed,
+            matched=matched,
+            message=message,
         )

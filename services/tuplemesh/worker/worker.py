@@ -14,17 +14,29 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
 from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
+from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.markers import FLUSH
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
+from tuplemesh.worker.stats import (
+    ExecutorSnapshot,
+    HistogramSnapshot,
+    PeerSnapshot,
+    QueueSnapshot,
+    ReceiveSnapshot,
+    TransferTotals,
+    WorkerSnapshot,
+)
 from tuplemesh.worker.transfer import TransferPath
 
 __all__ = ["Worker"]
@@ -109,6 +121,8 @@ class Worker:
         self.started_at: float | None = None
         self.injected = 0  # tuples put into inboxes by Admin.Emit (count as deliveries)
         self._inject_lock = threading.Lock()
+        #: Where the peers were found (its counts go into ``snapshot``); set by the worker process.
+        self.directory: PeerDirectory | None = None
 
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
@@ -209,16 +223,102 @@ class Worker:
                         executor.flush_requested = False  # busy: it flushes at its next end of batch
 
     # -- observation ----------------------------------------------------------------------------
-    def balance(self) -> tuple[int, int]:
-        """(consumed, delivered): tuples consumed here (read first) and tuples delivered by here.
+    def snapshot(self) -> WorkerSnapshot:
+        """Every counter of this worker, each read once. Any thread; read-side only.
 
-        Summed over all workers, consumed == delivered means nothing is in flight (see LocalCluster).
+        The consumed side (executors' ``received``, the receive path, transfer losses) is read
+        before any delivery count, so a tuple in flight is counted as delivered and not yet
+        consumed: summed over all workers, consumed == delivered proves an empty mesh (read
+        every worker's ``consumed`` before any worker's ``delivered``, see LocalCluster).
         """
+        counters = [(e, e.counters.as_dict()) for e in self.executors]
+        receive = self.receive
+        received = ReceiveSnapshot(
+            messages=receive.received,
+            unknown_tasks=receive.unknown,
+            undeliverable=receive.undeliverable,
+            overflow_batches=receive.overflowing,
+        )
+        transfer = self.transfer.stats()
+        binding = BindingStats() if self._binding is None else self._binding.stats()
         # Refused (halted-inbox) messages are not consumed: the sender still holds and resends them.
-        consumed = self.receive.unknown + self.transfer.lost_messages
-        consumed += sum(e.counters.received for e in self.executors)
-        delivered = sum(e.outbox.delivered for e in self.executors) + self.injected
-        return consumed, delivered
+        consumed = received.unknown_tasks + transfer.lost_tuples + sum(c["received"] for _, c in counters)
+        injected = self.injected
+        executors = tuple(
+            ExecutorSnapshot(
+                name=e.name,
+                component=e.spec.component,
+                tasks=tuple(e.spec.tasks),
+                spout=isinstance(e, SpoutExecutor),
+                finished=isinstance(e, SpoutExecutor) and e.finished.is_set(),
+                delivered=e.outbox.delivered,
+                execute_seconds=HistogramSnapshot.of(e.execute_seconds),
+                inbox_wait=HistogramSnapshot.of(e.inbox_wait),
+                **c,
+            )
+            for e, c in counters
+        )
+        delivered = sum(e.delivered for e in executors) + injected
+        queues = tuple(
+            QueueSnapshot(
+                name, ring.buffer_size - ring.remaining_capacity(), ring.buffer_size, ring.cursor + 1
+            )
+            for name, ring in self._rings()
+        )
+        peers = tuple(
+            PeerSnapshot(
+                worker=peer,
+                transferred_tuples=transfer.sent_tuples_to.get(peer, 0),
+                transferred_batches=transfer.sent_batches_to.get(peer, 0),
+                connection=conn.stats(),
+            )
+            for peer, conn in sorted(self.transfer.connections.items())
+        )
+        # spouts know their pending input once opened (start); before that they hold none
+        holds_input = any(e.outbox.pending for e in self.executors) or (
+            self.started_at is not None and any(e.pending() for e in self.spout_executors)
+        )
+        return WorkerSnapshot(
+            topology=self.topology_id,
+            worker=self.index,
+            workers=self.assignment.num_workers,
+            uptime_seconds=self.uptime,
+            executors=executors,
+            queues=queues,
+            peers=peers,
+            binding=binding,
+            receive=received,
+            transfer=TransferTotals(
+                sent_batches=transfer.sent_batches,
+                sent_tuples=transfer.sent_tuples,
+                lost_tuples=transfer.lost_tuples,
+                stranded_tuples=transfer.stranded_tuples,
+                retargets=transfer.retargets,
+                batch_sizes=HistogramSnapshot.of(self.transfer.batch_sizes),
+            ),
+            export_lost=self._export_lost(),
+            discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
+            consumed=consumed,
+            delivered=delivered,
+            injected=injected,
+            local_queues_empty=not holds_input
+            and not received.overflow_batches
+            and all(q.depth == 0 for q in queues),
+            spouts_finished=all(e.finished for e in executors if e.spout),
+        )
+
+    def _rings(self) -> list[tuple[str, RingBuffer[Any]]]:
+        """Every ring of this worker by queue name: executor inboxes, then the transfer ring."""
+        return [(f"inbox:{e.name}", e.inbox) for e in self.executors] + [("transfer", self.transfer_ring)]
+
+    def _export_lost(self) -> dict[str, int]:
+        """Records each ExportBolt component could not export at stop, summed over its tasks here."""
+        lost: dict[str, int] = {}
+        for executor in self.bolt_executors:
+            for bolt in executor.bolts.values():
+                if isinstance(bolt, ExportBolt):
+                    lost[executor.spec.component] = lost.get(executor.spec.component, 0) + bolt.lost
+        return lost
 
     def peers_connected(self) -> bool:
         """Every other worker has a connection that is up."""
@@ -226,30 +326,6 @@ class Worker:
         return len(connections) == len(self.transfer.expected) and all(
             c.stats().channel_state == "READY" for c in connections.values()
         )
-
-    def idle(self, unacked: bool = True) -> bool:
-        """Nothing queued in this worker: inboxes, transfer ring, emit buffers, accepted spout
-        input, and (with ``unacked``) sends the peers have not acknowledged yet."""
-        if any(e.outbox.pending for e in self.executors) or any(e.pending() for e in self.spout_executors):
-            return False
-        if self.receive.overflowing:
-            return False
-        rings = [e.inbox for e in self.executors] + [self.transfer_ring]
-        if any(r.remaining_capacity() != r.buffer_size for r in rings):
-            return False
-        return not unacked or not any(c.stats().unacked_batches for c in self.transfer.connections.values())
-
-    @property
-    def duplicate_batches(self) -> int:
-        """Batches the transport discarded as resends."""
-        return 0 if self._binding is None else self._binding.stats().duplicate_batches
-
-    def received_from(self) -> tuple[dict[int, int], dict[int, int]]:
-        """(tuples, bytes) received per sending worker (empty for the in-process transport)."""
-        if self._binding is None:
-            return {}, {}
-        stats = self._binding.stats()
-        return stats.received_tuples_from, stats.received_bytes_from
 
     def live_reports(self) -> dict[str, dict[int, Any]]:
         """Every task's ``report()`` now; consistent only once the topology is quiescent."""
@@ -263,30 +339,9 @@ class Worker:
                     into[task] = {"error": repr(exc)}
         return out
 
-    def spouts_finished(self) -> bool:
-        return all(e.finished.is_set() for e in self.spout_executors)
-
-    def component_counters(self) -> dict[str, dict[str, int]]:
-        totals: dict[str, dict[str, int]] = {}
-        for executor in self.executors:
-            into = totals.setdefault(executor.spec.component, {})
-            for name, value in executor.counters.as_dict().items():
-                into[name] = into.get(name, 0) + value
-        return totals
-
     def reports(self) -> dict[str, dict[int, Any]]:
         """Final ``report()`` of every task, by component (filled in as executors stop)."""
         out: dict[str, dict[int, Any]] = {}
         for executor in self.executors:
             out.setdefault(executor.spec.component, {}).update(executor.final_reports)
         return out
-
-    def queue_depths(self) -> dict[str, tuple[int, int]]:
-        """(depth, capacity) in slots of every inbox and of the transfer ring."""
-        depths = {
-            f"inbox:{e.name}": (e.inbox.buffer_size - e.inbox.remaining_capacity(), e.inbox.buffer_size)
-            for e in self.executors
-        }
-        ring = self.transfer_ring
-        depths["transfer"] = (ring.buffer_size - ring.remaining_capacity(), ring.buffer_size)
-        return depths

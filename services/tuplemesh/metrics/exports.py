@@ -1,0 +1,186 @@
+"""`EXPORTS`: which `WorkerSnapshot` field becomes which Prometheus metric.
+
+The collector builds every worker metric from this table and nothing else, and a test walks the
+snapshot's fields against it: a field is either here or listed as Admin-only in
+docs/operations.md. Where the field sits decides the labels besides ``worker``: fields of
+``executors`` are summed by ``component``, of ``queues`` labelled by ``queue``, of ``peers`` by
+``peer``; a mapping field is labelled by its key (``Export.key``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["EXPORTS", "Export"]
+
+
+@dataclass(frozen=True, slots=True)
+class Export:
+    metric: str
+    doc: str
+    kind: Literal["counter", "gauge", "histogram"] = "counter"
+    #: The label of a mapping field's keys.
+    key: str | None = None
+    #: Turns the field's value into the sample (e.g. a state into 1 or 0).
+    value: Callable[[Any], float] | None = None
+
+
+def _ready(state: str) -> float:
+    return 1.0 if state == "READY" else 0.0
+
+
+EXPORTS: dict[str, Export] = {
+    # executors, summed by component
+    "executors.emitted": Export(
+        "tuplemesh_tuples_emitted_total", "Tuples emitted (emit calls) by component."
+    ),
+    "executors.executed": Export(
+        "tuplemesh_tuples_executed_total", "Tuples executed by component (a broadcast counts per task)."
+    ),
+    "executors.received": Export(
+        "tuplemesh_tuples_received_total", "Tuples taken from the component's inboxes."
+    ),
+    "executors.acked": Export("tuplemesh_tuples_acked_total", "Tuples acked by component."),
+    "executors.failed": Export(
+        "tuplemesh_tuples_failed_total", "Tuples failed by component (including bolt errors)."
+    ),
+    "executors.delivered": Export(
+        "tuplemesh_tuples_delivered_total", "(task, tuple) deliveries the component's emits made."
+    ),
+    "executors.errors": Export(
+        "tuplemesh_bolt_errors_total", "Exceptions raised by bolt code, by component."
+    ),
+    "executors.spout_errors": Export(
+        "tuplemesh_spout_errors_total", "Exceptions raised by spout code, by component."
+    ),
+    "executors.timed_out": Export(
+        "tuplemesh_spout_timed_out_total",
+        "Tuple trees failed by topology.message.timeout.secs (acking on), by spout component.",
+    ),
+    "executors.deserialize_errors": Export(
+        "tuplemesh_deserialize_errors_total", "Payloads that could not be decoded, by component."
+    ),
+    "executors.dropped_on_stop": Export(
+        "tuplemesh_tuples_dropped_on_stop_total",
+        "Emitted tuples abandoned at stop because a destination had halted (lost), by component.",
+    ),
+    "executors.execute_seconds": Export(
+        "tuplemesh_execute_seconds",
+        "Execute time per tuple (the mean of each batch, observed once per batch).",
+        "histogram",
+    ),
+    "executors.inbox_wait": Export(
+        "tuplemesh_inbox_wait_seconds",
+        "Time a batch waited in an executor inbox before its first tuple ran.",
+        "histogram",
+    ),
+    # queues, by queue
+    "queues.depth": Export("tuplemesh_queue_depth_slots", "Slots in use (each holds a batch).", "gauge"),
+    "queues.capacity": Export("tuplemesh_queue_capacity_slots", "Slots in all.", "gauge"),
+    "queues.published": Export(
+        "tuplemesh_queue_published_batches_total", "Batches published into the queue."
+    ),
+    # peers, by peer
+    "peers.transferred_tuples": Export(
+        "tuplemesh_transfer_tuples_sent_total", "Tuples handed to the transport, per peer."
+    ),
+    "peers.transferred_batches": Export(
+        "tuplemesh_transfer_batches_sent_total", "Batches handed to the transport, per peer."
+    ),
+    "peers.connection.channel_state": Export(
+        "tuplemesh_peer_connected", "1 while the connection to the peer is up.", "gauge", value=_ready
+    ),
+    "peers.connection.sent_batches": Export(
+        "tuplemesh_peer_written_batches_total", "Batches written to the peer, resends included."
+    ),
+    "peers.connection.sent_bytes": Export(
+        "tuplemesh_transfer_bytes_sent_total", "Packed bytes queued to the transport, per peer."
+    ),
+    "peers.connection.unacked_batches": Export(
+        "tuplemesh_peer_unacked_batches", "Batches sent and not yet acknowledged.", "gauge"
+    ),
+    "peers.connection.resent_batches": Export(
+        "tuplemesh_peer_resent_batches_total", "Batches resent after a reconnect, a retarget or a gap."
+    ),
+    "peers.connection.reconnects": Export("tuplemesh_peer_reconnects_total", "Reconnections to the peer."),
+    "peers.connection.retargets": Export(
+        "tuplemesh_peer_retargets_total", "Times the peer moved and its connection followed."
+    ),
+    "peers.connection.lost_on_close": Export(
+        "tuplemesh_peer_tuples_lost_on_close_total",
+        "Tuples still unacknowledged when the connection closed (lost).",
+    ),
+    "peers.connection.unknown_tasks": Export(
+        "tuplemesh_peer_unknown_task_tuples_total", "Tuples the peer reported it does not own."
+    ),
+    # the binding
+    "binding.received_batches": Export(
+        "tuplemesh_transfer_batches_received_total",
+        "Batches the transport delivered (duplicates not included).",
+    ),
+    "binding.received_tuples_from": Export(
+        "tuplemesh_transfer_tuples_received_total", "Tuples received, per sending peer.", key="peer"
+    ),
+    "binding.received_bytes_from": Export(
+        "tuplemesh_transfer_bytes_received_total", "Packed bytes received, per sending peer.", key="peer"
+    ),
+    "binding.duplicate_batches": Export(
+        "tuplemesh_duplicate_batches_total", "Resent batches discarded as duplicates."
+    ),
+    "binding.rejected_batches": Export(
+        "tuplemesh_rejected_batches_total",
+        "Batches refused as wrong (another topology, an undecodable body).",
+    ),
+    "binding.rejected_frames": Export(
+        "tuplemesh_rejected_frames_total", "Transport frames that were not even a batch."
+    ),
+    "binding.sequence_gaps": Export(
+        "tuplemesh_sequence_gap_batches_total",
+        "Batches that arrived after a missing one: neither delivered nor acknowledged (resent).",
+    ),
+    "binding.broadcast_messages": Export(
+        "tuplemesh_broadcast_messages_total",
+        "Messages with no task (broadcasts), where the transport counts them.",
+    ),
+    # the receive path
+    "receive.messages": Export("tuplemesh_received_messages_total", "Messages the receive path was handed."),
+    "receive.unknown_tasks": Export(
+        "tuplemesh_unknown_task_messages_total", "Messages for tasks this worker does not own."
+    ),
+    "receive.undeliverable": Export(
+        "tuplemesh_undeliverable_messages_total",
+        "Messages refused because their inbox had halted (the sender keeps and resends them).",
+    ),
+    "receive.overflow_batches": Export(
+        "tuplemesh_receive_overflow_batches", "Batches waiting for a full inbox.", "gauge"
+    ),
+    # the transfer path
+    "transfer.lost_tuples": Export(
+        "tuplemesh_transfer_tuples_lost_total", "Tuples a transport refused (counted, logged)."
+    ),
+    "transfer.stranded_tuples": Export(
+        "tuplemesh_transfer_tuples_stranded_total",
+        "Tuples left in the transfer queue when its thread was halted (lost).",
+    ),
+    "transfer.batch_sizes": Export(
+        "tuplemesh_transfer_batch_size_tuples", "Tuples per batch handed to the transport.", "histogram"
+    ),
+    # gateway and discovery
+    "export_lost": Export(
+        "tuplemesh_export_records_lost_total",
+        "Records an ExportBolt could not export at stop (its log was full), by component.",
+        key="component",
+    ),
+    "discovery.relists": Export(
+        "tuplemesh_discovery_relists_total", "Full lists after the watch expired (410 Gone)."
+    ),
+    "discovery.watch_restarts": Export(
+        "tuplemesh_discovery_watch_restarts_total", "Watches the API server ended and that resumed."
+    ),
+    "discovery.api_errors": Export("tuplemesh_discovery_api_errors_total", "Failed Kubernetes API calls."),
+    "discovery.endpoint_problems": Export(
+        "tuplemesh_discovery_endpoint_problems_total", "Endpoints that could not be mapped to a worker."
+    ),
+}

@@ -1,0 +1,211 @@
+"""`WorkerSnapshot` <-> Admin's `WorkerStatus`: the one conversion each way.
+
+Admin (GetStatus, WatchStats) sends a snapshot as a WorkerStatus; the process launcher, the live
+progress table and ``tuplemesh top`` turn it back into the same snapshot, so every reader sums
+the same fields the same way whether the workers run in this process or behind gRPC.
+"""
+
+from __future__ import annotations
+
+from tuplemesh.discovery.base import DiscoveryStats
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
+from tuplemesh.v1 import admin_pb2
+from tuplemesh.worker.stats import (
+    EXECUTOR_COUNTERS,
+    ExecutorSnapshot,
+    HistogramSnapshot,
+    PeerSnapshot,
+    QueueSnapshot,
+    ReceiveSnapshot,
+    TransferTotals,
+    WorkerSnapshot,
+)
+
+__all__ = ["snapshot_from_proto", "snapshot_to_proto"]
+
+
+def snapshot_to_proto(
+    snapshot: WorkerSnapshot, *, transport: str = "", state: str = "", reports_json: str = ""
+) -> admin_pb2.WorkerStatus:
+    """The WorkerStatus of ``snapshot``, with what only the process knows (its transport alias,
+    serving state and, when asked for, the task reports)."""
+    s = snapshot
+    binding = s.binding
+    return admin_pb2.WorkerStatus(
+        topology=s.topology,
+        worker=s.worker,
+        workers=s.workers,
+        uptime_seconds=s.uptime_seconds,
+        executors=[
+            admin_pb2.ExecutorStatus(
+                name=e.name,
+                component=e.component,
+                tasks=list(e.tasks),
+                spout=e.spout,
+                finished=e.finished,
+                execute_seconds=_histogram_to_proto(e.execute_seconds),
+                inbox_wait=_histogram_to_proto(e.inbox_wait),
+                **e.counters(),
+            )
+            for e in s.executors
+        ],
+        peers=[
+            admin_pb2.PeerStatus(
+                worker=p.worker,
+                transferred_tuples=p.transferred_tuples,
+                transferred_batches=p.transferred_batches,
+                address=p.connection.address,
+                state=p.connection.state,
+                channel_state=p.connection.channel_state,
+                sent_batches=p.connection.sent_batches,
+                sent_tuples=p.connection.sent_tuples,
+                sent_bytes=p.connection.sent_bytes,
+                unacked_batches=p.connection.unacked_batches,
+                resent_batches=p.connection.resent_batches,
+                reconnects=p.connection.reconnects,
+                retargets=p.connection.retargets,
+                lost_on_close=p.connection.lost_on_close,
+                unknown_tasks=p.connection.unknown_tasks,
+            )
+            for p in s.peers
+        ],
+        queues=[
+            admin_pb2.QueueInfo(name=q.name, depth=q.depth, capacity=q.capacity, published=q.published)
+            for q in s.queues
+        ],
+        binding=admin_pb2.BindingStatus(
+            received_batches=binding.received_batches,
+            received_tuples=binding.received_tuples,
+            received_bytes=binding.received_bytes,
+            received_tuples_from=binding.received_tuples_from,
+            received_bytes_from=binding.received_bytes_from,
+            rejected_batches=binding.rejected_batches,
+            rejected_frames=binding.rejected_frames,
+            sequence_gaps=binding.sequence_gaps,
+            broadcast_messages=binding.broadcast_messages,
+            shutdown_messages=binding.shutdown_messages,
+        ),
+        duplicate_batches=binding.duplicate_batches,
+        received_messages=s.receive.messages,
+        unknown_task_messages=s.receive.unknown_tasks,
+        undeliverable_messages=s.receive.undeliverable,
+        overflow_batches=s.receive.overflow_batches,
+        transferred_batches=s.transfer.sent_batches,
+        transferred_tuples=s.transfer.sent_tuples,
+        lost_tuples=s.transfer.lost_tuples,
+        stranded_tuples=s.transfer.stranded_tuples,
+        transfer_retargets=s.transfer.retargets,
+        batch_sizes=_histogram_to_proto(s.transfer.batch_sizes),
+        export_lost=s.export_lost,
+        discovery=admin_pb2.DiscoveryStatus(
+            relists=s.discovery.relists,
+            watch_restarts=s.discovery.watch_restarts,
+            api_errors=s.discovery.api_errors,
+            endpoint_problems=s.discovery.endpoint_problems,
+        ),
+        consumed=s.consumed,
+        delivered=s.delivered,
+        injected=s.injected,
+        local_queues_empty=s.local_queues_empty,
+        idle=s.idle,
+        spouts_finished=s.spouts_finished,
+        transport=transport,
+        state=state,
+        reports_json=reports_json,
+    )
+
+
+def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
+    """The WorkerSnapshot a WorkerStatus was made from (``snapshot_to_proto`` reversed)."""
+    binding = status.binding
+    return WorkerSnapshot(
+        topology=status.topology,
+        worker=status.worker,
+        workers=status.workers,
+        uptime_seconds=status.uptime_seconds,
+        executors=tuple(
+            ExecutorSnapshot(
+                name=e.name,
+                component=e.component,
+                tasks=tuple(e.tasks),
+                spout=e.spout,
+                finished=e.finished,
+                execute_seconds=_histogram_from_proto(e.execute_seconds),
+                inbox_wait=_histogram_from_proto(e.inbox_wait),
+                **{name: getattr(e, name) for name in EXECUTOR_COUNTERS},
+            )
+            for e in status.executors
+        ),
+        queues=tuple(QueueSnapshot(q.name, q.depth, q.capacity, q.published) for q in status.queues),
+        peers=tuple(
+            PeerSnapshot(
+                worker=p.worker,
+                transferred_tuples=p.transferred_tuples,
+                transferred_batches=p.transferred_batches,
+                connection=ConnectionStats(
+                    address=p.address,
+                    state=p.state,
+                    channel_state=p.channel_state,
+                    sent_batches=p.sent_batches,
+                    sent_tuples=p.sent_tuples,
+                    sent_bytes=p.sent_bytes,
+                    unacked_batches=p.unacked_batches,
+                    resent_batches=p.resent_batches,
+                    reconnects=p.reconnects,
+                    retargets=p.retargets,
+                    lost_on_close=p.lost_on_close,
+                    unknown_tasks=p.unknown_tasks,
+                ),
+            )
+            for p in status.peers
+        ),
+        binding=BindingStats(
+            received_batches=binding.received_batches,
+            received_tuples=binding.received_tuples,
+            received_bytes=binding.received_bytes,
+            received_tuples_from=dict(binding.received_tuples_from),
+            received_bytes_from=dict(binding.received_bytes_from),
+            duplicate_batches=status.duplicate_batches,
+            rejected_batches=binding.rejected_batches,
+            rejected_frames=binding.rejected_frames,
+            sequence_gaps=binding.sequence_gaps,
+            broadcast_messages=(
+                binding.broadcast_messages if binding.HasField("broadcast_messages") else None
+            ),
+            shutdown_messages=binding.shutdown_messages,
+        ),
+        receive=ReceiveSnapshot(
+            messages=status.received_messages,
+            unknown_tasks=status.unknown_task_messages,
+            undeliverable=status.undeliverable_messages,
+            overflow_batches=status.overflow_batches,
+        ),
+        transfer=TransferTotals(
+            sent_batches=status.transferred_batches,
+            sent_tuples=status.transferred_tuples,
+            lost_tuples=status.lost_tuples,
+            stranded_tuples=status.stranded_tuples,
+            retargets=status.transfer_retargets,
+            batch_sizes=_histogram_from_proto(status.batch_sizes),
+        ),
+        export_lost=dict(status.export_lost),
+        discovery=DiscoveryStats(
+            relists=status.discovery.relists,
+            watch_restarts=status.discovery.watch_restarts,
+            api_errors=status.discovery.api_errors,
+            endpoint_problems=status.discovery.endpoint_problems,
+        ),
+        consumed=status.consumed,
+        delivered=status.delivered,
+        injected=status.injected,
+        local_queues_empty=status.local_queues_empty,
+        spouts_finished=status.spouts_finished,
+    )
+
+
+def _histogram_to_proto(histogram: HistogramSnapshot) -> admin_pb2.Histogram:
+    return admin_pb2.Histogram(bounds=histogram.bounds, counts=histogram.counts, sum=histogram.sum)
+
+
+def _histogram_from_proto(histogram: admin_pb2.Histogram) -> HistogramSnapshot:
+    return HistogramSnapshot(tuple(histogram.bounds), tuple(histogram.counts), histogram.sum)

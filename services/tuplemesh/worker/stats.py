@@ -1,0 +1,225 @@
+"""`WorkerSnapshot`: everything one worker has counted, read once, as frozen dataclasses.
+
+``Worker.snapshot()`` builds it; /metrics, Admin (GetStatus, WatchStats), ``tuplemesh run``'s
+summary, the live progress table and ``tuplemesh top`` all read it (or its proto form, see
+``tuplemesh.server.status_proto``) instead of gathering counters each in their own way. It is
+read-side only: building one walks the executors, rings and connections, never the data path.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+from tuplemesh.buckets import Buckets
+from tuplemesh.discovery.base import DiscoveryStats
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
+
+__all__ = [
+    "EXECUTOR_COUNTERS",
+    "ExecutorSnapshot",
+    "HistogramSnapshot",
+    "PeerSnapshot",
+    "QueueSnapshot",
+    "ReceiveSnapshot",
+    "TransferTotals",
+    "WorkerSnapshot",
+    "field_paths",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramSnapshot:
+    """A histogram read from ``Buckets``: observations per upper bound (one more for ``+Inf``)
+    and the sum of what was observed. Copying the counts is cheap; ``cumulative`` is for export."""
+
+    bounds: tuple[float, ...] = ()
+    counts: tuple[int, ...] = ()
+    sum: float = 0.0
+
+    @classmethod
+    def of(cls, buckets: Buckets) -> HistogramSnapshot:
+        return cls(buckets.bounds, tuple(buckets.counts), buckets.total)
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        """``[(le, cumulative count), ..., ("+Inf", count)]``; empty for an empty snapshot."""
+        out, running = [], 0
+        for bound, n in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            running += n
+            out.append(("+Inf" if bound == float("inf") else repr(float(bound)), float(running)))
+        return out if self.counts else []
+
+    def merged(self, other: HistogramSnapshot) -> HistogramSnapshot:
+        """Both histograms as one (same bounds: e.g. two executors of one component)."""
+        if not self.counts:
+            return other
+        if not other.counts:
+            return self
+        counts = tuple(n + m for n, m in zip(self.counts, other.counts, strict=True))
+        return HistogramSnapshot(self.bounds, counts, self.sum + other.sum)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorSnapshot:
+    """One executor: who it is and every counter of its ``ExecutorCounters``."""
+
+    name: str
+    component: str
+    tasks: tuple[int, ...]
+    spout: bool
+    #: Spouts only: every task reported is_finished() and its emits are flushed.
+    finished: bool
+    emitted: int = 0
+    executed: int = 0
+    received: int = 0
+    acked: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    #: Exceptions raised by bolt code.
+    errors: int = 0
+    #: Exceptions raised by spout code.
+    spout_errors: int = 0
+    deserialize_errors: int = 0
+    #: Emitted tuples abandoned at stop because a destination had halted (lost).
+    dropped_on_stop: int = 0
+    #: (task, tuple) deliveries its emits made, to any worker.
+    delivered: int = 0
+    #: Execute time per tuple (each batch's mean, observed once per batch).
+    execute_seconds: HistogramSnapshot = HistogramSnapshot()
+    #: Time a batch waited in the inbox before its first tuple ran.
+    inbox_wait: HistogramSnapshot = HistogramSnapshot()
+
+    def counters(self) -> dict[str, int]:
+        """The integer counters by name (what a component total sums)."""
+        return {name: getattr(self, name) for name in EXECUTOR_COUNTERS}
+
+
+#: The integer counters of an ExecutorSnapshot, in declaration order.
+EXECUTOR_COUNTERS = tuple(
+    name for name, hint in typing.get_type_hints(ExecutorSnapshot).items() if hint is int
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSnapshot:
+    """One ring: an executor inbox (``inbox:<executor>``) or ``transfer``. Sizes in slots."""
+
+    name: str
+    depth: int
+    capacity: int
+    #: Batches published into it so far (rates come from its change).
+    published: int
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSnapshot:
+    """One peer worker: what the transfer path handed its connection, and the connection's stats."""
+
+    worker: int
+    #: Tuples and batches the transfer path handed to this peer's connection.
+    transferred_tuples: int
+    transferred_batches: int
+    connection: ConnectionStats
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveSnapshot:
+    """The receive path (the binding's ``on_batch``): what it took, refused or holds."""
+
+    #: Messages handed to it by the transport.
+    messages: int = 0
+    #: Messages for tasks this worker does not own, and broadcasts with no executor here.
+    unknown_tasks: int = 0
+    #: Messages refused because their inbox had halted (the worker was stopping); the sender
+    #: keeps and resends them.
+    undeliverable: int = 0
+    #: Batches waiting in the overflow for a full inbox (a gauge).
+    overflow_batches: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TransferTotals:
+    """The transfer path's totals (its per-peer counts are in ``PeerSnapshot``)."""
+
+    sent_batches: int = 0
+    sent_tuples: int = 0
+    #: Tuples a connection refused (closed, or none): lost.
+    lost_tuples: int = 0
+    #: Tuples left in the transfer ring when its thread was halted: lost.
+    stranded_tuples: int = 0
+    #: Peers followed to a new address.
+    retargets: int = 0
+    #: Tuples per batch handed to connections.
+    batch_sizes: HistogramSnapshot = HistogramSnapshot()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSnapshot:
+    """One worker at one moment. ``consumed`` was read before ``delivered``."""
+
+    topology: str
+    worker: int
+    workers: int
+    uptime_seconds: float
+    executors: tuple[ExecutorSnapshot, ...]
+    queues: tuple[QueueSnapshot, ...]
+    peers: tuple[PeerSnapshot, ...]
+    binding: BindingStats
+    receive: ReceiveSnapshot
+    transfer: TransferTotals
+    #: Records ExportBolt tasks could not export at stop (their log was full), by component.
+    export_lost: dict[str, int] = field(default_factory=dict)
+    discovery: DiscoveryStats = field(default_factory=DiscoveryStats)
+    #: Tuples this worker consumed (executed, undecodable, unknown task, lost in transfer).
+    consumed: int = 0
+    #: Tuple deliveries made here: executors' emits and Admin.Emit injections.
+    delivered: int = 0
+    #: Tuples put into inboxes by Admin.Emit (part of ``delivered``).
+    injected: int = 0
+    #: Nothing queued in this worker's own queues: inboxes, overflow, transfer ring, emit
+    #: buffers, accepted spout input (sends peers have not acknowledged are not looked at).
+    local_queues_empty: bool = True
+    spouts_finished: bool = True
+
+    @property
+    def unacked_batches(self) -> int:
+        return sum(p.connection.unacked_batches for p in self.peers)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued here, and every send acknowledged by its peer."""
+        return self.local_queues_empty and not self.unacked_batches
+
+    def component_counters(self) -> dict[str, dict[str, int]]:
+        """Executor counters summed by component."""
+        totals: dict[str, dict[str, int]] = {}
+        for executor in self.executors:
+            into = totals.setdefault(executor.component, {})
+            for name, value in executor.counters().items():
+                into[name] = into.get(name, 0) + value
+        return totals
+
+
+def field_paths(cls: type[Any] = WorkerSnapshot, prefix: str = "") -> Iterator[str]:
+    """Every leaf field of ``cls`` as a dotted path; fields of nested dataclasses (also inside a
+    tuple, as ``peers.connection.state``) are walked, a histogram is one leaf. Properties are
+    not fields."""
+    for name in (f.name for f in fields(cls)):
+        path = f"{prefix}{name}"
+        nested = _nested_dataclass(cls, name)
+        if nested is not None:
+            yield from field_paths(nested, f"{path}.")
+        else:
+            yield path
+
+
+def _nested_dataclass(cls: type[Any], name: str) -> type[Any] | None:
+    """The dataclass a field holds (directly or as ``tuple[X, ...]``), else None."""
+    hint = typing.get_type_hints(cls)[name]
+    args = typing.get_args(hint)
+    candidate = args[0] if typing.get_origin(hint) is tuple and args else hint
+    if candidate is HistogramSnapshot or not (isinstance(candidate, type) and is_dataclass(candidate)):
+        return None
+    return candidate
