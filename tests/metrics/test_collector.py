@@ -12,7 +12,7 @@ from tests.helpers import ListSpout, RecordingBolt
 from tuplemesh.config import Config
 from tuplemesh.metrics import WorkerCollector
 from tuplemesh.topology import Topology, TopologyBuilder, Tuple
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 
 TRANSFER_SLOTS = 64
 

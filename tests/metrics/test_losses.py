@@ -12,7 +12,7 @@ from tuplemesh.errors import ReceiverStoppedError
 from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import TopologyBuilder
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 
 
 def test_a_halted_inbox_refusal_is_undeliverable_on_metrics_and_in_admin():

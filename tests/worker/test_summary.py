@@ -9,7 +9,7 @@ from tuplemesh.config import Config
 from tuplemesh.discovery import DiscoveryStats
 from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.transport.stats import BindingStats, ConnectionStats
-from tuplemesh.worker import LocalCluster
+from tuplemesh.worker.local_cluster import LocalCluster
 from tuplemesh.worker.stats import (
     ExecutorSnapshot,
     HistogramSnapshot,
