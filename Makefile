@@ -36,8 +36,8 @@ pipeline: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench all
 
-## proto: regenerate the protobuf code from protos/ and the package's copy of the .proto files
-## (never edit either by hand); grpcio-tools is a dev dependency, the package never imports it
+## proto: regenerate the protobuf code from protos/ (never edit its output by hand);
+## grpcio-tools is a dev dependency, the package never imports it
 proto: $(STAMP)
 	$(PY) tests/protogen.py --out $(PROTO_OUT)
 

@@ -2,15 +2,14 @@
 
 A development tool, not part of the package: it needs grpcio-tools (a dev dependency only).
 Proto package ``tuplemesh.v1`` lands in the Python package ``tuplemesh.v1``
-(``services/tuplemesh/v1``), so the generated imports work as they are. The ``.proto`` sources
-are copied into ``services/tuplemesh/protos`` too, so the installed package carries them (for
-grpcurl and other clients).
+(``services/tuplemesh/v1``), so the generated imports work as they are. The installed package
+carries the ``.proto`` sources too (for grpcurl and other clients): ``services/tuplemesh/protos``
+is a symbolic link to ``protos/``, which the wheel build follows.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
@@ -20,14 +19,13 @@ __all__ = [
     "PACKAGED_PROTOS",
     "PROTO_ROOT",
     "compile_descriptor_set",
-    "copy_sources",
     "generate",
     "proto_files",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
 PROTO_ROOT = ROOT / "protos"
-#: where the package keeps its copy of the sources (package data of ``tuplemesh``)
+#: the package data that carries the sources: a link to ``protos/``
 PACKAGED_PROTOS = ROOT / "services" / "tuplemesh" / "protos"
 
 
@@ -55,18 +53,6 @@ def generate(out: Path) -> list[Path]:
     return sorted(p for pkg in packages for p in pkg.glob("*_pb2*.py*"))
 
 
-def copy_sources(dest: Path = PACKAGED_PROTOS) -> list[Path]:
-    """Replace the package's copy of the ``.proto`` sources with the current ones."""
-    shutil.rmtree(dest, ignore_errors=True)
-    copied = []
-    for name in proto_files():
-        target = dest / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(PROTO_ROOT / name, target)
-        copied.append(target)
-    return copied
-
-
 def compile_descriptor_set(path: Path) -> None:
     """Compile every proto into one FileDescriptorSet at ``path`` (used by the staleness test)."""
     _protoc([f"--descriptor_set_out={path}", *proto_files()])
@@ -76,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "services"), help="output root of the generated code")
     args = parser.parse_args(argv)
-    for path in [*generate(Path(args.out)), *copy_sources()]:
+    for path in generate(Path(args.out)):
         print(path)
     return 0
 
