@@ -6,27 +6,12 @@ CPython ceiling for this work on one core, which the runtime's overhead is measu
 
 from __future__ import annotations
 
-import time
-from collections import Counter
-
 from bench.records import Record
+from bench.wordcount import plain_loop
 from examples import wordcount
 from tuplemesh.config import Config
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.local_cluster import LocalCluster
-
-
-def _plain_loop(repeat: int) -> float:
-    """Words per second split and counted by a single loop."""
-    counts: Counter[str] = Counter()
-    corpus = wordcount.CORPUS
-    start = time.perf_counter()
-    words = 0
-    for i in range(repeat * len(corpus)):
-        for word in corpus[i % len(corpus)].split():
-            counts[word] += 1
-            words += 1
-    return words / (time.perf_counter() - start)
 
 
 def run(quick: bool = False) -> list[Record]:
@@ -46,7 +31,7 @@ def run(quick: bool = False) -> list[Record]:
     median = results[len(results) // 2]
     words = median.components["split"]["emitted"]
     sentences = median.components["split"]["executed"]
-    baseline = sorted(_plain_loop(repeat) for _ in range(runs))[runs // 2]
+    baseline = sorted(plain_loop(repeat) for _ in range(runs))[runs // 2]
     off_conf = conf.with_overrides({"metrics.enabled": False})
     off_rates = []
     for _ in range(runs):

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import costs, e2e, e2e_local, ring, spark, transport
+from bench import costs, e2e, e2e_local, ring, spark, transport, wordcount
 from bench.records import Record, format_table
 
 
@@ -16,7 +16,14 @@ def _e2e(quick: bool = False) -> list[Record]:
     return e2e_local.run(quick=quick) + e2e.run(quick=quick)
 
 
-PARTS = {"ring": ring.run, "transport": transport.run, "e2e": _e2e, "costs": costs.run, "spark": spark.run}
+PARTS = {
+    "ring": ring.run,
+    "transport": transport.run,
+    "e2e": _e2e,
+    "wordcount": wordcount.run,
+    "costs": costs.run,
+    "spark": spark.run,
+}
 
 
 def run_benchmarks(part: str, as_json: bool, quick: bool, output: str) -> int:
