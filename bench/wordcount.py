@@ -4,7 +4,8 @@ The rate is words counted per second in the steady state (the count bolts' execu
 through Admin twice, a window apart, after a warm-up), so process start-up is left out; each run is
 then finished and its counts checked. Baselines in the same run: the single loop (the CPython
 ceiling for this work on one core: the runtime's cost is measured against it) and the same topology
-on one worker process (scaling: 2 workers should be close to 2x on 2 cores). The CPU each worker
+on one worker process (scaling: 2 workers should be close to 2x on 2 cores; each run has one spout
+task per worker). The CPU each worker
 process used during the window is reported: a worker below one core is waiting, not computing.
 """
 
