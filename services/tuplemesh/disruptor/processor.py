@@ -70,7 +70,7 @@ class BatchEventProcessor:
         self.sequence = Sequence()
         self._running = False
         self._started = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop_thread: threading.Thread | None = None
         self._on_timeout = getattr(handler, "on_timeout", None)
         self._on_batch_start = getattr(handler, "on_batch_start", None)
 
@@ -81,7 +81,7 @@ class BatchEventProcessor:
     def start(self, name: str | None = None, daemon: bool = True) -> threading.Thread:
         """Run the loop on a new thread; returns once the loop has started."""
         thread = threading.Thread(target=self.run, name=name or "batch-event-processor", daemon=daemon)
-        self._thread = thread
+        self._loop_thread = thread
         thread.start()
         self._started.wait()
         return thread
@@ -94,10 +94,10 @@ class BatchEventProcessor:
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread started by ``start``; True when it has ended."""
-        if self._thread is None:
+        if self._loop_thread is None:
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        self._loop_thread.join(timeout)
+        return not self._loop_thread.is_alive()
 
     def _hook(self, name: str, *args: Any) -> None:
         hook = getattr(self.handler, name, None)

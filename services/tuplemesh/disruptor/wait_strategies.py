@@ -59,6 +59,11 @@ class WaitStrategy(Protocol):
         ...
 
 
+#: Polls between two GIL hand-overs of a busy spin. The interpreter forces a hand-over every
+#: switch interval, but a compiled loop never reaches that check: the spin must give it away.
+SPIN_POLLS_PER_GIL_RELEASE = 1000
+
+
 class BusySpinWaitStrategy:
     """Poll without pause. Lowest latency with a dedicated core; burns CPU and the GIL."""
 
@@ -67,11 +72,16 @@ class BusySpinWaitStrategy:
     def wait_for(
         self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
     ) -> int:
+        polls = 0
         while True:
             available = _available(cursor, dependents)
             if available >= sequence:
                 return available
             barrier.check_alert()
+            polls += 1
+            if polls == SPIN_POLLS_PER_GIL_RELEASE:
+                polls = 0
+                time.sleep(0)
 
     def signal_all_when_blocking(self) -> None:
         return None
