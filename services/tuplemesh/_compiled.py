@@ -1,9 +1,20 @@
-"""The modules compiled with mypyc: the one list both the build (setup.py) and the runtime read.
+"""Which modules are compiled with mypyc: the one list the build (setup.py) and the runtime read,
+and the import hook that loads their .py sources instead when TUPLEMESH_PURE_PYTHON is set.
 
-Keep this file free of imports: setup.py loads it before the package's dependencies exist.
+Standard library only: setup.py runs this file before the package's dependencies exist.
 """
 
-#: Compiled together into one shared library (``SHARED_LIBRARY``), from these same .py sources.
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+#: Compiled together into one shared library from these same .py sources, which are the fallback.
 COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.disruptor.sequence",
     "tuplemesh.disruptor.sequencer",
@@ -21,9 +32,46 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.worker.executor",
 )
 
-#: mypyc's group name; the shared library holding the code is ``<GROUP_NAME>__mypyc``.
+#: mypyc's group name; the shared library holding the compiled code is ``<GROUP_NAME>__mypyc``.
 GROUP_NAME = "tuplemesh._hotpath"
 
-#: Set at build time: build the pure package; at run time: import the .py sources even where
-#: compiled extension modules exist.
+#: At build time: build the pure package. At run time: import the .py sources of the compiled
+#: modules even where their extension modules exist (worker processes inherit it).
 PURE_PYTHON_ENV = "TUPLEMESH_PURE_PYTHON"
+
+
+class SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the compiled modules' .py files, ahead of the extension modules beside them."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in COMPILED_MODULES or path is None:
+            return None  # every compiled module is in a package, so ``path`` is its __path__
+        source_name = fullname.rpartition(".")[2] + ".py"
+        for directory in path:
+            source = os.path.join(directory, source_name)
+            if os.path.isfile(source):
+                return importlib.util.spec_from_file_location(fullname, source)
+        return None
+
+
+def use_pure_python() -> None:
+    """Import the compiled modules from their .py sources from now on (idempotent)."""
+    if not any(isinstance(finder, SourceFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, SourceFinder())
+
+
+def compiled_modules() -> list[str]:
+    """The listed modules that are (or, imported now, would be) compiled in this process."""
+    compiled = []
+    for name in COMPILED_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            origin = getattr(module, "__file__", None)
+        else:
+            spec = importlib.util.find_spec(name)
+            origin = spec.origin if spec is not None else None
+        if origin is not None and origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            compiled.append(name)
+    return compiled
