@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.helpers import child_pythonpath
 from tuplemesh._compiled import COMPILED_MODULES, PURE_PYTHON_ENV
 
-SOURCE_ROOT = Path(__file__).resolve().parents[1] / "services"
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE_ROOT = ROOT / "services"
 
 #: Imports every listed module in a fresh interpreter and prints where each came from.
 REPORT = (
@@ -24,9 +28,12 @@ REPORT = (
 
 def _run(pure: bool, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != PURE_PYTHON_ENV}
+    env["PYTHONPATH"] = child_pythonpath()  # this checkout's sources and extension modules
     if pure:
         env[PURE_PYTHON_ENV] = "1"
-    out = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     return out
 
@@ -72,3 +79,17 @@ def test_pure_python_reaches_worker_processes_through_the_environment():
     child = f"import subprocess, sys; sys.exit(subprocess.run([sys.executable, '-c', {REPORT!r}]).returncode)"
     report = json.loads(_run(True, "-c", child).stdout)
     assert report["compiled"] == [] and all(f.endswith(".py") for f in report["files"])
+
+
+def test_the_bench_runner_compares_compiled_with_pure_python_in_one_run(tmp_path):
+    from bench.modes import PURE
+
+    args = ("-m", "bench", "hotpath", "--quick", "--json", "--pure-vs-compiled", "1")
+    out = _run(False, *args, "--output", str(tmp_path / "r.json"))
+    records = json.loads(out.stdout.splitlines()[-1])
+    assert [r["part"] for r in records] == ["hotpath compiled"] * 2
+    for record in records:
+        [baseline] = record["baselines"]
+        assert baseline["name"] == PURE
+        ratio = record["tuples_per_second"] / baseline["tuples_per_second"]
+        assert baseline["ratio"] == pytest.approx(ratio, rel=1e-3)
