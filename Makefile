@@ -23,8 +23,9 @@ $(STAMP): pyproject.toml | $(PY)
 
 # Rebuild the compiled extension modules in place whenever one of their sources changes, so
 # nothing runs stale compiled code (setup.py falls back to pure Python, with a warning, if it must).
+# --force: every module's extension gets rebuilt, so none is left looking older than its source.
 $(COMPILED): $(STAMP) setup.py services/tuplemesh/_compiled.py $(COMPILED_SRC)
-	$(PY) setup.py --quiet build_ext --inplace
+	$(PY) setup.py --quiet build_ext --inplace --force
 	touch $@
 
 ## run: word count on 3 workers, verified against the exact counts

@@ -29,6 +29,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.worker.outbox",
     "tuplemesh.worker.collectors",
     "tuplemesh.acking.collectors",
+    "tuplemesh.acking.mailbox",
+    "tuplemesh.worker.receive",
     "tuplemesh.worker.executor",
 )
 

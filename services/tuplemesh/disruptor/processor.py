@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Any
 
 from tuplemesh.disruptor.barrier import SequenceBarrier
+from tuplemesh.disruptor.interfaces import EventHandler, ExceptionHandler
 from tuplemesh.disruptor.ring_buffer import RingBuffer
 from tuplemesh.disruptor.sequence import Sequence
 from tuplemesh.errors import AlertError, WaitTimeoutError
@@ -14,21 +15,6 @@ from tuplemesh.errors import AlertError, WaitTimeoutError
 __all__ = ["BatchEventProcessor", "EventHandler", "ExceptionHandler", "LoggingExceptionHandler"]
 
 log = logging.getLogger(__name__)
-
-
-class EventHandler(Protocol):
-    """User code run by the processor thread. Optional hooks: ``on_start()``, ``on_shutdown()``,
-    ``on_timeout(sequence)`` (timeout wait strategy), ``on_batch_start(size)``."""
-
-    def on_event(self, event: Any, sequence: int, end_of_batch: bool) -> None: ...
-
-
-class ExceptionHandler(Protocol):
-    """Where the processor routes exceptions so that its loop survives them."""
-
-    def handle_event_exception(self, exc: BaseException, sequence: int, event: Any) -> None: ...
-
-    def handle_lifecycle_exception(self, exc: BaseException, hook: str) -> None: ...
 
 
 class LoggingExceptionHandler:
