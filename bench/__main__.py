@@ -18,8 +18,21 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the records as JSON")
     parser.add_argument("--quick", action="store_true", help="fewer items (smoke run, figures are noisier)")
     parser.add_argument("--output", default="bench/results.json", help="where to write the records")
+    parser.add_argument(
+        "--pure-vs-compiled",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="run each part ROUNDS times compiled and pure Python, alternating, and compare them",
+    )
     args = parser.parse_args()
-    return run_benchmarks(args.part, as_json=args.json, quick=args.quick, output=args.output)
+    return run_benchmarks(
+        args.part,
+        as_json=args.json,
+        quick=args.quick,
+        output=args.output,
+        pure_vs_compiled=args.pure_vs_compiled,
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import costs, e2e, e2e_local, ring, spark, transport, wordcount
+from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, transport, wordcount
 from bench.records import Record, format_table
 
 
@@ -18,6 +18,7 @@ def _e2e(quick: bool = False) -> list[Record]:
 
 PARTS = {
     "ring": ring.run,
+    "hotpath": hotpath.run,
     "transport": transport.run,
     "e2e": _e2e,
     "wordcount": wordcount.run,
@@ -26,11 +27,15 @@ PARTS = {
 }
 
 
-def run_benchmarks(part: str, as_json: bool, quick: bool, output: str) -> int:
+def run_benchmarks(part: str, as_json: bool, quick: bool, output: str, pure_vs_compiled: int = 0) -> int:
+    """``pure_vs_compiled``: that many rounds of each part compiled and pure Python, compared."""
     names = list(PARTS) if part == "all" else [part]
     records: list[Record] = []
     for name in names:
-        part_records = PARTS[name](quick=quick)
+        if pure_vs_compiled:
+            part_records = modes.compare(name, quick, pure_vs_compiled)
+        else:
+            part_records = PARTS[name](quick=quick)
         records.extend(part_records)
         if not as_json:
             print(format_table(part_records), flush=True)

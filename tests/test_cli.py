@@ -229,11 +229,16 @@ def test_config_lists_every_key():
         assert key in out.stdout
 
 
-def test_version_prints_the_installed_version():
+def test_version_prints_the_installed_version_and_how_the_hot_path_runs():
     from importlib import metadata
 
+    from tuplemesh import compiled_modules
+
+    compiled = len(compiled_modules())  # the subprocess inherits this environment
+    build = f"compiled: {compiled} modules" if compiled else "pure Python"
     out = tuplemesh("--version")
-    assert out.returncode == 0 and out.stdout.strip() == f"tuplemesh {metadata.version('tuplemesh')}"
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"tuplemesh {metadata.version('tuplemesh')} ({build})"
 
 
 def test_bad_log_level_is_one_line_naming_the_value():

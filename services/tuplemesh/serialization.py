@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 import msgpack
 
 from tuplemesh.errors import SerializationError
+from tuplemesh.plugin_api import Decoded, Serializer
 from tuplemesh.plugins import resolve_plugin
 
 __all__ = ["SERIALIZERS", "Decoded", "JsonSerializer", "MsgpackSerializer", "Serializer", "load_serializer"]
@@ -24,20 +25,6 @@ SERIALIZERS = {
     "msgpack": "tuplemesh.serialization:MsgpackSerializer",
     "json": "tuplemesh.serialization:JsonSerializer",
 }
-
-
-#: What ``deserialize`` returns: (source task, stream id, values, anchors or None).
-Decoded = tuple[int, int, list[Any], dict[int, int] | None]
-
-
-class Serializer(Protocol):
-    """Encodes one tuple's (source task, stream id, values, anchors). One instance per thread."""
-
-    def serialize(
-        self, source_task: int, stream_id: int, values: Sequence[Any], anchors: dict[int, int] | None = None
-    ) -> bytes: ...
-
-    def deserialize(self, payload: bytes) -> Decoded: ...
 
 
 def _flat(anchors: dict[int, int]) -> list[int]:

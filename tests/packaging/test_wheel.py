@@ -17,11 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tuplemesh._compiled import COMPILED_MODULES, PURE_PYTHON_ENV
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 #: what the build copy leaves out: local environments, caches and earlier build output
 NOT_SOURCES = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis")
+#: and the extension modules built in place (pip compiles its own, or none for a pure build)
+NOT_SOURCES += ("*.so",)
 
 #: building, a fresh venv and its dependencies (from pip's cache when warm), then the runs
 pytestmark = pytest.mark.timeout(900)
@@ -167,7 +171,11 @@ def test_help_and_version(installed: Installed):
     assert help_text.startswith("usage: tuplemesh")
     for command in ("run", "worker", "top", "config"):
         assert command in help_text
-    assert _checked(installed.tuplemesh("--version")).stdout.strip() == f"tuplemesh {PROJECT['version']}"
+    # pip builds the wheel from source: the hot path compiled, unless this run is the pure-Python one
+    compiled = f"compiled: {len(COMPILED_MODULES)} modules"
+    build = "pure Python" if os.environ.get(PURE_PYTHON_ENV) else compiled
+    version = _checked(installed.tuplemesh("--version")).stdout.strip()
+    assert version == f"tuplemesh {PROJECT['version']} ({build})"
 
 
 def test_run_a_user_topology_in_process(installed: Installed):

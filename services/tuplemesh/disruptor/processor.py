@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Protocol
+from typing import Any
 
 from tuplemesh.disruptor.barrier import SequenceBarrier
+from tuplemesh.disruptor.interfaces import EventHandler, ExceptionHandler
 from tuplemesh.disruptor.ring_buffer import RingBuffer
 from tuplemesh.disruptor.sequence import Sequence
 from tuplemesh.errors import AlertError, WaitTimeoutError
@@ -14,21 +15,6 @@ from tuplemesh.errors import AlertError, WaitTimeoutError
 __all__ = ["BatchEventProcessor", "EventHandler", "ExceptionHandler", "LoggingExceptionHandler"]
 
 log = logging.getLogger(__name__)
-
-
-class EventHandler(Protocol):
-    """User code run by the processor thread. Optional hooks: ``on_start()``, ``on_shutdown()``,
-    ``on_timeout(sequence)`` (timeout wait strategy), ``on_batch_start(size)``."""
-
-    def on_event(self, event: Any, sequence: int, end_of_batch: bool) -> None: ...
-
-
-class ExceptionHandler(Protocol):
-    """Where the processor routes exceptions so that its loop survives them."""
-
-    def handle_event_exception(self, exc: BaseException, sequence: int, event: Any) -> None: ...
-
-    def handle_lifecycle_exception(self, exc: BaseException, hook: str) -> None: ...
 
 
 class LoggingExceptionHandler:
@@ -70,7 +56,7 @@ class BatchEventProcessor:
         self.sequence = Sequence()
         self._running = False
         self._started = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop_thread: threading.Thread | None = None
         self._on_timeout = getattr(handler, "on_timeout", None)
         self._on_batch_start = getattr(handler, "on_batch_start", None)
 
@@ -81,7 +67,7 @@ class BatchEventProcessor:
     def start(self, name: str | None = None, daemon: bool = True) -> threading.Thread:
         """Run the loop on a new thread; returns once the loop has started."""
         thread = threading.Thread(target=self.run, name=name or "batch-event-processor", daemon=daemon)
-        self._thread = thread
+        self._loop_thread = thread
         thread.start()
         self._started.wait()
         return thread
@@ -94,10 +80,10 @@ class BatchEventProcessor:
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the thread started by ``start``; True when it has ended."""
-        if self._thread is None:
+        if self._loop_thread is None:
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        self._loop_thread.join(timeout)
+        return not self._loop_thread.is_alive()
 
     def _hook(self, name: str, *args: Any) -> None:
         hook = getattr(self.handler, name, None)

@@ -30,8 +30,8 @@ class RingBuffer(Generic[T]):
         self._mask = self.buffer_size - 1
         make = factory if factory is not None else (lambda: None)
         self.entries: list[T] = [make() for _ in range(self.buffer_size)]  # type: ignore[misc]
-        if isinstance(sequencer, SingleProducerSequencer):
-            self.put = self._put_single_producer  # type: ignore[method-assign]
+        # ``put`` inlines this sequencer's claim and publish (see there); None for multi-producer
+        self._single_producer = sequencer if isinstance(sequencer, SingleProducerSequencer) else None
 
     @classmethod
     def single_producer(
@@ -94,26 +94,25 @@ class RingBuffer(Generic[T]):
 
     def put(self, item: T) -> int:
         """Claim one slot, store ``item`` in it, publish; blocks while full. Returns its sequence."""
+        single = self._single_producer
+        if single is not None:
+            # The sequencer's claim and publish inlined: this is the per-item hot path, and three
+            # method calls per item cost more than the work itself.
+            seq = single._next_value + 1
+            if seq - self.buffer_size > single._cached_gating:
+                seq = single.next()
+            else:
+                single._next_value = seq
+            self.entries[seq & self._mask] = item
+            single.cursor.value = seq
+            wait_strategy = single.wait_strategy
+            if wait_strategy.waiters:
+                wait_strategy.signal_all_when_blocking()
+            return seq
         sequencer = self.sequencer
         seq = sequencer.next()
         self.entries[seq & self._mask] = item
         sequencer.publish(seq)
-        return seq
-
-    def _put_single_producer(self, item: T) -> int:
-        # ``put`` for a single producer with the sequencer's claim and publish inlined: this is
-        # the per-item hot path, and three method calls per item cost more than the work itself.
-        sequencer: SingleProducerSequencer = self.sequencer  # type: ignore[assignment]
-        seq = sequencer._next_value + 1
-        if seq - self.buffer_size > sequencer._cached_gating:
-            seq = sequencer.next()
-        else:
-            sequencer._next_value = seq
-        self.entries[seq & self._mask] = item
-        sequencer.cursor.value = seq
-        wait_strategy = sequencer.wait_strategy
-        if wait_strategy.waiters:
-            wait_strategy.signal_all_when_blocking()
         return seq
 
     def try_put(self, item: T) -> int:

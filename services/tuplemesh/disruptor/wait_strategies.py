@@ -12,8 +12,8 @@ import threading
 import time
 from collections.abc import Callable
 from collections.abc import Sequence as SeqOf
-from typing import Protocol
 
+from tuplemesh.disruptor.interfaces import Alertable, WaitStrategy
 from tuplemesh.disruptor.sequence import Sequence, minimum_sequence
 from tuplemesh.errors import PluginError, WaitTimeoutError
 
@@ -29,34 +29,15 @@ __all__ = [
 ]
 
 
-class Alertable(Protocol):
-    """What a wait strategy checks between polls: the barrier it waits on."""
-
-    def check_alert(self) -> None: ...
-
-
 def _available(cursor: Sequence, dependents: SeqOf[Sequence]) -> int:
     if not dependents:
         return cursor.value
     return minimum_sequence(dependents, cursor.value)
 
 
-class WaitStrategy(Protocol):
-    """Waits until ``sequence`` is available; returns the highest available sequence."""
-
-    def wait_for(
-        self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
-    ) -> int:
-        """Block the calling consumer thread. Raises AlertError / WaitTimeoutError."""
-        ...
-
-    #: Number of consumers parked right now; producers call ``signal_all_when_blocking`` only
-    #: when it is non-zero, which keeps the publish hot path free of a method call.
-    waiters: int
-
-    def signal_all_when_blocking(self) -> None:
-        """Wake parked consumers. Called by producers after each publish; any thread."""
-        ...
+#: Polls between two GIL hand-overs of a busy spin. The interpreter forces a hand-over every
+#: switch interval, but a compiled loop never reaches that check: the spin must give it away.
+SPIN_POLLS_PER_GIL_RELEASE = 1000
 
 
 class BusySpinWaitStrategy:
@@ -67,11 +48,16 @@ class BusySpinWaitStrategy:
     def wait_for(
         self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
     ) -> int:
+        polls = 0
         while True:
             available = _available(cursor, dependents)
             if available >= sequence:
                 return available
             barrier.check_alert()
+            polls += 1
+            if polls == SPIN_POLLS_PER_GIL_RELEASE:
+                polls = 0
+                time.sleep(0)
 
     def signal_all_when_blocking(self) -> None:
         return None

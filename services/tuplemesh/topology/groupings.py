@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import msgpack
 
+from tuplemesh.plugin_api import CustomStreamGrouping
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
@@ -198,14 +199,6 @@ class DirectGrouping(Grouping):
 
     def chooser(self, target_tasks, local_tasks, source_fields):  # type: ignore[no-untyped-def]
         return _Constant(target_tasks)  # the set of legal targets; emit_direct picks one
-
-
-class CustomStreamGrouping(Protocol):
-    """User grouping: ``prepare`` once per emitting executor, ``choose_tasks`` per emit."""
-
-    def prepare(self, target_tasks: Sequence[int]) -> None: ...
-
-    def choose_tasks(self, values: Sequence[Any]) -> Sequence[int]: ...
 
 
 class _CustomChooser:

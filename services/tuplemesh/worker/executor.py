@@ -34,21 +34,25 @@ __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "Sp
 log = logging.getLogger(__name__)
 
 
+#: The fields of ExecutorCounters, in ``as_dict`` order (a compiled class has no ``__slots__``).
+COUNTER_NAMES = (
+    "acked",
+    "deserialize_errors",
+    "dropped_on_stop",
+    "emitted",
+    "errors",
+    "executed",
+    "failed",
+    "received",
+    "spout_errors",
+    "timed_out",
+)
+
+
 class ExecutorCounters:
     """Plain integer counters, written by the executor thread only, read by anyone."""
 
-    __slots__ = (
-        "acked",
-        "deserialize_errors",
-        "dropped_on_stop",
-        "emitted",
-        "errors",
-        "executed",
-        "failed",
-        "received",
-        "spout_errors",
-        "timed_out",
-    )
+    __slots__ = COUNTER_NAMES
 
     def __init__(self) -> None:
         self.emitted = 0  # emit calls
@@ -63,7 +67,7 @@ class ExecutorCounters:
         self.dropped_on_stop = 0  # emitted tuples abandoned in the emit buffers: a destination halted
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in COUNTER_NAMES}
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,7 @@ class Executor:
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
-        self._thread: threading.Thread | None = None
+        self._loop_thread: threading.Thread | None = None
 
     @property
     def name(self) -> str:
@@ -187,10 +191,10 @@ class Executor:
                 log.error("report() of %s task %d failed: %r", self.spec.component, task, exc)
 
     def join(self, timeout: float | None = None) -> bool:
-        if self._thread is None:
+        if self._loop_thread is None:
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        self._loop_thread.join(timeout)
+        return not self._loop_thread.is_alive()
 
 
 class BoltExecutor(Executor):
@@ -211,7 +215,7 @@ class BoltExecutor(Executor):
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
 
     def start(self) -> None:
-        self._thread = self.processor.start(name=f"executor-{self.name}")
+        self._loop_thread = self.processor.start(name=f"executor-{self.name}")
 
     def request_stop(self) -> None:
         """Finish everything already in the inbox, flush, clean up, exit."""
@@ -335,8 +339,8 @@ class SpoutExecutor(Executor):
 
     def start(self) -> None:
         self._running = True
-        self._thread = threading.Thread(target=self._run_loop, name=f"executor-{self.name}", daemon=True)
-        self._thread.start()
+        self._loop_thread = threading.Thread(target=self._run_loop, name=f"executor-{self.name}", daemon=True)
+        self._loop_thread.start()
         self._started.wait()
 
     def deactivate(self) -> None:
@@ -356,7 +360,9 @@ class SpoutExecutor(Executor):
         self._active = False
         self._running = False
 
-    halt = request_stop
+    def halt(self) -> None:
+        """Stop after the current loop iteration (a spout has nothing to abandon: as request_stop)."""
+        self.request_stop()
 
     def _on_control(self, event: Any, sequence: int, end_of_batch: bool) -> None:
         kind = event.__class__

@@ -10,6 +10,9 @@ class Batch(list):
 
     __slots__ = ("stamp",)
 
+    #: ``time.monotonic()`` when the batch was published into the inbox
+    stamp: float
+
 
 class Marker:
     __slots__ = ("name",)

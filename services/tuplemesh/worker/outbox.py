@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
@@ -193,8 +193,9 @@ class Outbox:
         # batch counted, so ``discard`` can report exactly what was lost.
         if dest < self._local_count:
             self._buffers[dest] = Batch()
-            buf.stamp = time.monotonic()  # type: ignore[attr-defined]
-            self._rings[dest].put(buf)
+            batch = cast(Batch, buf)  # the buffers of local destinations are Batches
+            batch.stamp = time.monotonic()
+            self._rings[dest].put(batch)
         else:
             self._buffers[dest] = []
             self._transfer.put((self._workers[dest - self._local_count], buf))

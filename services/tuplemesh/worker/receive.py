@@ -91,7 +91,7 @@ class ReceivePath:
         halted = 0
         now = time.monotonic()
         for ring, messages in groups.values():
-            messages.stamp = now  # type: ignore[attr-defined]
+            messages.stamp = now
             try:
                 if self.overflow_limit:
                     self._put_or_overflow(ring, messages)

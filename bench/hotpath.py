@@ -1,0 +1,93 @@
+"""Per-tuple cost of the in-process hot path, one thread, no waiting: a spout's emit through its
+collector and the Outbox into a local inbox (no serialization) or onto the transfer ring
+(serialized), and a bolt executor's batch loop over the tuples that arrived.
+
+Baseline: the same values appended to a list by a plain loop (the CPython floor for touching
+each tuple once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.records import Record, best_rate
+from tuplemesh.disruptor import EventPoller, RingBuffer
+from tuplemesh.serialization import MsgpackSerializer
+from tuplemesh.topology import Fields
+from tuplemesh.topology.groupings import ShuffleGrouping
+from tuplemesh.worker.collectors import BoltOutputCollector, StreamRoute
+from tuplemesh.worker.executor import ExecutorCounters
+from tuplemesh.worker.outbox import Outbox
+
+RING_SIZE = 1024
+BATCH = 100
+FIELDS = Fields(["word"])
+#: emits between two drains of the destination ring: far below its capacity in tuples
+DRAIN_EVERY = 10_000
+
+
+def _emitter(remote: bool) -> tuple[BoltOutputCollector, Outbox, EventPoller]:
+    """A collector whose one stream goes shuffle-grouped to tasks 1 and 2, in this worker or not."""
+    inbox: RingBuffer[Any] = RingBuffer.single_producer(RING_SIZE)
+    transfer: RingBuffer[Any] = RingBuffer.single_producer(RING_SIZE)
+    drained = transfer if remote else inbox
+    poller = EventPoller(drained, release_slots=True)
+    drained.add_gating_sequences(poller.sequence)
+    outbox = Outbox(
+        local_inboxes={} if remote else {1: inbox, 2: inbox},
+        remote_workers={1: 1, 2: 1} if remote else {},
+        transfer_ring=transfer,
+        serializer=MsgpackSerializer(),
+        batch_size=BATCH,
+        send_capacity=10 * BATCH,
+    )
+    chooser = ShuffleGrouping().chooser((1, 2), frozenset() if remote else frozenset({1, 2}), FIELDS)
+    route = StreamRoute("default", 0, FIELDS, False, [chooser], frozenset())
+    collector = BoltOutputCollector(0, "spout", {"default": route}, outbox, ExecutorCounters())
+    return collector, outbox, poller
+
+
+def _emit_run(n: int, remote: bool) -> Any:
+    def run() -> int:
+        collector, outbox, poller = _emitter(remote)
+        emit = collector.emit
+        drain = poller.poll
+        values = ["word"]
+        for i in range(n):
+            emit(values)
+            if i % DRAIN_EVERY == 0:
+                drain(_discard)
+        outbox.flush()
+        drain(_discard)
+        return n
+
+    return run
+
+
+def _discard(event: Any, sequence: int, end_of_batch: bool) -> None:
+    return None
+
+
+def _plain_run(n: int) -> Any:
+    def run() -> int:
+        out: list[Any] = []
+        values = ["word"]
+        for i in range(n):
+            out.append((i & 1, values))
+            if len(out) == BATCH:
+                out = []
+        return n
+
+    return run
+
+
+def run(quick: bool = False) -> list[Record]:
+    n = 200_000 if quick else 1_000_000
+    repeats = 1 if quick else 3
+    plain = {"a plain loop appending (task, values)": best_rate(_plain_run(n), repeats)}
+    return [
+        Record("hotpath", "emit -> outbox -> local inbox (batches of 100)", "tuples",
+               best_rate(_emit_run(n, remote=False), repeats), plain),
+        Record("hotpath", "emit -> serialize -> outbox -> transfer ring (batches of 100)", "tuples",
+               best_rate(_emit_run(n, remote=True), repeats), plain),
+    ]  # fmt: skip
