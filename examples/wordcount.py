@@ -34,8 +34,6 @@ CORPUS = [
 
 #: How many times each spout task set replays the corpus (env var overrides, for ``make run``).
 DEFAULT_REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "4000"))
-#: Spout tasks (env var overrides): one per worker keeps every worker's share of the work equal.
-DEFAULT_SPOUTS = int(os.environ.get("WORDCOUNT_SPOUTS", "1"))
 
 
 class SentenceSpout(Spout):
@@ -152,9 +150,7 @@ def make_check(repeat: int) -> Any:
     return check
 
 
-def build(
-    repeat: int = DEFAULT_REPEAT, spouts: int = DEFAULT_SPOUTS, splitters: int = 3, counters: int = 3
-) -> Any:
+def build(repeat: int = DEFAULT_REPEAT, spouts: int = 1, splitters: int = 3, counters: int = 3) -> Any:
     builder = TopologyBuilder("wordcount")
     builder.set_spout("sentences", SentenceSpout(repeat), parallelism=spouts)
     builder.set_bolt("split", SplitBolt(), parallelism=splitters).shuffle_grouping("sentences")

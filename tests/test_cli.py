@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tuplemesh.config import Config
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -101,8 +103,9 @@ def assert_transfer_consistent(summary: dict[str, Any]) -> None:
     assert set(transfer) == {*LOSSES, "duplicates", "messages", "batches"}
     assert {loss: transfer[loss] for loss in LOSSES} == dict.fromkeys(LOSSES, 0)  # a clean run has none
     assert sentences_across <= transfer["messages"] <= sentences_across + words
-    # a batch carries 1 to topology.transfer.batch.size (1000) tuples
-    assert -(-transfer["messages"] // 1000) <= transfer["batches"] <= transfer["messages"]
+    # a batch carries 1 to topology.transfer.batch.size tuples
+    most = Config({})["topology.transfer.batch.size"]
+    assert -(-transfer["messages"] // most) <= transfer["batches"] <= transfer["messages"]
 
 
 def wordcount_expected(repeat: int):

@@ -198,8 +198,11 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "topology.transfer.batch.size",
             int,
-            1000,
-            "Most tuples in one batch handed to the transport for one peer worker.",
+            10000,
+            "Most tuples in one batch handed to the transport for one peer worker. The transfer "
+            "thread merges what is queued for a peer up to this, so it costs no latency when the "
+            "mesh is idle; under load, larger batches mean fewer stream messages, and each message "
+            "costs thread hand-overs (word count on 2 workers: 1.9x the rate of 1000).",
             _positive,
             unit="tuples",
         ),
