@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
+RUNTIME := $(VENV)/.installed-runtime
 STAMP  := $(VENV)/.installed-dev
 COMPILED := $(VENV)/.compiled
 # the .py sources of the modules mypyc compiles (the list lives in services/tuplemesh/_compiled.py)
@@ -16,15 +17,20 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# Reinstall when the project's dependencies change.
-$(STAMP): pyproject.toml | $(PY)
+# Reinstall when the project's dependencies change. `make run` needs the runtime only, plus mypy
+# (its mypyc compiles the hot path); the tests, linters and Spark come with the dev extra.
+$(RUNTIME): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e . 'mypy>=1.10'
+	touch $@
+
+$(STAMP): $(RUNTIME) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 
 # Rebuild the compiled extension modules in place whenever one of their sources changes, so
 # nothing runs stale compiled code (setup.py falls back to pure Python, with a warning, if it must).
 # --force: every module's extension gets rebuilt, so none is left looking older than its source.
-$(COMPILED): $(STAMP) setup.py services/tuplemesh/_compiled.py $(COMPILED_SRC)
+$(COMPILED): $(RUNTIME) setup.py services/tuplemesh/_compiled.py $(COMPILED_SRC)
 	$(PY) setup.py --quiet build_ext --inplace --force
 	touch $@
 
@@ -47,11 +53,11 @@ prerequisites: $(STAMP)
 	$(PY) tests/prerequisites.py
 
 ## pipeline: Spark -> topology on 3 workers -> Spark -> Parquet, checked against Spark's own count
-pipeline: $(COMPILED)
+pipeline: $(STAMP) $(COMPILED)
 	$(PY) examples/spark_pipeline.py
 
 ## bench: every benchmark beside its baselines; writes bench/results.json
-bench: $(COMPILED)
+bench: $(STAMP) $(COMPILED)
 	$(PY) -m bench all
 
 ## proto: regenerate the protobuf code from protos/ (never edit its output by hand);
