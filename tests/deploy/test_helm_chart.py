@@ -653,6 +653,15 @@ def test_every_object_of_the_schema_is_closed():
             "name that Secret in state.redis.existingSecret",
         ),
         ({"extraEnv": [{"name": "TUPLEMESH_WORKERS", "value": "9"}]}, "extraEnv sets TUPLEMESH_WORKERS"),
+        (
+            {"config": {"topology.state.backend": "sqlite"}},
+            "config.topology.state.backend is set by the chart: use state.backend",
+        ),
+        (
+            {"config": {"topology.state.sqlite.path": "/x"}},
+            "config.topology.state.sqlite.path is set by the chart",
+        ),
+        ({"config": {"topology.state.redis.url": "redis://r"}}, "use state.redis.url"),
     ],
 )
 def test_secrets_and_stores_that_cannot_work_fail_at_render(values: dict[str, Any], message: str):

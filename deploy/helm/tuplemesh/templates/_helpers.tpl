@@ -99,6 +99,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail (printf "config.%s would put a secret into a ConfigMap: put it in a Secret and name that Secret in %s" $key $secretValue) }}
 {{- end }}
 {{- end }}
+{{- /* The chart owns where the store is (the sqlite file must be on its volume: the root
+filesystem is read-only), so these keys have one place: the state values. */}}
+{{- range $key, $value := dict "topology.state.backend" "state.backend" "topology.state.sqlite.path" "state.backend sqlite (the chart mounts the file's volume)" "topology.state.redis.url" "state.redis.url" }}
+{{- if hasKey $.Values.config $key }}
+{{- fail (printf "config.%s is set by the chart: use %s" $key $value) }}
+{{- end }}
+{{- end }}
 {{- if eq .Values.state.backend "sqlite" }}
 {{- if gt (int .Values.workers) 1 }}
 {{- fail (printf "state.backend sqlite keeps the checkpoints in a file inside each pod, which serves one worker only (workers: 1); %d workers need a store every pod reaches: state.backend redis" (int .Values.workers)) }}
