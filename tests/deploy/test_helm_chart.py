@@ -3,7 +3,11 @@ Kubernetes schemas of 1.29 and of the newest version kubernetes-validate ships."
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +17,11 @@ import pytest
 import yaml
 
 CHART = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "tuplemesh"
+README_SCRIPT = CHART.parent / "chart_readme.py"
 KUBE_VERSIONS = ["1.29.0", kubernetes_validate.latest_version()]
 CRD_KINDS = {"ServiceMonitor"}  # prometheus-operator: not in the Kubernetes schemas
+
+IMAGE = {"image": {"repository": "registry.example/tuplemesh"}}  # the chart has no default image
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -34,21 +41,110 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "metrics": {"enabled": False, "serviceMonitor": {"enabled": True}},
         "networkPolicy": {"enabled": False},
         "podDisruptionBudget": {"enabled": False},
+        "gateway": {"service": {"enabled": False}},
         "topology": {
             "target": "mytopo:build",
             "moduleName": "mytopo",
             "source": "from examples.wordcount import build\n",
         },
     },
+    "conventional": {
+        "fullnameOverride": "streams-mesh",
+        "image": {"digest": "sha256:" + "ab" * 32},
+        "podAnnotations": {"team.example/owner": "streaming"},
+        "podLabels": {"cost-center": "analytics"},
+        "extraEnv": [
+            {"name": "LOG_FORMAT", "value": "json"},
+            {"name": "HTTPS_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "url"}}},
+        ],
+        "extraEnvFrom": [{"configMapRef": {"name": "mesh-env"}}, {"secretRef": {"name": "mesh-env-secret"}}],
+        "extraVolumes": [{"name": "topology-data", "configMap": {"name": "lookup-tables"}}],
+        "extraVolumeMounts": [{"name": "topology-data", "mountPath": "/data", "readOnly": True}],
+        "priorityClassName": "streaming-high",
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+            },
+            {
+                "maxSkew": 2,
+                "topologyKey": "kubernetes.io/hostname",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"tier": "stream"}},
+            },
+        ],
+        "serviceAccount": {"annotations": {"iam.example/role": "arn:example:mesh"}},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+        "admin": {"existingSecret": "mesh-admin"},
+        "gateway": {
+            "service": {"type": "LoadBalancer", "port": 443, "annotations": {"lb.example/internal": "true"}}
+        },
+        "networkPolicy": {
+            "gatewayFrom": [
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "spark"}},
+                    "podSelector": {"matchLabels": {"spark-role": "executor"}},
+                }
+            ]
+        },
+        "state": {
+            "backend": "redis",
+            "redis": {"url": "redis://redis-master.data.svc:6379/0", "existingSecret": "redis"},
+        },
+    },
+    "sqlite-persistent": {
+        "workers": 1,
+        "nameOverride": "wordcount",
+        "serviceAccount": {"create": False, "name": "stream-runner"},
+        "updateStrategy": {"type": "OnDelete"},
+        "state": {
+            "backend": "sqlite",
+            "sqlite": {
+                "persistence": {
+                    "enabled": True,
+                    "size": "5Gi",
+                    "storageClass": "fast-ssd",
+                    "annotations": {"a": "b"},
+                }
+            },
+        },
+    },
+    "sqlite-emptydir-tls-token": {
+        "workers": 1,
+        "state": {"backend": "sqlite"},
+        "tls": {"enabled": True, "secretName": "mesh-tls"},
+        "admin": {"existingSecret": "mesh-admin", "existingSecretTokenKey": "admin.token"},
+    },
 }
 
 
-def render(values: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """kind -> manifests, rendered by the Helm engine."""
+def with_image(values: dict[str, Any]) -> dict[str, Any]:
+    """values over IMAGE, merged key by key as Helm merges a values file over the chart's."""
+
+    def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(base)
+        for key, value in over.items():
+            out[key] = (
+                merge(out[key], value)
+                if isinstance(value, dict) and isinstance(out.get(key), dict)
+                else value
+            )
+        return out
+
+    return merge(IMAGE, values)
+
+
+def rendered(values: dict[str, Any]) -> dict[str, str]:
+    """path -> text, rendered by the Helm engine (values taken as given: no image added)."""
     with helm.Chart.load(CHART) as chart:
-        out = chart.render(values=values, name="mesh", namespace="streams")
+        return chart.render(values=values, name="mesh", namespace="streams")
+
+
+def render(values: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """kind -> manifests, rendered by the Helm engine with IMAGE under values."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
-    for path, text in out.items():
+    for path, text in rendered(with_image(values)).items():
         if path.endswith("NOTES.txt"):
             continue
         for doc in yaml.safe_load_all(text):
@@ -58,14 +154,23 @@ def render(values: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
 
 
 def notes(values: dict[str, Any]) -> str:
-    with helm.Chart.load(CHART) as chart:
-        out = chart.render(values=values, name="mesh", namespace="streams")
+    out = rendered(with_image(values))
     return next(text for path, text in out.items() if path.endswith("NOTES.txt"))
+
+
+def pod_spec(m: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    [sts] = m["StatefulSet"]
+    spec: dict[str, Any] = sts["spec"]["template"]["spec"]
+    return spec
+
+
+def env_of(m: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in pod_spec(m)["containers"][0]["env"]}
 
 
 @pytest.mark.parametrize("name", sorted(VALUE_SETS))
 def test_strict_lint(name: str):
-    report = helm.lint(str(CHART), VALUE_SETS[name], strict=True)
+    report = helm.lint(str(CHART), with_image(VALUE_SETS[name]), strict=True)
     problems = [m for m in report["messages"] if m["severity"] >= 2] + report.get("errors", [])
     assert report["total_charts_linted"] == 1
     assert problems == [], problems
@@ -104,7 +209,28 @@ def test_default_statefulset_service_and_probes():
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert len(spec["template"]["metadata"]["annotations"]["checksum/config"]) == 64
-    [svc] = m["Service"]
+    assert container["image"] == "registry.example/tuplemesh:0.1.0"
+    assert spec["updateStrategy"] == {"type": "RollingUpdate"}
+    assert (
+        "priorityClassName" not in pod
+        and "topologySpreadConstraints" not in pod
+        and "envFrom" not in container
+    )
+    assert "volumeClaimTemplates" not in spec
+    # nothing about state, the token or extras unless asked for
+    assert set(env) == {
+        "TUPLEMESH_INDEX",
+        "TUPLEMESH_WORKERS",
+        "TUPLEMESH_PORT",
+        "TUPLEMESH_CONFIG",
+        "TUPLEMESH_DISCOVERY",
+        "TUPLEMESH_DISCOVERY_SERVICE",
+        "TUPLEMESH_DISCOVERY_NAMESPACE",
+    }
+    assert [v["name"] for v in pod["volumes"]] == ["config", "tmp"]
+    services = {s["metadata"]["name"]: s for s in m["Service"]}
+    assert set(services) == {"mesh-tuplemesh-headless", "mesh-tuplemesh-gateway"}
+    svc = services["mesh-tuplemesh-headless"]
     assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
     assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [("transfer", 6700), ("metrics", 9100)]
 
@@ -225,3 +351,378 @@ def test_every_value_is_documented():
         stripped = line.strip()
         if stripped and not stripped.startswith(("#", "-")) and line[0] != " " and ":" in line:
             assert lines[i - 1].lstrip().startswith("#"), f"top-level value {line!r} has no comment above it"
+
+
+def test_without_an_image_repository_the_render_says_what_to_set():
+    with pytest.raises(helm.HelmError) as err:
+        rendered({})
+    assert "image.repository is required" in str(err.value)
+    assert "--set image.repository=REGISTRY/NAME" in str(err.value)
+    tagged = render({"image": {"tag": "2.3.1"}})
+    assert pod_spec(tagged)["containers"][0]["image"] == "registry.example/tuplemesh:2.3.1"
+    pinned = render(VALUE_SETS["conventional"])
+    assert pod_spec(pinned)["containers"][0]["image"] == "registry.example/tuplemesh@sha256:" + "ab" * 32
+
+
+def test_name_overrides():
+    full = render({"fullnameOverride": "streams-mesh"})
+    assert full["StatefulSet"][0]["metadata"]["name"] == "streams-mesh"
+    assert {s["metadata"]["name"] for s in full["Service"]} == {
+        "streams-mesh-headless",
+        "streams-mesh-gateway",
+    }
+    assert full["StatefulSet"][0]["spec"]["serviceName"] == "streams-mesh-headless"
+    assert env_of(full)["TUPLEMESH_DISCOVERY_SERVICE"]["value"] == "streams-mesh-headless"
+    assert full["ConfigMap"][0]["metadata"]["name"] == "streams-mesh"
+    assert full["RoleBinding"][0]["subjects"][0]["name"] == "streams-mesh"
+    named = render({"nameOverride": "wordcount"})
+    [sts] = named["StatefulSet"]
+    assert sts["metadata"]["name"] == "mesh-wordcount"
+    assert sts["spec"]["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "wordcount",
+        "app.kubernetes.io/instance": "mesh",
+    }
+    assert (
+        named["NetworkPolicy"][0]["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"]
+        == "wordcount"
+    )
+    # a release named after the chart is not repeated; 52 characters at most (pods add suffixes)
+    assert render({"nameOverride": "me"})["StatefulSet"][0]["metadata"]["name"] == "mesh"
+    long = render({"fullnameOverride": "a" * 52})
+    assert {s["metadata"]["name"] for s in long["Service"]} == {"a" * 52 + "-headless", "a" * 52 + "-gateway"}
+
+
+def test_pod_metadata_scheduling_and_update_strategy():
+    m = render(VALUE_SETS["conventional"])
+    [sts] = m["StatefulSet"]
+    template = sts["spec"]["template"]
+    assert template["metadata"]["labels"] == {
+        "app.kubernetes.io/name": "tuplemesh",
+        "app.kubernetes.io/instance": "mesh",
+        "app.kubernetes.io/version": "0.1.0",
+        "app.kubernetes.io/managed-by": "Helm",
+        "helm.sh/chart": "tuplemesh-0.1.0",
+        "cost-center": "analytics",
+    }
+    assert set(template["metadata"]["annotations"]) == {"checksum/config", "team.example/owner"}
+    assert template["metadata"]["annotations"]["team.example/owner"] == "streaming"
+    assert sts["spec"]["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}
+    pod = template["spec"]
+    assert pod["priorityClassName"] == "streaming-high"
+    zone, host = pod["topologySpreadConstraints"]
+    assert zone == {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {
+            "matchLabels": {"app.kubernetes.io/name": "tuplemesh", "app.kubernetes.io/instance": "mesh"}
+        },
+    }
+    assert host["labelSelector"] == {"matchLabels": {"tier": "stream"}}  # the user's own selector is kept
+    # the chart's labels and checksum win a clash, so the selector keeps matching and config still rolls pods
+    clash = render(
+        {"podLabels": {"app.kubernetes.io/instance": "other"}, "podAnnotations": {"checksum/config": "stale"}}
+    )
+    metadata = clash["StatefulSet"][0]["spec"]["template"]["metadata"]
+    assert metadata["labels"]["app.kubernetes.io/instance"] == "mesh"
+    assert len(metadata["annotations"]["checksum/config"]) == 64
+    on_delete = render(VALUE_SETS["sqlite-persistent"])
+    assert on_delete["StatefulSet"][0]["spec"]["updateStrategy"] == {"type": "OnDelete"}
+
+
+def test_extra_env_env_from_and_volumes():
+    m = render(VALUE_SETS["conventional"])
+    container = pod_spec(m)["containers"][0]
+    assert container["env"][-2:] == [
+        {"name": "LOG_FORMAT", "value": "json"},
+        {"name": "HTTPS_PROXY", "valueFrom": {"configMapKeyRef": {"name": "proxy", "key": "url"}}},
+    ]
+    assert container["envFrom"] == [
+        {"configMapRef": {"name": "mesh-env"}},
+        {"secretRef": {"name": "mesh-env-secret"}},
+    ]
+    assert pod_spec(m)["volumes"][-1] == {"name": "topology-data", "configMap": {"name": "lookup-tables"}}
+    assert container["volumeMounts"][-1] == {"name": "topology-data", "mountPath": "/data", "readOnly": True}
+
+
+def test_service_account_create_name_and_annotations():
+    m = render(VALUE_SETS["conventional"])
+    [account] = m["ServiceAccount"]
+    assert account["metadata"]["name"] == "streams-mesh"
+    assert account["metadata"]["annotations"] == {"iam.example/role": "arn:example:mesh"}
+    assert pod_spec(m)["serviceAccountName"] == "streams-mesh"
+    existing = render(VALUE_SETS["sqlite-persistent"])
+    assert "ServiceAccount" not in existing
+    assert pod_spec(existing)["serviceAccountName"] == "stream-runner"
+    assert existing["RoleBinding"][0]["subjects"][0]["name"] == "stream-runner"
+    assert pod_spec(render({"serviceAccount": {"create": False}}))["serviceAccountName"] == "default"
+    assert render({"serviceAccount": {"name": "mine"}})["ServiceAccount"][0]["metadata"]["name"] == "mine"
+
+
+def test_admin_token_comes_from_a_secret_never_the_config_map():
+    m = render(VALUE_SETS["conventional"])
+    assert env_of(m)["TUPLEMESH_ADMIN_TOKEN"] == {
+        "name": "TUPLEMESH_ADMIN_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "mesh-admin", "key": "token"}},
+    }
+    assert "admin.token" not in yaml.safe_load(m["ConfigMap"][0]["data"]["tuplemesh.yaml"])
+    keyed = render(VALUE_SETS["sqlite-emptydir-tls-token"])
+    assert env_of(keyed)["TUPLEMESH_ADMIN_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+        "name": "mesh-admin",
+        "key": "admin.token",
+    }
+
+
+def test_redis_state_store_url_and_password_from_a_secret():
+    m = render(VALUE_SETS["conventional"])
+    env = env_of(m)
+    assert env["TUPLEMESH_TOPOLOGY_STATE_BACKEND"] == {
+        "name": "TUPLEMESH_TOPOLOGY_STATE_BACKEND",
+        "value": "redis",
+    }
+    assert env["TUPLEMESH_TOPOLOGY_STATE_REDIS_URL"]["value"] == "redis://redis-master.data.svc:6379/0"
+    assert env["TUPLEMESH_TOPOLOGY_STATE_REDIS_PASSWORD"] == {
+        "name": "TUPLEMESH_TOPOLOGY_STATE_REDIS_PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "redis", "key": "redis-password"}},
+    }
+    assert "TUPLEMESH_TOPOLOGY_STATE_SQLITE_PATH" not in env
+    assert "state" not in {v["name"] for v in pod_spec(m)["volumes"]}
+    assert "volumeClaimTemplates" not in m["StatefulSet"][0]["spec"]
+    no_password = env_of(render({"state": {"backend": "redis", "redis": {"url": "rediss://r:6380/1"}}}))
+    assert no_password["TUPLEMESH_TOPOLOGY_STATE_REDIS_URL"]["value"] == "rediss://r:6380/1"
+    assert "TUPLEMESH_TOPOLOGY_STATE_REDIS_PASSWORD" not in no_password
+
+
+def test_sqlite_state_store_on_an_empty_dir_or_a_claim_per_pod():
+    ephemeral = render(VALUE_SETS["sqlite-emptydir-tls-token"])
+    env = env_of(ephemeral)
+    assert env["TUPLEMESH_TOPOLOGY_STATE_BACKEND"]["value"] == "sqlite"
+    assert env["TUPLEMESH_TOPOLOGY_STATE_SQLITE_PATH"]["value"] == "/var/lib/tuplemesh/state/state.sqlite"
+    assert {"name": "state", "emptyDir": {}} in pod_spec(ephemeral)["volumes"]
+    assert {"name": "state", "mountPath": "/var/lib/tuplemesh/state"} in pod_spec(ephemeral)["containers"][0][
+        "volumeMounts"
+    ]
+    assert "volumeClaimTemplates" not in ephemeral["StatefulSet"][0]["spec"]
+
+    persistent = render(VALUE_SETS["sqlite-persistent"])
+    [sts] = persistent["StatefulSet"]
+    assert "state" not in {v["name"] for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert {"name": "state", "mountPath": "/var/lib/tuplemesh/state"} in pod_spec(persistent)["containers"][
+        0
+    ]["volumeMounts"]
+    assert sts["spec"]["volumeClaimTemplates"] == [
+        {
+            "metadata": {
+                "name": "state",
+                "labels": {"app.kubernetes.io/name": "wordcount", "app.kubernetes.io/instance": "mesh"},
+                "annotations": {"a": "b"},
+            },
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "fast-ssd",
+                "resources": {"requests": {"storage": "5Gi"}},
+            },
+        }
+    ]
+
+    def claim_spec(storage_class: str) -> dict[str, Any]:
+        values = {"workers": 1, "state": {"backend": "sqlite", "sqlite": {"persistence": {"enabled": True}}}}
+        values["state"]["sqlite"]["persistence"]["storageClass"] = storage_class
+        spec: dict[str, Any] = render(values)["StatefulSet"][0]["spec"]["volumeClaimTemplates"][0]["spec"]
+        return spec
+
+    assert "storageClassName" not in claim_spec("")  # the cluster's default class
+    assert claim_spec("-")["storageClassName"] == ""  # no dynamic provisioning
+    # persistence without the sqlite backend asks for no claim
+    unused = render({"state": {"sqlite": {"persistence": {"enabled": True}}}})
+    assert "volumeClaimTemplates" not in unused["StatefulSet"][0]["spec"]
+    assert "TUPLEMESH_TOPOLOGY_STATE_BACKEND" not in env_of(unused)
+
+
+def test_gateway_service_and_the_network_policy_rule_spark_needs():
+    default = render({})
+    gateway = next(s for s in default["Service"] if s["metadata"]["name"] == "mesh-tuplemesh-gateway")
+    assert gateway["spec"] == {
+        "type": "ClusterIP",
+        "selector": {"app.kubernetes.io/name": "tuplemesh", "app.kubernetes.io/instance": "mesh"},
+        "ports": [
+            {
+                "name": "gateway",
+                "port": 6700,
+                "targetPort": "transfer",
+                "protocol": "TCP",
+                "appProtocol": "grpc",
+            }
+        ],
+    }
+    assert "annotations" not in gateway["metadata"]
+    assert len(default["NetworkPolicy"][0]["spec"]["ingress"]) == 2  # no gateway rule unless asked for
+
+    m = render(VALUE_SETS["conventional"])
+    gateway = next(s for s in m["Service"] if s["metadata"]["name"] == "streams-mesh-gateway")
+    assert gateway["spec"]["type"] == "LoadBalancer"
+    assert gateway["spec"]["ports"][0]["port"] == 443
+    assert gateway["metadata"]["annotations"] == {"lb.example/internal": "true"}
+    transfer_rule, gateway_rule, metrics_rule = m["NetworkPolicy"][0]["spec"]["ingress"]
+    assert gateway_rule == {
+        "from": [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "spark"}},
+                "podSelector": {"matchLabels": {"spark-role": "executor"}},
+            }
+        ],
+        "ports": [{"port": "transfer"}],
+    }
+    assert transfer_rule["ports"] == [{"port": "transfer"}] and metrics_rule == {
+        "ports": [{"port": "metrics"}]
+    }
+    assert {s["metadata"]["name"] for s in render(VALUE_SETS["minimal"])["Service"]} == {
+        "mesh-tuplemesh-headless"
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"worker": 3}, "at '': additional properties 'worker' not allowed"),
+        ({"image": {"repo": "x"}}, "at '/image': additional properties 'repo' not allowed"),
+        (
+            {"state": {"redis": {"urll": "redis://r"}}},
+            "at '/state/redis': additional properties 'urll' not allowed",
+        ),
+        ({"state": {"backend": "mongo"}}, "/state/backend"),
+        ({"gateway": {"service": {"typ": "NodePort"}}}, "at '/gateway/service': additional properties 'typ'"),
+        ({"podLabels": {"tier": 3}}, "/podLabels/tier"),
+        ({"updateStrategy": {"type": "Recreate"}}, "/updateStrategy/type"),
+        ({"state": {"sqlite": {"persistence": {"size": "lots"}}}}, "/state/sqlite/persistence/size"),
+        ({"admin": {"existingSecret": "Not_A_Name"}}, "/admin/existingSecret"),
+    ],
+)
+def test_schema_refuses_unknown_and_malformed_values(values: dict[str, Any], where: str):
+    with pytest.raises(helm.HelmValuesError) as err:
+        render(values)
+    assert "don't meet the specifications of the schema" in str(err.value)
+    assert where in str(err.value)
+
+
+def test_every_object_of_the_schema_is_closed():
+    """Every value object the chart defines refuses unknown keys; the ones left open are Kubernetes
+    objects passed through (checked by kubernetes-validate once rendered) or tuplemesh config."""
+    open_objects = {
+        "/properties/config",
+        "/properties/podSecurityContext",
+        "/properties/securityContext",
+        "/properties/affinity",
+        "/properties/resources/properties/requests",
+        "/properties/resources/properties/limits",
+    }
+
+    def objects(node: Any, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "additionalProperties" not in node:
+                yield where, node
+            for key, child in node.items():
+                yield from objects(child, f"{where}/{key}")
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                yield from objects(child, f"{where}/{i}")
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["additionalProperties"] is False
+    leaky = {where for where, node in objects(schema, "") if "properties" in node or where in open_objects}
+    # items of pass-through lists (env, volumes, peers) are Kubernetes objects too
+    leaky = {where for where in leaky if "/items" not in where}
+    assert leaky == open_objects
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"workers": 3, "state": {"backend": "sqlite"}},
+            "3 workers need a store every pod reaches: state.backend redis",
+        ),
+        ({"state": {"backend": "redis"}}, "state.backend redis needs state.redis.url"),
+        (
+            {"state": {"backend": "redis", "redis": {"url": "redis://:hunter2@r:6379/0"}}},
+            "state.redis.url carries a password",
+        ),
+        ({"config": {"admin.token": "t"}}, "config.admin.token would put a secret into a ConfigMap"),
+        (
+            {"config": {"topology.state.redis.password": "p"}},
+            "name that Secret in state.redis.existingSecret",
+        ),
+        ({"extraEnv": [{"name": "TUPLEMESH_WORKERS", "value": "9"}]}, "extraEnv sets TUPLEMESH_WORKERS"),
+        (
+            {"config": {"topology.state.backend": "sqlite"}},
+            "config.topology.state.backend is set by the chart: use state.backend",
+        ),
+        (
+            {"config": {"topology.state.sqlite.path": "/x"}},
+            "config.topology.state.sqlite.path is set by the chart",
+        ),
+        ({"config": {"topology.state.redis.url": "redis://r"}}, "use state.redis.url"),
+    ],
+)
+def test_secrets_and_stores_that_cannot_work_fail_at_render(values: dict[str, Any], message: str):
+    with pytest.raises(helm.HelmError) as err:
+        render(values)
+    assert message in str(err.value)
+    assert "hunter2" not in str(err.value)
+
+
+def test_notes_with_tls_and_a_token_say_how_to_connect():
+    text = notes(VALUE_SETS["sqlite-emptydir-tls-token"])
+    assert "-plaintext" not in text
+    flags = (
+        "-cacert ca.crt -cert tls.crt -key tls.key"
+        " -servername mesh-tuplemesh-0.mesh-tuplemesh-headless.streams.svc"
+        ' -H "authorization: Bearer $TOKEN"'
+    )
+    assert f"grpcurl {flags} 127.0.0.1:6700 list" in text
+    assert f"grpcurl {flags} -d '{{}}' 127.0.0.1:6700 tuplemesh.v1.Admin/GetStatus" in text
+    assert (
+        'kubectl -n streams get secret mesh-tls -o "jsonpath={.data.${f//./\\\\.}}" | base64 -d > "$f"'
+        in text
+    )
+    assert (
+        'TOKEN=$(kubectl -n streams get secret mesh-admin -o "jsonpath={.data.admin\\.token}" | base64 -d)'
+        in text
+    )
+    assert "targets: mesh-tuplemesh-gateway.streams.svc:6700" in text
+    named = notes(
+        {"tls": {"enabled": True, "secretName": "t"}, "config": {"tls.server.name": "mesh.internal"}}
+    )
+    assert "-servername mesh.internal 127.0.0.1:6700 list" in named
+    plain = notes({"networkPolicy": {"gatewayFrom": [{"podSelector": {}}]}})
+    assert "list Spark's pods in networkPolicy.gatewayFrom" not in plain
+    assert "list Spark's pods in networkPolicy.gatewayFrom" in notes({})
+
+
+def _readme_module() -> Any:
+    spec = importlib.util.spec_from_file_location("chart_readme", README_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_chart_readme_is_generated_from_values():
+    chart_readme = _readme_module()
+    current = (CHART / "README.md").read_text()
+    assert current == chart_readme.render_readme(CHART), (
+        "deploy/helm/tuplemesh/README.md is stale: run python deploy/helm/chart_readme.py"
+    )
+    assert '| `state.redis.existingSecret` | string | `""` |' in current
+    assert "| `workers` | int | `3` | Number of workers (one pod each)." in current
+
+
+def test_chart_readme_refuses_an_undocumented_value(tmp_path: Path):
+    chart_readme = _readme_module()
+    (tmp_path / "Chart.yaml").write_text((CHART / "Chart.yaml").read_text())
+    (tmp_path / "values.yaml").write_text(
+        "# -- The image.\nimage:\n  # -- Where from.\n  repository: x\n  tag: y\n# -- Workers.\nworkers: 1\n"
+    )
+    with pytest.raises(ValueError, match=r"no '# --' description for image\.tag$"):
+        chart_readme.render_readme(tmp_path)
