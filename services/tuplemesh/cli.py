@@ -15,10 +15,9 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 from typing import Any
 
-from tuplemesh import compiled_modules
+from tuplemesh import build_info
 from tuplemesh.client import TlsSettings
 from tuplemesh.config import Config, describe_keys, env_name
 from tuplemesh.errors import TuplemeshError
@@ -59,19 +58,6 @@ def _log_level(text: str) -> str:
             f"--log-level must be one of {', '.join(_LOG_LEVELS)} (any case), got {text!r}"
         )
     return text.upper()
-
-
-def _version() -> str:
-    try:
-        return metadata.version("tuplemesh")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
-
-
-def _build() -> str:
-    """How the hot path runs in this process: compiled by mypyc, or the pure-Python fallback."""
-    compiled = len(compiled_modules())
-    return f"compiled: {compiled} modules" if compiled else "pure Python"
 
 
 def _non_negative_int(flag: str) -> Any:
@@ -155,7 +141,9 @@ def _key_flags(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, str]
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tuplemesh", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"tuplemesh {_version()} ({_build()})")
+    parser.add_argument(
+        "--version", action="version", version=f"tuplemesh {build_info.version()} ({build_info.build()})"
+    )
     parser.add_argument(
         "--log-level",
         type=_log_level,

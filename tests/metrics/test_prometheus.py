@@ -4,6 +4,7 @@ server scraping a 2-worker mesh on loopback."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import urllib.parse
@@ -15,6 +16,7 @@ import pytest
 
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh._compiled import COMPILED_MODULES, PURE_PYTHON_ENV
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import admin_pb2
 
@@ -54,6 +56,14 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
         "tuplemesh_inbox_wait_seconds_count",
     ):
         assert name in exposition
+    # what every Prometheus client exports, and which build runs
+    for name in ("process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds",
+                 "python_info", "python_gc_collections_total"):  # fmt: skip
+        assert f"\n{name}" in exposition, name
+    [info] = [line for line in exposition.splitlines() if line.startswith("tuplemesh_build_info{")]
+    assert info.endswith(" 1.0") and 'version="' in info
+    build = "pure Python" if os.environ.get(PURE_PYTHON_ENV) else f"compiled: {len(COMPILED_MODULES)} modules"
+    assert f'build="{build}"' in info, info
     # per-peer traffic in both directions (the ticker's spout runs on worker 0)
     assert 'tuplemesh_transfer_tuples_sent_total{peer="1",worker="0"}' in exposition
     received = scrape(ticker_mesh.metrics_url(1))
@@ -62,10 +72,13 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
 
 
 def test_labels_are_bounded(ticker_mesh: Mesh):
-    """No per-tuple or per-message labels: only worker, component, queue, peer (and le)."""
+    """No per-tuple or per-message labels: only worker, component, queue, peer (and le); the one
+    build-info series carries what the process runs."""
     allowed = {"worker", "component", "queue", "peer", "le"}
-    for line in scrape(ticker_mesh.metrics_url(1)).splitlines():
-        if line.startswith("tuplemesh_") and "{" in line:
+    exposition = scrape(ticker_mesh.metrics_url(1))
+    assert exposition.count("\ntuplemesh_build_info{") == 1
+    for line in exposition.splitlines():
+        if line.startswith("tuplemesh_") and "{" in line and not line.startswith("tuplemesh_build_info{"):
             labels = {pair.split("=")[0] for pair in line[line.index("{") + 1 : line.index("}")].split(",")}
             assert labels <= allowed, line
 
