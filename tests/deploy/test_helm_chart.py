@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -285,7 +286,11 @@ def test_network_policy_pdb_and_gating():
     assert "ServiceMonitor" not in render(VALUE_SETS["minimal"])
     monitored = render(VALUE_SETS["static-zmq-monitored"])
     [monitor] = monitored["ServiceMonitor"]
-    assert monitor["spec"]["endpoints"] == [{"port": "metrics", "path": "/metrics", "interval": "15s"}]
+    release_label = {"sourceLabels": ["__meta_kubernetes_service_label_app_kubernetes_io_instance"],
+                     "targetLabel": "release"}  # fmt: skip
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "15s", "relabelings": [release_label]}
+    ]
     assert monitor["metadata"]["labels"]["release"] == "prom"
     dashboard = json.loads(
         next(c for c in monitored["ConfigMap"] if c["metadata"]["name"].endswith("-dashboard"))["data"][
@@ -293,6 +298,15 @@ def test_network_policy_pdb_and_gating():
         ]
     )
     assert dashboard["uid"] == "tuplemesh" and len(dashboard["panels"]) == 6
+    # every query is filtered by the namespace and release picked at the top of the dashboard
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert set(variables) == {"datasource", "namespace", "release"}
+    release_query = 'label_values(tuplemesh_build_info{namespace=~"$namespace"}, release)'
+    assert variables["release"]["query"]["query"] == release_query
+    selector = '{namespace=~"$namespace", release=~"$release"}'
+    for target in (t for panel in dashboard["panels"] for t in panel.get("targets", [])):
+        metrics = re.findall(r"tuplemesh_[a-z_]+(?=\W)", target["expr"])
+        assert metrics and all(f"{name}{selector}" in target["expr"] for name in metrics), target["expr"]
 
 
 def test_tls_zmq_and_topology_source():
