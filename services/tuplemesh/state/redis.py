@@ -9,9 +9,9 @@ Keys of one topology share the hash tag ``{topology}`` (one cluster slot) under
     counters         hash     counter name -> value (HINCRBY)
 
 Every redis failure (refused, timed out, wrong password, an error reply) becomes `StoreUnavailable`
-naming the address and the operation, never the password. Each network step (connect, each reply)
-waits at most the configured timeout; a broken pooled connection (the server restarted) is
-reconnected once at once, so the same store object works again as soon as the server does.
+naming the address and the operation, never the password. A call makes one attempt, and each of
+its network steps (connect, each reply) waits at most the configured timeout; connections the
+server dropped are replaced, so the same store object works again as soon as the server does.
 """
 
 from __future__ import annotations
@@ -68,10 +68,10 @@ class RedisStore:
             password=self._password or None,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            # One immediate retry, on connection errors only: it replaces a pooled connection the
-            # server closed (a restart) without failing the call; a timeout is not retried, so a
-            # call never waits much longer than ``timeout`` for a server that does not answer.
-            retry=Retry(NoBackoff(), 1, supported_errors=(redis.exceptions.ConnectionError,)),
+            # No retries: redis-py's default (three, with backoff) would keep a call going far past
+            # ``timeout``; the caller decides when to try again. A pooled connection the server
+            # closed (a restart) is noticed and reconnected by the pool before it is used.
+            retry=Retry(NoBackoff(), 0),
             client_name="tuplemesh-state",
         )
         self._commit = self._client.register_script(_COMMIT)
