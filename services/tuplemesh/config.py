@@ -93,7 +93,7 @@ def _hidden(value: Any) -> str:
 
 
 def _redis_url(url: Any) -> str | None:
-    from tuplemesh.state.redis_address import RedisAddress
+    from tuplemesh.redis_address import RedisAddress
 
     try:
         RedisAddress.parse(url)
@@ -103,7 +103,7 @@ def _redis_url(url: Any) -> str | None:
 
 
 def _redis_url_shown(url: Any) -> str:
-    from tuplemesh.state.redis_address import RedisAddress
+    from tuplemesh.redis_address import RedisAddress
 
     return RedisAddress.without_credentials(url)
 

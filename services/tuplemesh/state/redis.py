@@ -30,8 +30,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a test with redis 
     ) from exc
 
 from tuplemesh.config import as_config
+from tuplemesh.redis_address import RedisAddress
 from tuplemesh.state.base import PartKey, StoreUnavailable
-from tuplemesh.state.redis_address import RedisAddress
 
 __all__ = ["RedisStore"]
 

@@ -1,6 +1,7 @@
 """Where a redis state store lives: the ``redis://`` URL parsed, and shown without its credentials.
 
-Standard library only, so the config check can validate a URL where redis-py is not installed.
+Standard library only and outside ``tuplemesh.state``: the config check validates a URL without
+redis-py installed and without importing the state package (which imports the config).
 """
 
 from __future__ import annotations
