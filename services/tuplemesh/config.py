@@ -488,8 +488,9 @@ KEYS: dict[str, ConfigKey] = {
             "topology.state.redis.timeout.ms",
             float,
             2000.0,
-            "Longest wait of the redis state backend for a connection or a reply; past it the call "
-            "fails as 'store unavailable' (checkpointing pauses, processing goes on).",
+            "Longest wait of the redis state backend for a connection, a reply, or sending one "
+            "task's part (allow part size / bandwidth); past it the call fails as 'store "
+            "unavailable' (checkpointing pauses, processing goes on).",
             _positive,
             unit="millis",
         ),
