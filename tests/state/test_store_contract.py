@@ -19,11 +19,13 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import child_pythonpath
+from tests.state.directory_store import DirectoryStore
 from tests.state.redis_server import RedisServer
 from tuplemesh.config import Config
 from tuplemesh.plugins import import_from_string
@@ -288,8 +290,7 @@ def test_a_second_store_on_the_same_settings_sees_the_same_state(
 # -- plugins by name ---------------------------------------------------------------------------
 
 
-def test_open_store_loads_a_module_attr_backend_with_its_from_conf(tmp_path: Any, topology: str) -> None:
-    from tests.state.directory_store import DirectoryStore
+def test_open_store_loads_a_module_attr_backend_with_its_from_conf(tmp_path: Path, topology: str) -> None:
     from tuplemesh.state.stores import open_store
 
     conf = {
