@@ -490,6 +490,11 @@ def test_redis_url_is_checked_when_the_config_is_built() -> None:
     assert "hunter2" not in str(caught.value) and "redis://127.0.0.1:6379/x" in str(caught.value)
     with pytest.raises(ConfigError, match="must be > 0"):
         Config({"topology.state.redis.timeout.ms": 0})
+    from tuplemesh.state.redis import RedisStore
+
+    with pytest.raises(ValueError, match=r"'http://127\.0\.0\.1:6379/0' must start with redis://") as built:
+        RedisStore("http://user:hunter2@127.0.0.1:6379/0")
+    assert "hunter2" not in str(built.value)
 
 
 def test_importing_the_redis_backend_without_redis_py_names_the_extra(

@@ -10,7 +10,7 @@ Keys of one topology share the hash tag ``{topology}`` (one cluster slot) under
 
 Every redis failure (refused, timed out, wrong password, an error reply) becomes `StoreUnavailable`
 naming the address and the operation, never the password. A call makes one attempt, and each of
-its network steps (connect, each reply) waits at most the configured timeout; connections the
+its network steps (connect, send, each reply) takes at most the configured timeout; connections the
 server dropped are replaced, so the same store object works again as soon as the server does.
 """
 
@@ -24,7 +24,7 @@ try:
     import redis
     from redis.backoff import NoBackoff
     from redis.retry import Retry
-except ImportError as exc:  # pragma: no cover - exercised in a test with redis hidden
+except ImportError as exc:
     raise ImportError(
         "the redis state backend needs the redis-py client: pip install tuplemesh[redis]"
     ) from exc
@@ -48,14 +48,17 @@ return current
 
 
 class RedisStore:
-    """`StateStore` on one redis server (or a proxy in front of many). Thread-safe: redis-py's
-    client keeps a pool of connections; each process opens its own store."""
+    """`StateStore` on one redis server. Thread-safe: redis-py's client keeps a pool of
+    connections; each process opens its own store."""
 
     def __init__(self, url: str, *, password: str = "", timeout: float = 2.0) -> None:
         """``password`` (when not empty) wins over one written in ``url``; ``timeout`` in seconds."""
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-        address = RedisAddress.parse(url)
+        try:
+            address = RedisAddress.parse(url)
+        except ValueError as exc:
+            raise ValueError(f"redis URL {RedisAddress.without_credentials(url)!r} {exc}") from None
         self.address = address
         self.timeout = timeout
         self._password = password or address.password
