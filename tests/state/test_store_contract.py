@@ -47,8 +47,9 @@ def by_conf(store_class: str, conf: dict[str, Any]) -> Backend:
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "memory": lambda request: Backend(MemoryStore),
+    # a generous timeout: the contract is not about timing, and the machine may be loaded
     "redis": lambda request: by_conf(
-        "tuplemesh.state.redis:RedisStore", request.getfixturevalue("redis_server").conf()
+        "tuplemesh.state.redis:RedisStore", request.getfixturevalue("redis_server").conf(timeout_ms=10_000)
     ),
     "plugin": lambda request: by_conf(
         "tests.state.directory_store:DirectoryStore",
