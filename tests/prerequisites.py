@@ -33,7 +33,7 @@ NEEDS = (
     Need(("prometheus", "promtool"), "prometheus", "the metrics tests scrape with a real Prometheus"),
     Need(("ip",), "iproute2", "the fault suite builds network namespaces"),
     Need(("java",), "default-jre-headless", "PySpark runs on Java"),
-    Need(("redis-server",), "redis-server", "the state store tests run the redis backend against a real server"),
+    Need(("redis-server",), "redis-server", "the redis state backend is tested against a real server"),
 )
 
 
