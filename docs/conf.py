@@ -16,7 +16,7 @@ sys.path[:0] = [str(ROOT / "services"), str(DOCS / "_ext")]
 
 project = "tuplemesh"
 author = "the tuplemesh authors"
-copyright = "the tuplemesh authors, Apache-2.0"  # noqa: A001 - the name Sphinx reads
+copyright = "the tuplemesh authors, Apache-2.0"
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "benchplots"]
 source_suffix = {".md": "markdown"}

@@ -382,10 +382,10 @@ def rendered_workers(project: Path, tmp_path: Path) -> Iterator[tuple[dict[str, 
         for i in range(workers):
             env = container_env(container, i, call.namespace, config_file, transfer[i])
             service = env["TUPLEMESH_DISCOVERY_SERVICE"]
+            pod = f"{sts['metadata']['name']}-{i}"
             apiserver.put(
-                endpoint_slice(f"{service}-{i}", service, [(f"{sts['metadata']['name']}-{i}", "127.0.0.1", True)],
-                               port=transfer[i])
-            )  # fmt: skip
+                endpoint_slice(f"{service}-{i}", service, [(pod, "127.0.0.1", True)], port=transfer[i])
+            )
             assert "PYTHONPATH" not in env, "the image's own packages, not a mounted source"
             env = {
                 **user_env(project),
