@@ -42,7 +42,7 @@ def load_results(path: Path) -> tuple[dict[str, Any] | None, str]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"No benchmark plots: {path.name} cannot be read ({exc}). `make bench` rewrites it."
     if not records:
-        return None, f"No benchmark plots: {path.name} holds no records."
+        return None, f"No benchmark plots: {path.name} holds no records. `make bench` writes them."
     return doc, ""
 
 
