@@ -65,9 +65,11 @@ bench: $(STAMP) $(COMPILED)
 proto: $(STAMP)
 	$(PY) tests/protogen.py --out $(PROTO_OUT)
 
-## docs: regenerate docs/configuration.md from the config keys
+## docs: regenerate docs/configuration.md from the config keys, then build the site into
+## docs/_build/html (offline, warnings are errors; benchmark plots from bench/results.json if present)
 docs: $(STAMP)
 	{ cat docs/configuration.head.md; $(BIN)/tuplemesh config; } > docs/configuration.md
+	$(PY) -m sphinx -W --keep-going -q -b html docs docs/_build/html
 
 ## lint: ruff and mypy
 lint: $(STAMP)
@@ -76,5 +78,5 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache docs/_build docs/_generated
 	find services -name '*.so' -delete

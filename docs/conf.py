@@ -1,0 +1,39 @@
+"""Sphinx configuration of the tuplemesh documentation site (``make docs`` builds it into _build).
+
+Sphinx with myst-parser reads the Markdown pages as they are, and keeps this file inside docs/ so
+the repository's top level stays as it is. The API reference is generated from the docstrings of
+the checkout's own sources, not of an installed copy.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+ROOT = DOCS.parent
+sys.path[:0] = [str(ROOT / "services"), str(DOCS / "_ext")]
+
+project = "tuplemesh"
+author = "the tuplemesh authors"
+copyright = "the tuplemesh authors, Apache-2.0"
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "benchplots"]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+# configuration.head.md is the hand-written head of the generated configuration.md, not a page
+exclude_patterns = ["_build", "configuration.head.md", "README.md"]
+
+myst_heading_anchors = 3  # links such as operations.md#backpressure-per-task resolve to headings
+myst_enable_extensions = ["colon_fence"]
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"members": True, "show-inheritance": True}
+
+# Where the benchmark plots come from; `-D bench_results=PATH` reads another file.
+bench_results = str(ROOT / "bench" / "results.json")
+
+html_theme = "furo"
+html_title = "tuplemesh"
+html_static_path = ["_static"]
