@@ -15,7 +15,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from tuplemesh.client import EpochMismatchError, ExportOffsets
+from tuplemesh.client import EpochMismatchError, ExportOffsets, GatewayClient
 from tuplemesh.spark.clients import client_for
 from tuplemesh.spark.fetch import ExportRange, read_range
 from tuplemesh.spark.options import Options
@@ -68,8 +68,12 @@ class TuplemeshStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
         self.opts = Options.parse(options, "read")
         self.schema = schema
-        self.client = client_for(self.opts)
         self._available_now: dict[int, Position] | None = None
+
+    @property
+    def client(self) -> GatewayClient:
+        # looked up, not kept: Spark pickles the reader, and a client (its channels) cannot be
+        return client_for(self.opts)
 
     def initialOffset(self) -> dict[str, Any]:
         return to_spark(_starting(self.opts, self.client.offsets(self.opts.export)))
