@@ -12,7 +12,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 import tuplemesh.spark
 from tuplemesh.client import ExportOffsets, PartitionOffsets, TlsSettings
-from tuplemesh.spark import OptionError, Options, clients, writer
+from tuplemesh.spark import OptionError, Options, clients, publish, writer
 from tuplemesh.spark import positions as positions_module
 from tuplemesh.spark.arrow import to_record_batch
 from tuplemesh.spark.positions import Position
@@ -229,3 +229,12 @@ def test_micro_batch_ids_and_overwrite_is_refused():
     with pytest.raises(OptionError, match=re.escape("outputMode('complete') cannot replace")):
         writer.TuplemeshStreamWriter(options, schema, overwrite=True)
     assert writer.TuplemeshWriter(options, schema).indices == [0]
+
+
+def test_arrow_batches_become_rows_of_the_chosen_columns():
+    batches = [
+        pa.record_batch({"word": ["cow", "fox"], "count": [2, 1], "note": ["a", "b"]}),
+        pa.record_batch({"word": ["owl"], "count": [7], "note": ["c"]}),
+    ]
+    assert list(publish.arrow_rows(iter(batches), [1, 0])) == [(2, "cow"), (1, "fox"), (7, "owl")]
+    assert list(publish.arrow_rows(iter([]), [0])) == []

@@ -6,11 +6,11 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
 from pyspark.sql.types import StructType
 
 from tuplemesh.spark.options import OptionError, Options
-from tuplemesh.spark.publish import PublishCommit, column_indices, publish_partition
+from tuplemesh.spark.publish import PublishCommit, arrow_rows, column_indices, publish_partition
 
 __all__ = ["TuplemeshStreamWriter", "TuplemeshWriter", "micro_batch_id"]
 
@@ -30,7 +30,9 @@ def micro_batch_id(sink_id: str, query_id: str | None, batch: str | None) -> str
     return f"{sink_id}:{query_id or '-'}:{batch}"
 
 
-class TuplemeshWriter(DataSourceWriter):
+class TuplemeshWriter(DataSourceArrowWriter):
+    """Spark hands each task its rows as Arrow record batches (the Arrow writer path)."""
+
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool = False) -> None:
         self.opts = Options.parse(options, "write")
         _refuse_overwrite(overwrite, "mode('overwrite')")
@@ -38,10 +40,12 @@ class TuplemeshWriter(DataSourceWriter):
         self.write_id = uuid.uuid4().hex  # one job: a retried task reuses it and is recognised
 
     def write(self, iterator: Iterator[Any]) -> PublishCommit:
-        return publish_partition(self.opts, self.indices, iterator, self.write_id)
+        return publish_partition(self.opts, arrow_rows(iterator, self.indices), self.write_id)
 
 
-class TuplemeshStreamWriter(DataSourceStreamWriter):
+class TuplemeshStreamWriter(DataSourceStreamArrowWriter):
+    """Each micro-batch's tasks get their rows as Arrow record batches."""
+
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool = False) -> None:
         self.opts = Options.parse(options, "write")
         _refuse_overwrite(overwrite, "outputMode('complete')")
@@ -54,7 +58,7 @@ class TuplemeshStreamWriter(DataSourceStreamWriter):
         query = context.getLocalProperty("sql.streaming.queryId") if context else None
         batch = context.getLocalProperty("streaming.sql.batchId") if context else None
         batch_id = micro_batch_id(self.opts.sink_id, query, batch)
-        return publish_partition(self.opts, self.indices, iterator, batch_id)
+        return publish_partition(self.opts, arrow_rows(iterator, self.indices), batch_id)
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         return None  # rows are held once acknowledged: nothing left to do
