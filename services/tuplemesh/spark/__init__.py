@@ -7,8 +7,9 @@ Register it once per session with ``register(spark)``, then::
     spark.read.format("tuplemesh").option("targets", ...).option("export", "counts").load()
     spark.readStream.format("tuplemesh").option("targets", ...).option("export", "counts").load()
 
-Writing: every Spark partition publishes its rows through ``tuplemesh.client.GatewayClient``
-in requests of ``batchSize`` rows, and its task ends only when every request is acknowledged,
+Writing: every Spark partition (Arrow record batches) publishes its rows through
+``tuplemesh.client.GatewayClient`` in requests of ``batchSize`` rows, and its task ends only
+when every request is acknowledged,
 that is, its rows are held (with acking on: their tuple trees completed). Requests carry (batch,
 partition, sequence) ids: a streaming micro-batch is ``<sinkId>:<query id>:<batch id>``, the
 same when Spark runs the batch again from its checkpoint, so the worker that holds the rows
