@@ -82,7 +82,8 @@ class GatewayServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PublishOne(self, request, context):
-        """Unary: one row as a JSON array, for grpcurl. Not idempotent: a retry publishes again.
+        """Unary: one row as a JSON array, for grpcurl. Answered once the row is held, as Publish
+        (ABORTED when its tree failed). Not idempotent: a retry publishes again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
