@@ -15,7 +15,7 @@ from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
-from tuplemesh.topology import BasicBolt, OutputFieldsDeclarer, Spout, TaskContext, Tuple
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TaskContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
 
@@ -77,11 +77,11 @@ class IngestSpout(Spout):
         return {"emitted": self.emitted, "queued": len(self.queue)}
 
 
-class ExportBolt(BasicBolt):
+class ExportBolt(Bolt):
     """Keeps its input in a bounded in-memory log per task (= partition) with offsets.
 
     With acking on, a record is acked once it is in the log (so a Gateway producer's rows count
-    as held when their records are exportable).
+    as held when their records are exportable), and failed when it could not be exported.
 
     Readers fetch by offset through the Gateway and ``Commit`` to let the log truncate. When the
     log holds ``retention`` records, ``execute`` waits for a commit: backpressure, not a drop.
@@ -101,6 +101,8 @@ class ExportBolt(BasicBolt):
         fields = list(context.fields_of(*context.sources()[0]))
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
+        self.collector = collector
+        self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.where = f"{self.name} task {context.task_id}"
         GatewayRegistry.of(context.topology_name, context.worker_index).register_export(
             self.name,
@@ -112,15 +114,20 @@ class ExportBolt(BasicBolt):
         )
 
     def execute(self, tup: Tuple) -> None:
-        if not self.log.append(list(tup.values)):
-            if not self.lost:  # once per task: the rest of a stopping worker's input follows
-                log.warning(
-                    "ExportBolt %s: log full (%d records) while the worker stops; "
-                    "records that do not fit are counted as lost",
-                    self.where,
-                    self.retention,
-                )
-            self.lost += 1
+        if self.log.append(list(tup.values)):
+            if self.tracked:
+                self.collector.ack(tup)
+            return
+        if self.tracked:
+            self.collector.fail(tup)  # the producer hears of it instead of an OK
+        if not self.lost:  # once per task: the rest of a stopping worker's input follows
+            log.warning(
+                "ExportBolt %s: log full (%d records) while the worker stops; "
+                "records that do not fit are counted as lost",
+                self.where,
+                self.retention,
+            )
+        self.lost += 1
 
     def report(self) -> Any:
         return {"start": self.log.start, "end": self.log.end, "lost": self.lost}
