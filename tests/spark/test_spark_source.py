@@ -213,6 +213,14 @@ def test_a_log_restarted_at_0_below_the_checkpoint_fails_the_query_or_is_read_fr
             assert "query's offset 40" in message and "failOnDataLoss" in message
             went_on = stream_to_parquet(spark, mesh, tmp_path, failOnDataLoss="false")
             assert went_on.exception() is None
+
+            def batch_read(starting: str) -> list[str]:
+                out = spark.read.format("tuplemesh").option("targets", targets(mesh)) \
+                    .option("export", "echo").option("startingOffsets", starting).load()  # fmt: skip
+                return sorted(r["line"] for r in out.collect())
+
+            assert batch_read('{"0": 3}') == ["new-3", "new-4"]
+            assert batch_read("latest") == []
         lines = [r["line"] for r in spark.read.parquet(str(tmp_path / "out")).collect()]
         expected = [f"old-{i}" for i in range(40)] + [f"new-{i}" for i in range(5)]
         assert sorted(lines) == sorted(expected)  # the new log read from its start; nothing twice

@@ -51,10 +51,10 @@ class TuplemeshReader(DataSourceReader):
     def partitions(self) -> list[ExportRange]:
         now = client_for(self.opts).offsets(self.opts.export)
         start = _starting(self.opts, now)
+        # every partition, empty ones too: Spark would read an empty list as one default partition
         return [
-            ExportRange(p, info.epoch, start[p].offset, info.end)
+            ExportRange(p, info.epoch, min(start[p].offset, info.end), info.end)
             for p, info in sorted(now.partitions.items())
-            if info.end > start[p].offset
         ]
 
     def read(self, partition: ExportRange) -> Iterator[Any]:  # type: ignore[override]
@@ -109,8 +109,8 @@ class TuplemeshStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 # new to the query, or its log restarted (latestOffset accepted that): the new
                 # log from its first retained record
                 first = Position(last.epoch, self.client.offsets(self.opts.export).partitions[p].start)
-            if last.offset > first.offset:
-                ranges.append(ExportRange(p, last.epoch, first.offset, last.offset))
+            ranges.append(ExportRange(p, last.epoch, min(first.offset, last.offset), last.offset))
+        # every partition, empty ones too: Spark would read an empty list as one default partition
         return ranges
 
     def read(self, partition: ExportRange) -> Iterator[Any]:  # type: ignore[override]
