@@ -7,6 +7,8 @@
     ├── SerializationError       a payload could not be encoded or decoded
     ├── TransportError           a transport plugin failed (backend errors are translated to this)
     │   └── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    ├── GatewayError             a Gateway call failed (names the worker, the call and the status)
+    │   └── EpochMismatchError   an export partition's log restarted: the reader's offsets are void
     └── DisruptorError
         ├── AlertError           a barrier or sequencer was alerted (halt); control flow
         ├── WaitTimeoutError     a timeout wait strategy gave up waiting; control flow
@@ -22,6 +24,8 @@ __all__ = [
     "AlertError",
     "ConfigError",
     "DisruptorError",
+    "EpochMismatchError",
+    "GatewayError",
     "InsufficientCapacityError",
     "MessageTooLargeError",
     "PluginError",
@@ -72,6 +76,34 @@ class MessageTooLargeError(TransportError):
 
 class ReceiverStoppedError(TransportError):
     """The receiving worker is shutting down; the batch was not (wholly) accepted: resend it."""
+
+
+class GatewayError(TuplemeshError):
+    """A call to a worker's Gateway failed; ``code`` is the gRPC status name (e.g. ``UNAVAILABLE``)."""
+
+    def __init__(self, message: str, code: str = "", target: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.target = target
+
+
+class EpochMismatchError(GatewayError):
+    """An export partition's log is not the one the reader's offset belongs to (its worker restarted
+    and the new log counts from 0 again): reading on would skip or repeat records."""
+
+    def __init__(
+        self, export: str, partition: int, reader_epoch: int, log_epoch: int, target: str = ""
+    ) -> None:
+        super().__init__(
+            f"tuplemesh: partition {partition} of export {export!r} restarted: the reader's offsets "
+            f"belong to log epoch {reader_epoch}, the log now has epoch {log_epoch}",
+            "FAILED_PRECONDITION",
+            target,
+        )
+        self.export = export
+        self.partition = partition
+        self.reader_epoch = reader_epoch
+        self.log_epoch = log_epoch
 
 
 class DisruptorError(TuplemeshError):

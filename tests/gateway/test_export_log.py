@@ -110,3 +110,10 @@ def test_a_closed_log_still_takes_records_while_it_has_room():
     assert log.append([1]) and log.append([2])
     assert not log.append([3])
     assert log.fetch(0, 10) == ([[0], [1], [2]], 3)
+
+
+def test_every_log_has_its_own_epoch_that_fits_json_exactly():
+    epochs = {ExportLog(10).epoch for _ in range(100)}
+    assert len(epochs) == 100  # random: a restarted log never reuses its predecessor's
+    assert all(0 < e < 2**53 for e in epochs)  # 0 means "any epoch" on the wire
+    assert ExportLog(10, epoch=42).epoch == 42

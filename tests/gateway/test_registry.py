@@ -7,6 +7,7 @@ import pytest
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.gateway.ticket import PublishTicket
 
 
 def test_tasks_find_the_registry_their_worker_attached_and_a_new_run_replaces_it():
@@ -44,14 +45,16 @@ def test_close_refuses_rows_releases_full_logs_and_forgets_everything():
     registry = GatewayRegistry("t", 0)
     queue = IngestQueue(10)
     registry.register_ingest("rows", queue)
-    assert queue.put_many([[1], [2]], timeout=1.0)
+    ticket = PublishTicket(2)
+    assert queue.put(ticket, [[1], [2]], timeout=1.0)
     log = ExportLog(1)
     registry.register_export("out", 0, log, 1, ["n"], "n STRING")
     assert log.append([1])
     registry.close()
     assert registry.ingest_queues("rows") == [] and registry.export("out") is None
-    assert queue.closed and not queue.put_many([[3]], timeout=1.0)
-    assert queue.take(10) == [[1], [2]]  # what was accepted before the stop is still there to count
+    assert queue.closed and not queue.put(PublishTicket(1), [[3]], timeout=1.0)
+    # what was accepted before the stop is still there to count
+    assert queue.take(10) == [(ticket, 0, [1]), (ticket, 1, [2])]
     assert not log.append([2])  # full and closed: refused at once instead of waiting
     late = IngestQueue(10)
     registry.register_ingest("rows", late)  # a task opening while its worker stops

@@ -96,7 +96,7 @@ def test_a_wrong_token_fails_naming_unauthenticated(spark: SparkSession, mesh: M
         df.write.format("tuplemesh").options(**secured(pki, "wrong")).option("targets", targets(mesh)) \
             .option("component", "lines").mode("append").save()  # fmt: skip
     assert "failed: UNAUTHENTICATED" in str(err.value)
-    assert "option 'token' must be the worker's admin.token" in str(err.value)
+    assert "the token must be the worker's admin.token" in str(err.value)
     with pytest.raises(Exception) as err:
         spark.read.format("tuplemesh").options(**secured(pki, "wrong")).option("targets", targets(mesh)) \
             .option("export", "echo").load()  # fmt: skip

@@ -3,6 +3,7 @@ against real worker processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -12,17 +13,21 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.utils import StreamingQueryException
 
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import Mesh, start_mesh, wait_serving
+from tuplemesh.client import GatewayClient
 from tuplemesh.spark import local_session
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
+ACKING = {"TUPLEMESH_TOPOLOGY_ACKER_EXECUTORS": "1"}
 CORPUS = [f"line {i} of the corpus with word{i % 17} and word{i % 5}" for i in range(600)]
 
 
@@ -120,37 +125,107 @@ def test_stream_reader_restarts_from_its_checkpoint(spark: SparkSession, tmp_pat
         assert mesh.stop() == [0, 0]
 
 
-def test_stream_writer_and_a_replayed_micro_batch(spark: SparkSession, tmp_path: Path):
-    mesh = start_mesh("tests.spark.topologies:echo", 2)
+def read_back(spark: SparkSession, mesh: Mesh, export: str) -> Counter[str]:
+    """How often each line is in the export, read with Spark."""
+    out = spark.read.format("tuplemesh").option("targets", targets(mesh)).option("export", export).load()
+    return Counter(r["line"] for r in out.collect())
+
+
+def test_a_replayed_micro_batch_has_its_effect_exactly_once(spark: SparkSession, tmp_path: Path):
+    """Spark -> topology -> Spark with acking on: a micro-batch Spark runs again after a crash
+    between its write and its commit is recognised, and every row comes back exactly once."""
+    mesh = start_mesh("tests.spark.topologies:echo", 2, env=ACKING)
     source = tmp_path / "in"
     source.mkdir()
-    (source / "part-0.txt").write_text("\n".join(f"streamed-{i}" for i in range(120)) + "\n")
+    rows = [f"streamed-{i}" for i in range(120)]
+    (source / "part-0.txt").write_text("\n".join(rows[:70]) + "\n")
     try:
 
         def run() -> None:
             query = (
-                spark.readStream.text(str(source)).writeStream.format("tuplemesh")
-                .option("targets", targets(mesh)).option("component", "lines").option("batchSize", "20")
-                .option("checkpointLocation", str(tmp_path / "cp")).trigger(availableNow=True).start()
+                spark.readStream.option("maxFilesPerTrigger", 1).text(str(source)).writeStream
+                .format("tuplemesh").option("targets", targets(mesh)).option("component", "lines")
+                .option("batchSize", "20").option("checkpointLocation", str(tmp_path / "cp"))
+                .trigger(availableNow=True).start()
             )  # fmt: skip
             query.awaitTermination(120)
             assert query.exception() is None
 
         run()
-        wait_records(mesh, "echo", 120)
+        (source / "part-1.txt").write_text("\n".join(rows[70:]) + "\n")
+        run()  # a second micro-batch, the one replayed below
+        # With acking on, a write's task ended only once its rows were exported: no waiting here.
+        assert read_back(spark, mesh, "echo") == Counter(rows)
         # replay the last micro-batch as Spark does after a crash between write and commit
         commits = tmp_path / "cp" / "commits"
         last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+        assert last == 1
         (commits / str(last)).unlink()
         (commits / f".{last}.crc").unlink(missing_ok=True)
         run()
-        # A negative check has nothing to poll for: the replayed batches were answered (as
-        # duplicates) before run() returned; had they been published again, their rows would reach
-        # the export log within this window.
+        assert (commits / str(last)).exists()  # the batch ran again and committed
+        # deliberate: a republished row would reach the export log within this window
         time.sleep(1.0)
-        assert sum(e - s for s, e in offsets(mesh, "echo").values()) == 120  # recognised: not published twice
+        assert read_back(spark, mesh, "echo") == Counter(rows)  # each row's effect exactly once
     finally:
         assert mesh.stop() == [0, 0]
+
+
+def stream_to_parquet(spark: SparkSession, mesh: Mesh, tmp_path: Path, **options: str) -> Any:
+    """Run an AvailableNow query from the echo export into parquet (one checkpoint per tmp_path);
+    returns the finished query."""
+    reader = spark.readStream.format("tuplemesh").option("targets", targets(mesh)).option("export", "echo")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = (
+        reader.load().writeStream.format("parquet").option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    with contextlib.suppress(StreamingQueryException):  # the caller asks query.exception()
+        query.awaitTermination(120)
+    return query
+
+
+def test_a_log_restarted_at_0_below_the_checkpoint_fails_the_query_or_is_read_from_its_start(
+    spark: SparkSession, tmp_path: Path
+):
+    mesh = start_mesh("tests.spark.topologies:echo", 1)
+    try:
+        with GatewayClient(targets(mesh)) as client:
+            client.publish("lines", [[f"old-{i}"] for i in range(40)])
+            wait_records(mesh, "echo", 40)
+            query = stream_to_parquet(spark, mesh, tmp_path, maxRecordsPerTrigger="15")
+            assert query.exception() is None
+            # 40 records at most 15 per micro-batch: 3 batches (15, 15, 10)
+            commits = tmp_path / "checkpoint" / "commits"
+            assert sorted(p.name for p in commits.iterdir() if p.name.isdigit()) == ["0", "1", "2"]
+            [old] = client.offsets("echo").partitions.values()
+            mesh.kill(0)
+            mesh.restart(0)  # a new log: offsets from 0 again, below the query's 40
+            client.publish("lines", [[f"new-{i}"] for i in range(5)])
+            wait_records(mesh, "echo", 5)
+            [new] = client.offsets("echo").partitions.values()
+            assert (new.start, new.end) == (0, 5) and new.epoch != old.epoch
+            failed = stream_to_parquet(spark, mesh, tmp_path)
+            assert failed.exception() is not None
+            message = str(failed.exception())
+            assert f"belongs to log epoch {old.epoch}, the log now has epoch {new.epoch}" in message
+            assert "query's offset 40" in message and "failOnDataLoss" in message
+            went_on = stream_to_parquet(spark, mesh, tmp_path, failOnDataLoss="false")
+            assert went_on.exception() is None
+
+            def batch_read(starting: str) -> list[str]:
+                out = spark.read.format("tuplemesh").option("targets", targets(mesh)) \
+                    .option("export", "echo").option("startingOffsets", starting).load()  # fmt: skip
+                return sorted(r["line"] for r in out.collect())
+
+            assert batch_read('{"0": 3}') == ["new-3", "new-4"]
+            assert batch_read("latest") == []
+        lines = [r["line"] for r in spark.read.parquet(str(tmp_path / "out")).collect()]
+        expected = [f"old-{i}" for i in range(40)] + [f"new-{i}" for i in range(5)]
+        assert sorted(lines) == sorted(expected)  # the new log read from its start; nothing twice
+    finally:
+        assert mesh.stop() == [0]
 
 
 def test_worker_restarted_during_a_write(spark: SparkSession, tmp_path: Path):

@@ -1,24 +1,56 @@
-"""The Gateway gRPC service: a thin servicer over one worker's ingest queues and export logs."""
+"""The Gateway gRPC service: a thin servicer over one worker's ingest queues and export logs.
+
+Publish answers a request only once its rows are held (see `PublishTicket`): a reader thread per
+stream takes requests and queues their rows while the handler answers, in order, as each
+request's ticket settles, so a producer may keep a window of requests in flight.
+"""
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import msgpack
 
+from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
-from tuplemesh.grpcutil import json_array
+from tuplemesh.gateway.ticket import PublishTicket
+from tuplemesh.grpcutil import json_array, reject
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
 __all__ = ["GatewayServicer"]
 
-_REMEMBERED = 100_000  # (component, batch, partition) entries kept for recognising retries
+_REMEMBERED = 100_000  # (component, batch, partition, sequence) tickets kept for recognising retries
+_WINDOW = 64  # requests of one stream accepted ahead of their answers
+_POLL = 0.2  # seconds between checks that the publisher and the worker are still there
+
+
+@dataclass
+class _Accepted:
+    """A request the stream's reader took: its ticket, and how to answer it once settled."""
+
+    sequence: int
+    ticket: PublishTicket
+    published: int
+    duplicate: bool
+
+
+@dataclass
+class _Refused:
+    """The stream's reader stopped at a bad request (answered after those before it)."""
+
+    code: grpc.StatusCode
+    details: str
+
+
+_END = object()  # the publisher half-closed the stream
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
@@ -35,109 +67,235 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self.accepting = accepting  # False while the worker drains: publishers go elsewhere
         self.worker = worker
         self.put_timeout = put_timeout
-        self._accepted: OrderedDict[tuple[str, str, int], int] = OrderedDict()
+        self._tickets: OrderedDict[tuple[str, str, int, int], PublishTicket] = OrderedDict()
         self._lock = threading.Lock()
         self._round_robin = 0
         self.duplicates = 0
 
-    def _queues(self, component: str, context: grpc.ServicerContext) -> list[IngestQueue]:
+    def _refusal(self, component: str) -> _Refused | None:
         if not self.accepting() or self.registry.closed:
-            context.abort(
+            return _Refused(
                 grpc.StatusCode.UNAVAILABLE,
                 f"worker {self.worker} is draining or stopping: publish elsewhere",
             )
-        queues = self.registry.ingest_queues(component)
-        if not queues:
-            context.abort(
+        if not self.registry.ingest_queues(component):
+            return _Refused(
                 grpc.StatusCode.NOT_FOUND, f"no IngestSpout {component!r} runs on worker {self.worker}"
             )
-        return queues
+        return None
 
     def _export(self, name: str, context: grpc.ServicerContext) -> ExportInfo:
         info = self.registry.export(name)
         if info is None:
-            context.abort(grpc.StatusCode.NOT_FOUND, f"no ExportBolt {name!r} runs on worker {self.worker}")
-        return info  # type: ignore[return-value]
+            reject(context, grpc.StatusCode.NOT_FOUND, f"no ExportBolt {name!r} runs on worker {self.worker}")
+        return info
 
-    def _put(self, queues: list[IngestQueue], rows: list[list[Any]], context: grpc.ServicerContext) -> None:
+    def _log(self, request: Any, context: grpc.ServicerContext) -> ExportLog:
+        """The log of the request's (export, partition), in the request's epoch when it names one."""
+        info = self._export(request.export, context)
+        log = info.logs.get(request.partition)
+        if log is None:
+            reject(
+                context,
+                grpc.StatusCode.NOT_FOUND,
+                f"partition {request.partition} of {request.export!r} is not on worker {self.worker} "
+                f"(here: {sorted(info.logs)})",
+            )
+        if request.epoch and request.epoch != log.epoch:
+            reject(
+                context,
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"partition {request.partition} of {request.export!r} has log epoch {log.epoch}, "
+                f"the offset given belongs to epoch {request.epoch}: the log restarted (its worker "
+                "did), read it again from its start",
+            )
+        return log
+
+    def _put(
+        self, component: str, ticket: PublishTicket, rows: list[list[Any]], context: Any
+    ) -> _Refused | None:
+        """Queue the ticket's rows on one ingest task, waiting while its queue is full (backpressure)."""
+        queues: list[IngestQueue] = self.registry.ingest_queues(component)
+        if not queues:
+            return _Refused(
+                grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is stopping: publish elsewhere"
+            )
         with self._lock:
-            queue = queues[self._round_robin % len(queues)]
+            target = queues[self._round_robin % len(queues)]
             self._round_robin += 1
-        while not queue.put_many(rows, self.put_timeout):  # full: the stream waits (backpressure)
-            if queue.closed:
-                context.abort(
+        while not target.put(ticket, rows, self.put_timeout):
+            if target.closed:
+                ticket.fail_open()
+                return _Refused(
                     grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is stopping: publish elsewhere"
                 )
             if not context.is_active():
-                context.abort(grpc.StatusCode.CANCELLED, "publisher went away")
+                ticket.fail_open()
+                return _Refused(grpc.StatusCode.CANCELLED, "publisher went away")
+        return None
 
     @staticmethod
-    def _rows(request: Any, context: grpc.ServicerContext) -> list[list[Any]]:
+    def _rows(request: Any) -> list[list[Any]] | _Refused:
         try:
             if request.packed:
                 rows = msgpack.unpackb(request.packed, raw=False)
             else:
                 rows = [json.loads(r) for r in request.rows_json]
         except ValueError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"rows are not msgpack/JSON: {exc}")
+            return _Refused(grpc.StatusCode.INVALID_ARGUMENT, f"rows are not msgpack/JSON: {exc}")
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "rows must be an array of arrays of values")
+            return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "rows must be an array of arrays of values")
         return rows
+
+    def _accept(self, request: gateway_pb2.PublishRequest, context: Any) -> _Accepted | _Refused:
+        """Queue one request's rows (or recognise it as a retry) without waiting for them to be held."""
+        refused = self._refusal(request.component)
+        if refused is not None:
+            return refused
+        key = (request.component, request.batch_id, request.partition, request.sequence)
+        with self._lock:
+            earlier = self._tickets.get(key) if request.batch_id else None
+        if earlier is not None and not (earlier.settled and earlier.failures):
+            with self._lock:
+                self.duplicates += 1
+            return _Accepted(request.sequence, earlier, 0, True)  # held, or in flight: wait for it
+        rows = self._rows(request)
+        if isinstance(rows, _Refused):
+            return rows
+        if earlier is not None and len(rows) != earlier.size:
+            return _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"request {request.sequence} of batch {request.batch_id!r} partition {request.partition} "
+                f"has {len(rows)} rows, its first attempt had {earlier.size}: "
+                "a retry must resend the same rows",
+            )
+        ticket = earlier.retry() if earlier is not None else PublishTicket(len(rows))
+        if request.batch_id:
+            with self._lock:
+                self._tickets[key] = ticket
+                self._tickets.move_to_end(key)
+                while len(self._tickets) > _REMEMBERED:
+                    self._tickets.popitem(last=False)
+        if ticket.indices:
+            refused = self._put(request.component, ticket, rows, context)
+            if refused is not None:
+                return refused
+        return _Accepted(request.sequence, ticket, len(ticket.indices), False)
+
+    def _read_requests(
+        self,
+        requests: Iterator[gateway_pb2.PublishRequest],
+        context: Any,
+        window: queue.Queue[Any],
+        stop: threading.Event,
+    ) -> None:
+        """The stream's reader thread: accept requests until the publisher half-closes or one is refused."""
+        last: Any = _END
+        try:
+            for request in requests:
+                if stop.is_set():
+                    return
+                item = self._accept(request, context)
+                self._offer(window, item, stop)
+                if isinstance(item, _Refused):
+                    return
+        except Exception as exc:  # the publisher cancelled, or the call ended: the handler sees it too
+            last = _Refused(grpc.StatusCode.CANCELLED, f"publish stream ended: {exc}")
+        self._offer(window, last, stop)
+
+    @staticmethod
+    def _offer(window: queue.Queue[Any], item: Any, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                window.put(item, timeout=_POLL)
+                return
+            except queue.Full:
+                continue
+
+    def _await(self, ticket: PublishTicket, sequence: int, context: grpc.ServicerContext) -> bool:
+        """Wait until ``ticket`` settles; False when the publisher left. Aborts when rows failed
+        (ABORTED: publish again) or the worker stops before they are held (UNAVAILABLE)."""
+        while not ticket.wait(_POLL):
+            if not context.is_active():
+                return False
+            if self.registry.closed:
+                reject(
+                    context,
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"worker {self.worker} stopped before request {sequence} was held: "
+                    "publish it again elsewhere",
+                )
+        if ticket.failures:
+            reject(
+                context,
+                grpc.StatusCode.ABORTED,
+                f"{ticket.failures} row(s) of request {sequence} failed or timed out in the topology on "
+                f"worker {self.worker}: publish it again with the same ids (only those rows are published)",
+            )
+        return True
 
     def Publish(
         self, request_iterator: Iterator[gateway_pb2.PublishRequest], context: grpc.ServicerContext
     ) -> Iterator[gateway_pb2.PublishAck]:
-        for request in request_iterator:
-            queues = self._queues(request.component, context)
-            key = (request.component, request.batch_id, request.partition)
-            with self._lock:
-                done = self._accepted.get(key, 0) if request.batch_id else 0
-            if request.batch_id and request.sequence <= done:
-                with self._lock:
-                    self.duplicates += 1
-                yield gateway_pb2.PublishAck(sequence=request.sequence, accepted=0, duplicate=True)
-                continue
-            rows = self._rows(request, context)
-            if rows:
-                self._put(queues, rows, context)
-            if request.batch_id:
-                with self._lock:
-                    self._accepted[key] = request.sequence
-                    self._accepted.move_to_end(key)
-                    while len(self._accepted) > _REMEMBERED:
-                        self._accepted.popitem(last=False)
-            yield gateway_pb2.PublishAck(sequence=request.sequence, accepted=len(rows))
+        window: queue.Queue[Any] = queue.Queue(maxsize=_WINDOW)
+        stop = threading.Event()
+        reader = threading.Thread(
+            target=self._read_requests,
+            args=(request_iterator, context, window, stop),
+            name="gateway-publish",
+            daemon=True,
+        )
+        reader.start()
+        try:
+            while True:
+                try:
+                    item = window.get(timeout=_POLL)
+                except queue.Empty:
+                    if not context.is_active():
+                        return
+                    continue
+                if item is _END:
+                    return
+                if isinstance(item, _Refused):
+                    reject(context, item.code, item.details)
+                if not self._await(item.ticket, item.sequence, context):
+                    return
+                yield gateway_pb2.PublishAck(
+                    sequence=item.sequence, accepted=item.published, duplicate=item.duplicate
+                )
+        finally:
+            stop.set()
 
     def PublishOne(
         self, request: gateway_pb2.PublishOneRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.PublishAck:
-        queues = self._queues(request.component, context)
+        refused = self._refusal(request.component)
+        if refused is not None:
+            reject(context, refused.code, refused.details)
         row = json_array(request.values_json, "values_json", context)
-        self._put(queues, [row], context)
+        ticket = PublishTicket(1)
+        refused = self._put(request.component, ticket, [row], context)
+        if refused is not None:
+            reject(context, refused.code, refused.details)
+        self._await(ticket, 0, context)
         return gateway_pb2.PublishAck(sequence=0, accepted=1)
 
     def Fetch(
         self, request: gateway_pb2.FetchRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.FetchResponse:
-        info = self._export(request.export, context)
-        log = info.logs.get(request.partition)
-        if log is None:
-            context.abort(
-                grpc.StatusCode.NOT_FOUND,
-                f"partition {request.partition} of {request.export!r} is not on worker {self.worker} "
-                f"(here: {sorted(info.logs)})",
-            )
+        log = self._log(request, context)
         limit = request.max_records or 10_000
         try:
-            records, end = log.fetch(request.start_offset, limit)  # type: ignore[union-attr]
+            records, end = log.fetch(request.start_offset, limit)
         except ValueError as exc:
-            context.abort(grpc.StatusCode.OUT_OF_RANGE, str(exc))
+            reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
         return gateway_pb2.FetchResponse(
             packed=msgpack.packb(records, use_bin_type=True),
             count=len(records),
             next_offset=request.start_offset + len(records),
             end_offset=end,
             records_json=json.dumps(records, default=repr) if request.json else "",
+            epoch=log.epoch,
         )
 
     def Offsets(
@@ -146,7 +304,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         info = self._export(request.export, context)
         return gateway_pb2.OffsetsResponse(
             partitions=[
-                gateway_pb2.PartitionOffsets(partition=p, start=log.start, end=log.end)
+                gateway_pb2.PartitionOffsets(partition=p, start=log.start, end=log.end, epoch=log.epoch)
                 for p, log in sorted(info.logs.items())
             ],
             total_partitions=info.total_partitions,
@@ -157,10 +315,5 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     def Commit(
         self, request: gateway_pb2.CommitRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.CommitResponse:
-        info = self._export(request.export, context)
-        log = info.logs.get(request.partition)
-        if log is None:
-            context.abort(
-                grpc.StatusCode.NOT_FOUND, f"partition {request.partition} of {request.export!r} is not here"
-            )
-        return gateway_pb2.CommitResponse(start=log.commit(request.offset))  # type: ignore[union-attr]
+        log = self._log(request, context)
+        return gateway_pb2.CommitResponse(start=log.commit(request.offset), epoch=log.epoch)

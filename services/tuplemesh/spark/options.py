@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,8 @@ __all__ = ["OptionError", "Options"]
 _TLS_FILES = ("tlsCaFile", "tlsCertFile", "tlsKeyFile")
 _KNOWN = {
     "targets", "component", "export", "columns", "batchsize", "timeout", "retries", "sinkid", "token",
-    "tlscafile", "tlscertfile", "tlskeyfile", "tlsservername",
+    "tlscafile", "tlscertfile", "tlskeyfile", "tlsservername", "maxrecordspertrigger", "startingoffsets",
+    "failondataloss",
 }  # fmt: skip
 #: Spark's own options, which it passes along to every source and sink.
 _SPARK_OPTIONS = {"path", "checkpointlocation", "queryname"}
@@ -37,6 +39,13 @@ class Options:
     #: how to reach a secured worker: TLS (None: plaintext) and the worker's ``admin.token``
     tls: TlsSettings | None = None
     token: str = ""
+    #: reads: most records one micro-batch reads across partitions (0: everything available)
+    max_records_per_trigger: int = 0
+    #: reads: where a new query starts: "earliest", "latest", or partition -> offset
+    starting_offsets: str | Mapping[int, int] = "earliest"
+    #: reads: a restarted export log (or records committed away) fails the query instead of
+    #: going on from what the log holds now
+    fail_on_data_loss: bool = True
 
     @classmethod
     def parse(cls, options: Mapping[str, str], mode: str) -> Options:
@@ -79,7 +88,36 @@ class Options:
             sink_id=lowered.get("sinkid", "") or lowered.get("component", ""),
             tls=_tls_settings(lowered),
             token=lowered.get("token", ""),
+            max_records_per_trigger=number("maxRecordsPerTrigger", "0", int)
+            if "maxrecordspertrigger" in lowered
+            else 0,
+            starting_offsets=_starting_offsets(lowered.get("startingoffsets", "earliest")),
+            fail_on_data_loss=_boolean("failOnDataLoss", lowered.get("failondataloss", "true")),
         )
+
+
+def _boolean(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value not in ("true", "false"):
+        raise OptionError(f"tuplemesh: option {name!r} must be true or false, got {text!r}")
+    return value == "true"
+
+
+def _starting_offsets(text: str) -> str | Mapping[int, int]:
+    """``earliest``, ``latest``, or a JSON object of partition -> offset (e.g. ``{"0": 42}``)."""
+    if text.strip().lower() in ("earliest", "latest"):
+        return text.strip().lower()
+    try:
+        given = json.loads(text)
+        offsets = {int(p): int(o) for p, o in given.items()}
+    except (ValueError, AttributeError, TypeError):
+        raise OptionError(
+            "tuplemesh: option 'startingOffsets' must be earliest, latest or a JSON object of "
+            f'partition -> offset like {{"0": 42}}, got {text!r}'
+        ) from None
+    if any(p < 0 or o < 0 for p, o in offsets.items()):
+        raise OptionError(f"tuplemesh: option 'startingOffsets' has a negative partition or offset: {text!r}")
+    return offsets
 
 
 def _tls_settings(lowered: Mapping[str, str]) -> TlsSettings | None:

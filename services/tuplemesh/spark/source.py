@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource
 from pyspark.sql.types import StructType
 
-from tuplemesh.spark.fetch import export_offsets
+from tuplemesh.spark.clients import client_for
 from tuplemesh.spark.options import Options
 from tuplemesh.spark.reader import TuplemeshReader, TuplemeshStreamReader
 from tuplemesh.spark.writer import TuplemeshStreamWriter, TuplemeshWriter
@@ -24,8 +24,7 @@ class TuplemeshDataSource(DataSource):
 
     def schema(self) -> str:
         opts = Options.parse(self.options, "read")
-        _, answer = export_offsets(opts)
-        return str(answer.schema)
+        return client_for(opts).offsets(opts.export).schema
 
     def reader(self, schema: StructType) -> TuplemeshReader:
         return TuplemeshReader(self.options, schema)
@@ -34,10 +33,10 @@ class TuplemeshDataSource(DataSource):
         return TuplemeshStreamReader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> TuplemeshWriter:
-        return TuplemeshWriter(self.options, schema)
+        return TuplemeshWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> TuplemeshStreamWriter:
-        return TuplemeshStreamWriter(self.options, schema)
+        return TuplemeshStreamWriter(self.options, schema, overwrite)
 
 
 def register(spark: Any) -> None:

@@ -41,32 +41,36 @@ class PublishOneRequest(_message.Message):
     def __init__(self, component: _Optional[str] = ..., values_json: _Optional[str] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("export", "partition", "start_offset", "max_records", "json")
+    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch")
     EXPORT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     export: str
     partition: int
     start_offset: int
     max_records: int
     json: bool
-    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ...) -> None: ...
+    epoch: int
+    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json")
+    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch")
     PACKED_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
     END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RECORDS_JSON_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     packed: bytes
     count: int
     next_offset: int
     end_offset: int
     records_json: str
-    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ...) -> None: ...
+    epoch: int
+    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class OffsetsRequest(_message.Message):
     __slots__ = ("export",)
@@ -75,14 +79,16 @@ class OffsetsRequest(_message.Message):
     def __init__(self, export: _Optional[str] = ...) -> None: ...
 
 class PartitionOffsets(_message.Message):
-    __slots__ = ("partition", "start", "end")
+    __slots__ = ("partition", "start", "end", "epoch")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     END_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     partition: int
     start: int
     end: int
-    def __init__(self, partition: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, partition: _Optional[int] = ..., start: _Optional[int] = ..., end: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class OffsetsResponse(_message.Message):
     __slots__ = ("partitions", "total_partitions", "fields", "schema")
@@ -97,17 +103,21 @@ class OffsetsResponse(_message.Message):
     def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionOffsets, _Mapping]]] = ..., total_partitions: _Optional[int] = ..., fields: _Optional[_Iterable[str]] = ..., schema: _Optional[str] = ...) -> None: ...
 
 class CommitRequest(_message.Message):
-    __slots__ = ("export", "partition", "offset")
+    __slots__ = ("export", "partition", "offset", "epoch")
     EXPORT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     export: str
     partition: int
     offset: int
-    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., offset: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class CommitResponse(_message.Message):
-    __slots__ = ("start",)
+    __slots__ = ("start", "epoch")
     START_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     start: int
-    def __init__(self, start: _Optional[int] = ...) -> None: ...
+    epoch: int
+    def __init__(self, start: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...

@@ -65,19 +65,25 @@ class GatewayServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Publish(self, request_iterator, context):
-        """Bidirectional stream. The client sends PublishRequests with increasing sequence numbers;
-        the server answers each with a PublishAck once its rows are in the ingest spout's bounded
-        queue on this worker (a full queue slows the stream down: nothing is dropped). Retry: resend
-        unacknowledged requests with the same (batch_id, partition, sequence); the server recognises
-        what it already accepted and acknowledges it again without publishing twice.
-        Errors: NOT_FOUND (no such ingest component on this worker), INVALID_ARGUMENT (bad rows).
+        """Bidirectional stream. The client sends PublishRequests with increasing sequence numbers
+        and may keep several unanswered (a window); the server answers each, in order, with a
+        PublishAck once its rows are held: with acking on, when the tuple tree of every row is
+        complete; with acking off, when the ingest spout has emitted every row into the topology.
+        A full ingest queue slows the stream down: nothing is dropped.
+        Retry: resend unacknowledged requests with the same (batch_id, partition, sequence); the
+        server acknowledges what it already holds again (duplicate = true) without publishing it
+        twice, and of a request whose rows partly failed it publishes only the rows that failed.
+        Errors: ABORTED (rows failed or timed out in the topology: retry the request), NOT_FOUND
+        (no such ingest component on this worker), INVALID_ARGUMENT (bad rows), UNAVAILABLE (the
+        worker drains or stops: publish elsewhere).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def PublishOne(self, request, context):
-        """Unary: one row as a JSON array, for grpcurl. Not idempotent: a retry publishes again.
+        """Unary: one row as a JSON array, for grpcurl. Answered once the row is held, as Publish
+        (ABORTED when its tree failed). Not idempotent: a retry publishes again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -85,7 +91,9 @@ class GatewayServicer:
 
     def Fetch(self, request, context):
         """Unary. Records of one export partition from start_offset (at most max_records). Safe to retry.
-        OUT_OF_RANGE when start_offset is below the retained start (already committed away).
+        OUT_OF_RANGE when start_offset is below the retained start (already committed away);
+        FAILED_PRECONDITION when `epoch` is set and the partition's log has another epoch (it
+        restarted: the offset means nothing in the new log).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -100,6 +108,7 @@ class GatewayServicer:
 
     def Commit(self, request, context):
         """Unary. Let an export partition forget records below `offset`. Idempotent.
+        FAILED_PRECONDITION when `epoch` is set and the partition's log has another epoch.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
