@@ -18,25 +18,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import grpc  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from examples.pipeline import build  # noqa: E402
+from tuplemesh.client import GatewayClient  # noqa: E402
 from tuplemesh.launcher import ProcessCluster  # noqa: E402
 from tuplemesh.spark import local_session  # noqa: E402
-from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc  # noqa: E402
 
 
 def exported_records(cluster: ProcessCluster) -> int:
-    total = 0
-    for port in cluster.ports:
-        stub = gateway_pb2_grpc.GatewayStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
-        try:
-            answer = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts"), timeout=5)
-        except grpc.RpcError:
-            continue  # no export partition on that worker
-        total += sum(p.end - p.start for p in answer.partitions)
-    return total
+    """Records the topology's ExportBolt holds, over every partition on every worker."""
+    with GatewayClient([f"127.0.0.1:{port}" for port in cluster.ports], timeout=5) as client:
+        return sum(p.end - p.start for p in client.offsets("counts").partitions.values())
 
 
 def main() -> int:
