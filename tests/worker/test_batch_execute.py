@@ -9,9 +9,16 @@ from typing import Any
 import pytest
 
 from examples import wordcount
+from tuplemesh.acking.tracker import SpoutTracker
 from tuplemesh.config import Config
-from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import load_serializer
+from tuplemesh.topology import BasicBolt, Bolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology.groupings import ShuffleGrouping
+from tuplemesh.worker.collectors import SpoutOutputCollector, StreamRoute
+from tuplemesh.worker.executor import ExecutorCounters
 from tuplemesh.worker.local_cluster import LocalCluster
+from tuplemesh.worker.outbox import Outbox
 
 IDS = 600
 FAN = 3
@@ -179,3 +186,37 @@ def test_batched_wordcount_is_exact(transport, ackers):
     assert summary.components["count"]["executed"] == sum(wordcount.expected_counts(repeat).values())
     assert sum(r["emitted"] for r in reports["sentences"]) == sentences
     assert sum(r["acked"] for r in reports["sentences"]) == (sentences if ackers else 0)
+
+
+def _collector() -> tuple[SpoutOutputCollector, Outbox, ExecutorCounters, SpoutTracker]:
+    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={1: inbox},
+        remote_workers={2: 5},
+        transfer_ring=RingBuffer.multi_producer(16),
+        serializer=load_serializer("msgpack"),
+        batch_size=100,
+        send_capacity=1000,
+    )
+    fields = Fields(["word"])
+    chooser = ShuffleGrouping().chooser((1, 2), frozenset({1}), fields)
+    route = StreamRoute("default", 0, fields, False, [chooser], frozenset())
+    counters = ExecutorCounters()
+    tracker = SpoutTracker(30.0, 0)
+    collector = SpoutOutputCollector(9, "spout", {"default": route}, outbox, counters, tracker)
+    return collector, outbox, counters, tracker
+
+
+def test_emit_many_checks_every_row_before_delivering_any() -> None:
+    collector, outbox, counters, tracker = _collector()
+    with pytest.raises(ValueError, match=r"emitted 2 values for 1 declared fields \['word'\]"):
+        collector.emit_many([["a"], ["b"], ["c", "extra"]])
+    with pytest.raises(ValueError, match="undeclared stream 'other'"):
+        collector.emit_many([["a"]], stream="other")
+    with pytest.raises(ValueError, match="3 rows but 2 msg_ids"):
+        collector.emit_many([["a"], ["b"], ["c"]], msg_ids=[1, 2])
+    assert outbox.delivered == 0 and counters.emitted == 0
+    collector.emit_many([["a"], ["b"], ["c"], ["d"]], msg_ids=[1, None, 3, None])
+    assert outbox.delivered == 4 and outbox.pending == 4 and counters.emitted == 4
+    # acking off: a msg id is complete at once, as with emit
+    assert tracker.acked_at_once == [(9, 1), (9, 3)]
