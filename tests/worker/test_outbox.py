@@ -198,3 +198,16 @@ def test_deliver_many_delivers_nothing_when_one_row_cannot_go_out() -> None:
     assert outbox.pending == 0 and outbox.delivered == 0
     outbox.flush()
     assert published(inbox_a) == [] and published(transfer) == []
+
+
+def test_a_refused_rows_batch_stays_counted_once_and_later_batches_balance() -> None:
+    outbox, _, _, transfer = make(batch_size=100)
+    deliver_many(outbox, "bbb")
+    transfer.sequencer.alert()
+    with pytest.raises(AlertError):
+        outbox.flush()
+    transfer.sequencer.clear_alert()
+    deliver_many(outbox, "bb")
+    outbox.flush()  # the two new tuples go out; the three refused ones are still held
+    assert outbox.pending == 3
+    assert outbox.discard() == 3 and outbox.pending == 0

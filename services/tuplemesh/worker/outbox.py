@@ -283,6 +283,8 @@ class Outbox:
             return
         # ``pending`` drops only once the put succeeded: a put refused by a halted ring leaves the
         # batch counted, so ``discard`` can report exactly what was lost.
+        held = len(buf) + self._extra[dest]
+        self._extra[dest] = 0  # the buffer is replaced below, whether the put succeeds or not
         if dest < self._local_count:
             self._buffers[dest] = Batch()
             batch = cast(Batch, buf)  # the buffers of local destinations are Batches
@@ -291,8 +293,7 @@ class Outbox:
         else:
             self._buffers[dest] = []
             self._transfer.put((self._workers[dest - self._local_count], buf))
-        self.pending -= len(buf) + self._extra[dest]
-        self._extra[dest] = 0
+        self.pending -= held
 
     def flush(self) -> None:
         """Publish every non-empty buffer (blocks while a destination ring is full)."""
