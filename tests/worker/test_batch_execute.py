@@ -117,8 +117,8 @@ def build(sink: Bolt) -> Any:
     return builder.build()
 
 
-def run(topology: Any, transport: str, ackers: int) -> tuple[Any, dict[str, list[Any]]]:
-    conf = Config({"messaging.transport": transport, "topology.acker.executors": ackers})
+def run(topology: Any, transport: str, ackers: int, **extra: Any) -> tuple[Any, dict[str, list[Any]]]:
+    conf = Config({"messaging.transport": transport, "topology.acker.executors": ackers, **extra})
     cluster = LocalCluster(topology, 2, conf)
     summary = cluster.run(60.0)
     assert summary.completed, summary.message
@@ -158,6 +158,13 @@ def test_execute_batch_sees_every_tuple_once_in_per_task_batches(transport, acke
     else:
         assert acked == []  # no msg ids without ackers
         assert components["sink"]["acked"] == (IDS * FAN if sink is SinkBolt else 0)
+
+
+def test_an_execute_batch_call_holds_at_most_the_producer_batch_size():
+    summary, reports = run(build(SinkBolt()), "grpc", 0, **{"topology.producer.batch.size": 7})
+    sizes = [len(call) for r in reports["sink"] for call in r["calls"]]
+    assert sum(sizes) == IDS * FAN and max(sizes) == 7
+    assert summary.components["sink"]["executed"] == IDS * FAN
 
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])

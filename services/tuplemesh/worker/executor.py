@@ -235,7 +235,10 @@ class BoltExecutor(Executor):
         self._execute = {
             task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
         }
-        # bolts with ``execute_batch`` get each task's part of an inbox batch in one call
+        # bolts with ``execute_batch`` get each task's part of an inbox batch in one call, at most
+        # ``topology.producer.batch.size`` tuples at a time: an inbox batch from another worker can
+        # hold a whole transfer batch, and one call over all of it would emit it in one burst
+        self.execute_batch_limit = max(1, wiring.plan.queue_settings.producer_batch_tuples)
         self._execute_batches = {
             task: bolt_batch_call(bolt, self.collectors[task])
             for task, bolt in self.bolts.items()
@@ -357,12 +360,15 @@ class BoltExecutor(Executor):
             self._add_to_batch(per_task, task, item)
         executed = 0
         calls = self._execute_batches
+        most = self.execute_batch_limit
         for task, tuples in per_task.items():
             executed += len(tuples)
-            try:
-                calls[task](tuples)
-            except Exception as exc:
-                self._batch_error(task, tuples, exc)
+            for start in range(0, len(tuples), most):
+                part = tuples if len(tuples) <= most else tuples[start : start + most]
+                try:
+                    calls[task](part)
+                except Exception as exc:
+                    self._batch_error(task, part, exc)
         self.counters.executed += executed
         self.counters.received += received
 
