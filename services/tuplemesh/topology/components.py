@@ -185,12 +185,13 @@ class Bolt:
     """Base class of bolts. Each task gets its own deep copy of the instance given to the builder.
 
     Batch execution: a bolt that defines ``execute_batch(self, tuples: list[Tuple]) -> None`` is
-    handed each inbox batch, split by task in arrival order, in one call instead of one
-    ``execute`` per tuple (``execute`` is then never called). Acking stays per tuple: ack or fail
-    each input through the collector as ``execute`` would. If ``execute_batch`` raises, the error
-    is counted once and every tuple of that call is failed, including any it acked already (their
-    trees replay). ``collector.emit_many(rows, anchors)`` emits many tuples in one call; the rows
-    bound for one task in another worker then travel, and are decoded, as one payload.
+    handed each inbox batch, split by task in arrival order, in calls of at most
+    ``topology.producer.batch.size`` tuples instead of one ``execute`` per tuple (``execute`` is
+    then never called). Acking stays per tuple: ack or fail each input through the collector as
+    ``execute`` would. If ``execute_batch`` raises, the error is counted once and every tuple of
+    that call is failed, including any it acked already (their trees replay).
+    ``collector.emit_many(rows, anchors)`` emits many tuples in one call; the rows bound for one
+    task in another worker then travel, and are decoded, as one payload.
     """
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
