@@ -87,8 +87,12 @@ def measure(workers: int, repeat: int, window: float, batched: bool = False) -> 
     if not matched or any(codes):
         raise RuntimeError(f"word count on {workers} worker(s) went wrong: {message}, exit codes {codes}")
     elapsed = t1 - t0
+    cpu = sum(b - a for a, b in zip(cpu0, cpu1, strict=True))
     return {
         "rate": (count1 - count0) / elapsed,
+        # words per CPU-second of all workers: on a shared, overloaded machine the rate follows the
+        # scheduler's share as much as the runtime's cost; this follows the cost alone
+        "words per CPU second": (count1 - count0) / cpu if cpu else 0.0,
         **{f"worker {i} cores": (b - a) / elapsed for i, (a, b) in enumerate(zip(cpu0, cpu1, strict=True))},
     }
 
@@ -126,6 +130,7 @@ def run(quick: bool = False) -> list[Record]:
                 {
                     **{k: round(v, 2) for k, v in two.items() if k != "rate"},
                     "1 worker's cores": round(one["worker 0 cores"], 2),
+                    "1 worker's words per CPU second": round(one["words per CPU second"]),
                 },
             )
         )
