@@ -227,3 +227,29 @@ def test_emit_many_checks_every_row_before_delivering_any() -> None:
     assert outbox.delivered == 4 and outbox.pending == 4 and counters.emitted == 4
     # acking off: a msg id is complete at once, as with emit
     assert tracker.acked_at_once == [(9, 1), (9, 3)]
+
+
+class CountingBolt(Bolt):
+    """A per-tuple bolt: counts every id it executes."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.seen: Counter[int] = Counter()
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen[tup.values[0]] += 1
+
+    def report(self) -> Any:
+        return dict(self.seen)
+
+
+@pytest.mark.parametrize("transport", ["local", "grpc"])
+def test_a_per_tuple_bolt_executes_each_tuple_of_an_emit_many(transport):
+    builder = TopologyBuilder("many-to-one")
+    builder.set_spout("ids", IdSpout(IDS), parallelism=2)
+    builder.set_bolt("count", CountingBolt(), parallelism=3).all_grouping("ids")
+    summary, reports = run(builder.build(), transport, 0)
+    assert len(reports["count"]) == 3
+    for seen in reports["count"]:  # all grouping: every task sees every id once
+        assert {int(i): n for i, n in seen.items()} == {i: 1 for i in range(IDS)}
+    assert summary.components["count"]["executed"] == 3 * IDS
+    assert summary.components["count"]["received"] == 3 * IDS

@@ -156,7 +156,7 @@ def rows_of(payload: bytes) -> list[list[Any]]:
     return rows
 
 
-def test_deliver_many_sends_one_rows_payload_per_remote_task() -> None:
+def test_deliver_many_sends_one_entry_per_local_task_and_one_rows_payload_per_remote_task() -> None:
     outbox, inbox_a, _, transfer = make(batch_size=100)
     deliver_many(outbox, "abcbab")
     assert outbox.pending == 6 and outbox.delivered == 6
@@ -165,8 +165,9 @@ def test_deliver_many_sends_one_rows_payload_per_remote_task() -> None:
     assert worker == 7 and [task for task, _ in remote] == [4, 5]
     assert rows_of(remote[0][1]) == [["b"], ["b"], ["b"]]
     assert load_serializer("msgpack").deserialize(remote[1][1]) == (9, 0, ["c"], None)  # one row: a tuple
-    [batch] = published(inbox_a)
-    assert [(task, tup.values) for task, tup in batch] == [(1, ["a"]), (1, ["a"])]
+    [batch] = published(inbox_a)  # one entry holding both tuples for task 1
+    [(task, tuples)] = batch
+    assert task == 1 and [tup.values for tup in tuples] == [["a"], ["a"]]
     assert outbox.pending == 0
 
 
@@ -211,3 +212,13 @@ def test_a_refused_rows_batch_stays_counted_once_and_later_batches_balance() -> 
     outbox.flush()  # the two new tuples go out; the three refused ones are still held
     assert outbox.pending == 3
     assert outbox.discard() == 3 and outbox.pending == 0
+
+
+def test_deliver_many_counts_a_local_list_entry_as_its_tuples() -> None:
+    outbox, inbox_a, _, _ = make(batch_size=4)
+    deliver_many(outbox, "aaa")
+    assert published(inbox_a) == [] and outbox.pending == 3
+    deliver_many(outbox, "a")  # a single tuple goes in as itself
+    [batch] = published(inbox_a)
+    assert [len(item) if isinstance(item, list) else item.values for _, item in batch] == [3, ["a"]]
+    assert outbox.pending == 0 and outbox.delivered == 4

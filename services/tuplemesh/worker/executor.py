@@ -177,13 +177,10 @@ class Executor:
             return Tuple(values, source_task, component, stream, fields)
         return AnchoredTuple(values, source_task, component, stream, fields, anchors)
 
-    def _is_rows(self, payload: bytes) -> bool:
-        return self._deserialize_rows is not None and len(payload) > 0 and payload[0] == ROWS_MARKER
-
     def _decode_rows(self, payload: bytes) -> list[Tuple]:
         """The tuples of a rows payload; none (each counted as failed, logged) when it cannot be
         decoded. Their sender has no tree to fail: they were emitted untracked."""
-        assert self._deserialize_rows is not None  # only called when _is_rows(payload)
+        assert self._deserialize_rows is not None  # only called for a rows payload
         try:
             source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
             component, stream, fields = self._stream_info[stream_id]
@@ -308,14 +305,19 @@ class BoltExecutor(Executor):
         execute = self._execute
         counters = self.counters
         executed = 0
+        rows_codec = self._deserialize_rows is not None
         for task, item in batch:
-            if item.__class__ is bytes:
-                if self._is_rows(item):
-                    executed += self._execute_rows(task, item)
+            kind = item.__class__
+            if kind is bytes:
+                if rows_codec and len(item) and item[0] == ROWS_MARKER:
+                    executed += self._execute_each(task, self._decode_rows(item), rows_count(item))
                     continue
                 item = self._decode(item)
                 if item is None:
                     continue
+            elif kind is list:  # a local emit_many's tuples for this task
+                executed += self._execute_each(task, item, len(item))
+                continue
             if task is None:  # no task: broadcast to every task of this executor
                 for each, fn in execute.items():
                     executed += 1
@@ -329,11 +331,12 @@ class BoltExecutor(Executor):
         counters.executed += executed
         counters.received += len(batch)
 
-    def _execute_rows(self, task: int | None, payload: bytes) -> int:
-        """Execute each tuple of a rows payload one by one; returns the execute calls made."""
-        self.counters.received += rows_count(payload) - 1  # the caller counts the payload once
+    def _execute_each(self, task: int | None, tuples: list[Tuple], carried: int) -> int:
+        """Execute each of the ``carried`` tuples of one inbox entry (``tuples``: those that
+        decoded) one by one; returns the execute calls made."""
+        self.counters.received += carried - 1  # the caller counts the entry once
         executed = 0
-        for tup in self._decode_rows(payload):
+        for tup in tuples:
             if task is None:
                 for each, fn in self._execute.items():
                     executed += 1
@@ -347,17 +350,29 @@ class BoltExecutor(Executor):
         """Split an inbox batch by task, in arrival order, and hand each task its part at once."""
         per_task: dict[int, list[Tuple]] = {}
         received = len(batch)
+        rows_codec = self._deserialize_rows is not None
         for task, item in batch:
-            if item.__class__ is bytes:
-                if self._is_rows(item):
+            kind = item.__class__
+            if kind is list:  # a local emit_many's tuples for this task
+                received += len(item) - 1
+                self._gather(per_task, task, item)
+                continue
+            if kind is bytes:
+                if rows_codec and len(item) and item[0] == ROWS_MARKER:
                     received += rows_count(item) - 1
-                    for tup in self._decode_rows(item):
-                        self._add_to_batch(per_task, task, tup)
+                    self._gather(per_task, task, self._decode_rows(item))
                     continue
                 item = self._decode(item)
                 if item is None:
                     continue
-            self._add_to_batch(per_task, task, item)
+            if task is None:
+                self._gather(per_task, task, [item])
+                continue
+            tuples = per_task.get(task)
+            if tuples is None:
+                per_task[task] = [item]
+            else:
+                tuples.append(item)
         executed = 0
         calls = self._execute_batches
         most = self.execute_batch_limit
@@ -372,16 +387,17 @@ class BoltExecutor(Executor):
         self.counters.executed += executed
         self.counters.received += received
 
-    def _add_to_batch(self, per_task: dict[int, list[Tuple]], task: int | None, tup: Tuple) -> None:
+    def _gather(self, per_task: dict[int, list[Tuple]], task: int | None, tuples: list[Tuple]) -> None:
+        """Add ``tuples`` to ``task``'s part (every task's, for a broadcast); may take the list."""
         if task is None:  # no task: broadcast to every task of this executor
             for each in self._execute_batches:
-                per_task.setdefault(each, []).append(tup)
+                per_task.setdefault(each, []).extend(tuples)
             return
-        tuples = per_task.get(task)
-        if tuples is None:
-            per_task[task] = [tup]
+        mine = per_task.get(task)
+        if mine is None:
+            per_task[task] = tuples
         else:
-            tuples.append(tup)
+            mine.extend(tuples)
 
     def _batch_error(self, task: int, tuples: list[Tuple], exc: Exception) -> None:
         """``execute_batch`` raised: count it once, log it, and fail every tuple it was given."""

@@ -2,8 +2,9 @@
 
 Destinations are the inboxes of executors in this worker (tuples go there unserialized) and the
 other workers (tuples are serialized once per emit, then queued on the worker's transfer ring).
-``deliver_many`` (``emit_many``) encodes the rows it sends to one task of another worker in one
-call, as one rows payload, when the serializer can (``serialize_rows``).
+``deliver_many`` (``emit_many``) hands each local task its tuples as one list, and encodes the
+rows it sends to one task of another worker in one call, as one rows payload, when the
+serializer can (``serialize_rows``).
 A tuple for another worker larger than ``messaging.max.message.bytes`` raises
 MessageTooLargeError in the emitting code (its emit call), before anything of it is buffered.
 A buffer is flushed when it reaches ``topology.producer.batch.size``, when the whole outbox holds
@@ -146,54 +147,57 @@ class Outbox:
         rows: Sequence[Sequence[Any]],
         choosers: Sequence[TaskChooser],
     ) -> None:
-        """Route many emits of one stream. The rows bound for one task in another worker are
-        encoded together; if any row cannot be encoded, none of ``rows`` is delivered."""
+        """Route many emits of one stream. The tuples for one local task go into its inbox as one
+        list (an inbox entry ``(task, [Tuple, ...])``), and the rows for one task in another worker
+        are encoded together; if any row cannot be encoded, none of ``rows`` is delivered."""
         task_dest = self._task_dest
-        buffers = self._buffers
         local_count = self._local_count
-        marks = [len(buf) for buf in buffers[:local_count]]
+        local: dict[int, list[Tuple]] = {}
         remote: dict[int, list[Sequence[Any]]] = {}
-        count = 0
         for values in rows:
             tup = None
             for chooser in choosers:
                 for task in chooser.choose(values):
-                    dest = task_dest[task]
-                    if dest < local_count:
+                    if task_dest[task] < local_count:
                         if tup is None:
                             tup = Tuple(values, source_task, source_component, stream, fields)
-                        buffers[dest].append((task, tup))
-                        count += 1
+                        tuples = local.get(task)
+                        if tuples is None:
+                            local[task] = [tup]
+                        else:
+                            tuples.append(tup)
                     else:
                         group = remote.get(task)
                         if group is None:
                             remote[task] = [values]
                         else:
                             group.append(values)
-        try:
-            payloads = [
-                (task, payload, n)
-                for task, group in remote.items()
-                for payload, n in self._encode_rows(source_task, source_component, stream, stream_id, group)
-            ]
-        except Exception:
-            for dest, mark in enumerate(marks):  # all or nothing: take back the local deliveries
-                del buffers[dest][mark:]
-            raise
-        self.pending += count
-        self.delivered += count
+        payloads = [
+            (task, payload, n)
+            for task, group in remote.items()
+            for payload, n in self._encode_rows(source_task, source_component, stream, stream_id, group)
+        ]
+        buffers = self._buffers
+        extra = self._extra
+        for task, tuples in local.items():
+            dest = task_dest[task]
+            n = len(tuples)
+            buffers[dest].append((task, tuples[0] if n == 1 else tuples))
+            extra[dest] += n - 1
+            self.pending += n
+            self.delivered += n
         blocked = self._congestion.blocked if self._congestion is not None else None
         for task, payload, n in payloads:
             if blocked and task in blocked:
                 self._hold(task)
             dest = task_dest[task]
             buffers[dest].append((task, payload))
-            self._extra[dest] += n - 1
+            extra[dest] += n - 1
             self.pending += n
             self.delivered += n
-        extra = self._extra
+        batch_size = self.batch_size
         for dest, buf in enumerate(buffers):
-            if len(buf) + extra[dest] >= self.batch_size:
+            if buf and len(buf) + extra[dest] >= batch_size:
                 self._flush(dest)
         if self.pending >= self.send_capacity:
             self.flush()
