@@ -90,7 +90,7 @@ def test_load_by_name_and_path():
         load_serializer("pickle")
 
 
-@given(st.integers(1, 10_000), st.integers(0, 500), st.lists(values, max_size=5))
+@given(st.integers(1, 10_000), st.integers(0, 500), st.lists(values, min_size=2, max_size=5))
 def test_rows_round_trip_behind_their_header(task, stream, rows):
     for s in (MsgpackSerializer(), JsonSerializer()):
         if isinstance(s, JsonSerializer) and any(isinstance(v, bytes | float) for row in rows for v in row):
@@ -123,3 +123,10 @@ def test_malformed_rows_rejected(body):
 def test_unserializable_row():
     with pytest.raises(SerializationError, match="cannot serialize"):
         MsgpackSerializer().serialize_rows(1, 0, [["fine"], [object()]])
+
+
+@pytest.mark.parametrize(
+    "payload", [b"\xc1garbage", b"\xc1", b"\xc1\x00\x00\x00\x01x", b"\xc1\x00\x00\x00\x05abc"]
+)
+def test_an_implausible_rows_header_counts_one_tuple(payload):
+    assert rows_count(payload) == 1

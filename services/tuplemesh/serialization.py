@@ -56,8 +56,14 @@ def frame_rows(count: int, body: bytes) -> bytes:
 
 
 def rows_count(payload: bytes) -> int:
-    """How many tuples a rows payload carries (read from its header; the body is not decoded)."""
-    return int.from_bytes(payload[1:ROWS_HEADER_BYTES], "big")
+    """How many tuples a rows payload carries, read from its header (the body is not decoded).
+
+    A header that cannot be right (fewer than 2 rows, or more rows than body bytes: every row
+    takes at least one) belongs to a garbled payload, which counts as one tuple."""
+    count = int.from_bytes(payload[1:ROWS_HEADER_BYTES], "big")
+    if count < 2 or count > len(payload) - ROWS_HEADER_BYTES:
+        return 1
+    return count
 
 
 def _checked_rows(decoded: Any) -> DecodedRows:
