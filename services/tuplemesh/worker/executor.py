@@ -351,28 +351,29 @@ class BoltExecutor(Executor):
         per_task: dict[int, list[Tuple]] = {}
         received = len(batch)
         rows_codec = self._deserialize_rows is not None
-        for task, item in batch:
+        target: int | None
+        for target, item in batch:
             kind = item.__class__
             if kind is list:  # a local emit_many's tuples for this task
                 received += len(item) - 1
-                self._gather(per_task, task, item)
+                self._gather(per_task, target, item)
                 continue
             if kind is bytes:
                 if rows_codec and len(item) and item[0] == ROWS_MARKER:
                     received += rows_count(item) - 1
-                    self._gather(per_task, task, self._decode_rows(item))
+                    self._gather(per_task, target, self._decode_rows(item))
                     continue
                 item = self._decode(item)
                 if item is None:
                     continue
-            if task is None:
-                self._gather(per_task, task, [item])
+            if target is None:
+                self._gather(per_task, None, [item])
                 continue
-            tuples = per_task.get(task)
-            if tuples is None:
-                per_task[task] = [item]
+            mine = per_task.get(target)
+            if mine is None:
+                per_task[target] = [item]
             else:
-                tuples.append(item)
+                mine.append(item)
         executed = 0
         calls = self._execute_batches
         most = self.execute_batch_limit
