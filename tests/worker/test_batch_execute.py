@@ -87,13 +87,16 @@ class SinkBolt(Bolt):
         self.raised_on: list[int] = []
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
+        self._record(tuples)
+        for tup in tuples:
+            self.collector.ack(tup)
+
+    def _record(self, tuples: list[Tuple]) -> None:
         pairs = [list(t.values) for t in tuples]
         if self.raise_on is not None and not self.raised_on and [self.raise_on, 0] in pairs:
             self.raised_on = sorted({i for i, _ in pairs})
             raise RuntimeError("fails one batch")
         self.calls.append(pairs)
-        for tup in tuples:
-            self.collector.ack(tup)
 
     def execute(self, tup: Tuple) -> None:
         raise AssertionError("execute is never called on a bolt with execute_batch")
@@ -106,7 +109,7 @@ class BasicSinkBolt(BasicBolt, SinkBolt):
     """The same, as a BasicBolt: the runtime acks every input when ``execute_batch`` returns."""
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
-        self.calls.append([list(t.values) for t in tuples])
+        self._record(tuples)
 
 
 def build(sink: Bolt) -> Any:
@@ -168,8 +171,9 @@ def test_an_execute_batch_call_holds_at_most_the_producer_batch_size():
 
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])
-def test_a_raising_execute_batch_fails_every_tuple_of_the_call_and_they_replay(transport):
-    summary, reports = run(build(SinkBolt(raise_on=7)), transport, ackers=2)
+@pytest.mark.parametrize("sink", [SinkBolt, BasicSinkBolt])
+def test_a_raising_execute_batch_fails_every_tuple_of_the_call_and_they_replay(transport, sink):
+    summary, reports = run(build(sink(raise_on=7)), transport, ackers=2)
     [raised_on] = [r["raised_on"] for r in reports["sink"] if r["raised_on"]]
     assert 7 in raised_on
     failed = [i for r in reports["ids"] for i in r["failed"]]
