@@ -1,6 +1,6 @@
 """Per-tuple cost of the in-process hot path, one thread, no waiting: a spout's emit through its
 collector and the Outbox into a local inbox (no serialization) or onto the transfer ring
-(serialized), and a bolt executor's batch loop over the tuples that arrived.
+(serialized), one ``emit`` per tuple or 100 rows per ``emit_many``.
 
 Baseline: the same values appended to a list by a plain loop (the CPython floor for touching
 each tuple once).
@@ -64,6 +64,25 @@ def _emit_run(n: int, remote: bool) -> Any:
     return run
 
 
+def _emit_many_run(n: int, remote: bool) -> Any:
+    """The same emits through ``emit_many``, BATCH rows a call (rows payloads when remote)."""
+
+    def run() -> int:
+        collector, outbox, poller = _emitter(remote)
+        emit_many = collector.emit_many
+        drain = poller.poll
+        rows = [["word"]] * BATCH
+        for i in range(0, n, BATCH):
+            emit_many(rows)
+            if i % DRAIN_EVERY == 0:
+                drain(_discard)
+        outbox.flush()
+        drain(_discard)
+        return n
+
+    return run
+
+
 def _discard(event: Any, sequence: int, end_of_batch: bool) -> None:
     return None
 
@@ -90,4 +109,8 @@ def run(quick: bool = False) -> list[Record]:
                best_rate(_emit_run(n, remote=False), repeats), plain),
         Record("hotpath", "emit -> serialize -> outbox -> transfer ring (batches of 100)", "tuples",
                best_rate(_emit_run(n, remote=True), repeats), plain),
+        Record("hotpath", "emit_many(100 rows) -> outbox -> local inbox", "tuples",
+               best_rate(_emit_many_run(n, remote=False), repeats), plain),
+        Record("hotpath", "emit_many(100 rows) -> rows payloads -> transfer ring", "tuples",
+               best_rate(_emit_many_run(n, remote=True), repeats), plain),
     ]  # fmt: skip

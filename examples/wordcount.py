@@ -6,6 +6,10 @@ run checks itself: ``tuplemesh run examples.wordcount:topology --workers 3``.
 It is written for guaranteed processing: with ``topology.acker.executors`` > 0 each sentence is a
 tracked tuple tree, the bolts are BasicBolts (emits anchored, inputs acked), and the spout
 re-emits a sentence whose tree failed or timed out. With acking off it emits without message ids.
+
+``build(batched=True)`` (``examples.wordcount:batched``) is the same word count written against
+the batch API: the spout emits with ``emit_many``, the bolts define ``execute_batch`` and the
+splitter emits all the words of its batch in one ``emit_many``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ CORPUS = [
 
 #: How many times each spout task set replays the corpus (env var overrides, for ``make run``).
 DEFAULT_REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "4000"))
+#: Sentences a spout task emits per ``next_tuple`` call: amortises the executor loop.
+SENTENCES_PER_CALL = 16
 
 
 class SentenceSpout(Spout):
@@ -42,8 +48,9 @@ class SentenceSpout(Spout):
     With acking on, the message id of a sentence is its index; a failed one is emitted again.
     """
 
-    def __init__(self, repeat: int = DEFAULT_REPEAT) -> None:
+    def __init__(self, repeat: int = DEFAULT_REPEAT, batched: bool = False) -> None:
         self.repeat = repeat
+        self.batched = batched
         self.emitted = 0
         self.acked = 0
         self.failed = 0
@@ -70,13 +77,25 @@ class SentenceSpout(Spout):
             self.emitted += 1
             emit([CORPUS[again % len(CORPUS)]], msg_id=again)
             return
-        for _ in range(16):  # a few per call: amortises the executor loop
+        if self.batched:
+            self._emit_many()
+            return
+        for _ in range(SENTENCES_PER_CALL):  # a few per call: amortises the executor loop
             i = next(self.indices, None)
             if i is None:
                 self.done = True
                 return
             emit([CORPUS[i % len(CORPUS)]], msg_id=i if self.reliable else None)
             self.emitted += 1
+
+    def _emit_many(self) -> None:
+        indices = [i for _, i in zip(range(SENTENCES_PER_CALL), self.indices, strict=False)]
+        if len(indices) < SENTENCES_PER_CALL:
+            self.done = True
+        if indices:
+            rows = [[CORPUS[i % len(CORPUS)]] for i in indices]
+            self.collector.emit_many(rows, msg_ids=indices if self.reliable else None)
+            self.emitted += len(rows)
 
     def ack(self, msg_id: Any) -> None:
         self.acked += 1
@@ -110,6 +129,23 @@ class SplitBolt(BasicBolt):
             emit([word])
 
 
+class BatchSplitBolt(SplitBolt):
+    """SplitBolt on the batch API: every word of an inbox batch in one ``emit_many`` (with acking
+    on, one per sentence, anchored to it)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.emit_many = collector.emit_many
+        self.reliable = conf["topology.acker.executors"] > 0
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        emit_many = self.emit_many
+        if self.reliable:
+            for tup in tuples:
+                emit_many([[word] for word in tup.values[0].split()], tup)
+        else:
+            emit_many([[word] for tup in tuples for word in tup.values[0].split()])
+
+
 class CountBolt(BasicBolt):
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.counts: Counter[str] = Counter()
@@ -119,6 +155,15 @@ class CountBolt(BasicBolt):
 
     def report(self) -> Any:
         return {"counts": dict(self.counts)}
+
+
+class BatchCountBolt(CountBolt):
+    """CountBolt on the batch API."""
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        counts = self.counts
+        for tup in tuples:
+            counts[tup.values[0]] += 1
 
 
 def expected_counts(repeat: int) -> Counter[str]:
@@ -150,12 +195,21 @@ def make_check(repeat: int) -> Any:
     return check
 
 
-def build(repeat: int = DEFAULT_REPEAT, spouts: int = 1, splitters: int = 3, counters: int = 3) -> Any:
+def build(
+    repeat: int = DEFAULT_REPEAT,
+    spouts: int = 1,
+    splitters: int = 3,
+    counters: int = 3,
+    batched: bool = False,
+) -> Any:
     builder = TopologyBuilder("wordcount")
-    builder.set_spout("sentences", SentenceSpout(repeat), parallelism=spouts)
-    builder.set_bolt("split", SplitBolt(), parallelism=splitters).shuffle_grouping("sentences")
-    builder.set_bolt("count", CountBolt(), parallelism=counters).fields_grouping("split", ["word"])
+    builder.set_spout("sentences", SentenceSpout(repeat, batched), parallelism=spouts)
+    split = BatchSplitBolt() if batched else SplitBolt()
+    count = BatchCountBolt() if batched else CountBolt()
+    builder.set_bolt("split", split, parallelism=splitters).shuffle_grouping("sentences")
+    builder.set_bolt("count", count, parallelism=counters).fields_grouping("split", ["word"])
     return builder.build(conf={"wordcount.repeat": repeat}, check=make_check(repeat))
 
 
 topology = build()
+batched = build(batched=True)

@@ -7,7 +7,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tuplemesh.errors import PluginError, SerializationError
-from tuplemesh.serialization import JsonSerializer, MsgpackSerializer, load_serializer
+from tuplemesh.serialization import (
+    ROWS_HEADER_BYTES,
+    ROWS_MARKER,
+    JsonSerializer,
+    MsgpackSerializer,
+    frame_rows,
+    load_serializer,
+    rows_count,
+)
 
 values = st.lists(
     st.one_of(
@@ -80,3 +88,45 @@ def test_load_by_name_and_path():
     assert isinstance(load_serializer("tuplemesh.serialization:MsgpackSerializer"), MsgpackSerializer)
     with pytest.raises(PluginError, match=r"unknown value 'pickle'; known: json, msgpack"):
         load_serializer("pickle")
+
+
+@given(st.integers(1, 10_000), st.integers(0, 500), st.lists(values, min_size=2, max_size=5))
+def test_rows_round_trip_behind_their_header(task, stream, rows):
+    for s in (MsgpackSerializer(), JsonSerializer()):
+        if isinstance(s, JsonSerializer) and any(isinstance(v, bytes | float) for row in rows for v in row):
+            continue
+        payload = frame_rows(len(rows), s.serialize_rows(task, stream, rows))
+        assert payload[0] == ROWS_MARKER and rows_count(payload) == len(rows)
+        assert s.deserialize_rows(payload[ROWS_HEADER_BYTES:]) == (task, stream, rows)
+
+
+@given(st.integers(1, 10_000), st.integers(0, 500), values, anchors)
+def test_no_single_tuple_payload_starts_with_the_rows_marker(task, stream, vals, anchor_map):
+    for s in (MsgpackSerializer(), JsonSerializer()):
+        if isinstance(s, JsonSerializer) and any(isinstance(v, bytes | float) for v in vals):
+            continue
+        assert s.serialize(task, stream, vals, anchor_map)[0] != ROWS_MARKER
+
+
+@pytest.mark.parametrize("body", [[1, 2], [1, 2, "rows"], [1, 2, [["ok"], "not a row"]], ["1", 2, []]])
+def test_malformed_rows_rejected(body):
+    import json
+
+    import msgpack
+
+    with pytest.raises(SerializationError, match="rows payload"):
+        MsgpackSerializer().deserialize_rows(msgpack.packb(body))
+    with pytest.raises(SerializationError, match="rows payload"):
+        JsonSerializer().deserialize_rows(json.dumps(body).encode())
+
+
+def test_unserializable_row():
+    with pytest.raises(SerializationError, match="cannot serialize"):
+        MsgpackSerializer().serialize_rows(1, 0, [["fine"], [object()]])
+
+
+@pytest.mark.parametrize(
+    "payload", [b"\xc1garbage", b"\xc1", b"\xc1\x00\x00\x00\x01x", b"\xc1\x00\x00\x00\x05abc"]
+)
+def test_an_implausible_rows_header_counts_one_tuple(payload):
+    assert rows_count(payload) == 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-__all__ = ["CustomStreamGrouping", "Decoded", "Serializer"]
+__all__ = ["CustomStreamGrouping", "Decoded", "DecodedRows", "RowsSerializer", "Serializer"]
 
 #: What ``deserialize`` returns: (source task, stream id, values, anchors or None).
 Decoded = tuple[int, int, list[Any], dict[int, int] | None]
@@ -23,6 +23,23 @@ class Serializer(Protocol):
     ) -> bytes: ...
 
     def deserialize(self, payload: bytes) -> Decoded: ...
+
+
+#: What ``deserialize_rows`` returns: (source task, stream id, the values of each tuple).
+DecodedRows = tuple[int, int, list[list[Any]]]
+
+
+class RowsSerializer(Serializer, Protocol):
+    """A serializer that also encodes many untracked tuples of one source and stream in one call.
+
+    The runtime frames the rows body behind a header starting with the byte 0xc1
+    (``tuplemesh.serialization.ROWS_MARKER``): a serializer with these methods must never start a
+    ``serialize`` payload with it. Without them, each tuple is sent as its own payload.
+    """
+
+    def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes: ...
+
+    def deserialize_rows(self, body: bytes) -> DecodedRows: ...
 
 
 class CustomStreamGrouping(Protocol):

@@ -2,7 +2,11 @@
 
 A payload carries (source task, stream id, values) and, for a tuple in a tracked tuple tree
 (guaranteed processing), its anchors as a flat ``[root, edge, root, edge, ...]`` list: a fourth
-element that tuples outside any tree never carry. The serializer is chosen by
+element that tuples outside any tree never carry. A rows payload carries many untracked tuples
+of one source task and stream to one task, encoded in one call (``serialize_rows``) and framed
+by ``frame_rows``: the byte ``ROWS_MARKER`` (0xc1, which msgpack never writes and JSON never
+starts with) and the row count, so a receiver tells it from a single tuple's payload and knows
+how many tuples it carries without decoding it. The serializer is chosen by
 ``topology.tuple.serializer``: ``msgpack`` (default), ``json``, or ``"module:attr"`` naming a
 class with a no-argument constructor that implements `Serializer`.
 """
@@ -16,15 +20,62 @@ from typing import Any, cast
 import msgpack
 
 from tuplemesh.errors import SerializationError
-from tuplemesh.plugin_api import Decoded, Serializer
+from tuplemesh.plugin_api import Decoded, DecodedRows, RowsSerializer, Serializer
 from tuplemesh.plugins import resolve_plugin
 
-__all__ = ["SERIALIZERS", "Decoded", "JsonSerializer", "MsgpackSerializer", "Serializer", "load_serializer"]
+__all__ = [
+    "ROWS_HEADER_BYTES",
+    "ROWS_MARKER",
+    "SERIALIZERS",
+    "Decoded",
+    "DecodedRows",
+    "JsonSerializer",
+    "MsgpackSerializer",
+    "RowsSerializer",
+    "Serializer",
+    "frame_rows",
+    "load_serializer",
+    "rows_count",
+]
 
 SERIALIZERS = {
     "msgpack": "tuplemesh.serialization:MsgpackSerializer",
     "json": "tuplemesh.serialization:JsonSerializer",
 }
+
+
+#: First byte of a rows payload; a single tuple's payload never starts with it.
+ROWS_MARKER = 0xC1
+#: Marker byte plus the row count as 4 big-endian bytes.
+ROWS_HEADER_BYTES = 5
+
+
+def frame_rows(count: int, body: bytes) -> bytes:
+    """A rows payload: the header, then ``body`` from ``serialize_rows``."""
+    return bytes((ROWS_MARKER,)) + count.to_bytes(4, "big") + body
+
+
+def rows_count(payload: bytes) -> int:
+    """How many tuples a rows payload carries, read from its header (the body is not decoded).
+
+    A header that cannot be right (fewer than 2 rows, or more rows than body bytes: every row
+    takes at least one) belongs to a garbled payload, which counts as one tuple."""
+    count = int.from_bytes(payload[1:ROWS_HEADER_BYTES], "big")
+    if count < 2 or count > len(payload) - ROWS_HEADER_BYTES:
+        return 1
+    return count
+
+
+def _checked_rows(decoded: Any) -> DecodedRows:
+    if type(decoded) is not list or len(decoded) != 3:
+        raise SerializationError("rows payload is not a (task, stream, rows) triple")
+    source_task, stream_id, rows = decoded
+    if type(source_task) is not int or type(stream_id) is not int or type(rows) is not list:
+        raise SerializationError("rows payload is not a (task, stream, rows) triple")
+    for row in rows:
+        if type(row) is not list:
+            raise SerializationError("rows payload has a row that is not a list of values")
+    return source_task, stream_id, rows
 
 
 def _flat(anchors: dict[int, int]) -> list[int]:
@@ -66,6 +117,19 @@ class MsgpackSerializer:
         except (TypeError, ValueError, OverflowError) as exc:
             raise SerializationError(f"cannot serialize tuple values {values!r}: {exc}") from exc
 
+    def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes:
+        try:
+            return self._pack((source_task, stream_id, rows))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SerializationError(f"cannot serialize tuple values in {rows!r}: {exc}") from exc
+
+    def deserialize_rows(self, body: bytes) -> DecodedRows:
+        try:
+            decoded = msgpack.unpackb(body, raw=False)
+        except Exception as exc:  # msgpack raises several unrelated types for bad input
+            raise SerializationError(f"cannot deserialize {len(body)}-byte rows payload: {exc}") from exc
+        return _checked_rows(decoded)
+
     def deserialize(self, payload: bytes) -> Decoded:
         try:
             decoded = msgpack.unpackb(payload, raw=False)
@@ -91,6 +155,20 @@ class JsonSerializer:
             return json.dumps(body, separators=(",", ":")).encode()
         except (TypeError, ValueError) as exc:
             raise SerializationError(f"cannot serialize tuple values {values!r}: {exc}") from exc
+
+    def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes:
+        try:
+            text = json.dumps([source_task, stream_id, [list(r) for r in rows]], separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise SerializationError(f"cannot serialize tuple values in {rows!r}: {exc}") from exc
+        return text.encode()
+
+    def deserialize_rows(self, body: bytes) -> DecodedRows:
+        try:
+            decoded = json.loads(body)
+        except (ValueError, TypeError) as exc:
+            raise SerializationError(f"cannot deserialize {len(body)}-byte rows payload: {exc}") from exc
+        return _checked_rows(decoded)
 
     def deserialize(self, payload: bytes) -> Decoded:
         try:

@@ -8,10 +8,11 @@ from tests.helpers import ListSpout, RecordingBolt, eventually
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector
 from tuplemesh.config import Config
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.serialization import load_serializer
+from tuplemesh.serialization import frame_rows, load_serializer
 from tuplemesh.topology import TopologyBuilder
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector
 from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.markers import Batch
 from tuplemesh.worker.plan import WorkerPlan
 
 
@@ -92,3 +93,24 @@ def test_the_plan_is_the_same_in_every_worker_apart_from_what_is_local() -> None
     s_default = plans[0].streams["s"]["default"]
     assert s_default.targets[0][1] == (3,) and s_default.direct_targets == frozenset()
     assert plans[0].streams["s"]["__acking"].direct_targets == frozenset({1, 2})
+
+
+def test_a_rows_payload_is_executed_tuple_by_tuple_and_a_garbled_one_is_counted() -> None:
+    plan = WorkerPlan.build(topology(1), 0, 2, Config({}))
+    [spec] = [e for e in plan.executors if e.component == "b"]
+    executor = BoltExecutor(spec, wiring(plan))
+    stream_id = plan.stream_ids[("s", "default")]
+    body = load_serializer("msgpack").serialize_rows(2, stream_id, [[10], [11], [12]])  # type: ignore[attr-defined]
+    good = frame_rows(3, body)
+    garbled = frame_rows(4, b"\xc1 not msgpack")
+    executor.start()
+    executor.inbox.put(Batch([(1, good), (1, garbled)]))
+    executor.request_stop()
+    assert executor.join(10.0)
+    [report] = executor.final_reports.values()
+    assert [values for values, *_ in report["seen"]] == [[10], [11], [12]]
+    assert report["seen"][0][1:] == ["s", "default", 2]
+    counters = executor.counters
+    assert counters.received == 7  # every tuple the two payloads carried, decodable or not
+    assert counters.executed == 3
+    assert counters.deserialize_errors == 1 and counters.failed == 4

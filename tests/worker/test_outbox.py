@@ -8,7 +8,7 @@ import pytest
 
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, MessageTooLargeError
-from tuplemesh.serialization import load_serializer
+from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, load_serializer, rows_count
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.worker.markers import Batch
 from tuplemesh.worker.outbox import Outbox
@@ -134,3 +134,91 @@ def test_discard_counts_what_a_halted_destination_refused_and_what_was_still_hel
     transfer.sequencer.clear_alert()
     outbox.flush()
     assert published(transfer) == [] and published(inbox_a) == []
+
+
+class ByWord:
+    """Routes ["a"] to task 1 (local), ["b"] to 4 and ["c"] to 5 (both on worker 7)."""
+
+    TASKS = {"a": (1,), "b": (4,), "c": (5,)}
+
+    def choose(self, values: Any) -> tuple[int, ...]:
+        return self.TASKS[values[0]]
+
+
+def deliver_many(outbox: Outbox, words: str) -> None:
+    outbox.deliver_many(9, "spout", "default", 0, FIELDS, [[w] for w in words], [ByWord()])
+
+
+def rows_of(payload: bytes) -> list[list[Any]]:
+    assert payload[0] == ROWS_MARKER
+    source_task, stream_id, rows = load_serializer("msgpack").deserialize_rows(payload[ROWS_HEADER_BYTES:])
+    assert (source_task, stream_id) == (9, 0) and rows_count(payload) == len(rows)
+    return rows
+
+
+def test_deliver_many_sends_one_entry_per_local_task_and_one_rows_payload_per_remote_task() -> None:
+    outbox, inbox_a, _, transfer = make(batch_size=100)
+    deliver_many(outbox, "abcbab")
+    assert outbox.pending == 6 and outbox.delivered == 6
+    outbox.flush()
+    [(worker, remote)] = published(transfer)
+    assert worker == 7 and [task for task, _ in remote] == [4, 5]
+    assert rows_of(remote[0][1]) == [["b"], ["b"], ["b"]]
+    assert load_serializer("msgpack").deserialize(remote[1][1]) == (9, 0, ["c"], None)  # one row: a tuple
+    [batch] = published(inbox_a)  # one entry holding both tuples for task 1
+    [(task, tuples)] = batch
+    assert task == 1 and [tup.values for tup in tuples] == [["a"], ["a"]]
+    assert outbox.pending == 0
+
+
+def test_deliver_many_counts_rows_in_the_batch_size_and_the_pending_tuples() -> None:
+    outbox, _, _, transfer = make(batch_size=4)
+    deliver_many(outbox, "bbb")  # one payload entry holding 3 tuples: under the batch size
+    assert published(transfer) == [] and outbox.pending == 3
+    deliver_many(outbox, "b")  # 4 tuples for worker 7 now: published
+    [(_, remote)] = published(transfer)
+    assert [len(rows_of(p)) if p[0] == ROWS_MARKER else 1 for _, p in remote] == [3, 1]
+    assert outbox.pending == 0 and outbox.delivered == 4
+
+
+def test_deliver_many_splits_a_rows_payload_over_the_limit() -> None:
+    outbox, _, _, transfer = make(batch_size=100, max_payload=60)
+    outbox.deliver_many(9, "spout", "default", 0, FIELDS, [["b" * 20]] * 4, [Fixed(4)])
+    outbox.flush()
+    [(_, remote)] = published(transfer)
+    assert all(len(p) <= 60 for _, p in remote)
+    assert sum(len(rows_of(p)) if p[0] == ROWS_MARKER else 1 for _, p in remote) == 4
+    assert outbox.pending == 0 and outbox.delivered == 4
+
+
+def test_deliver_many_delivers_nothing_when_one_row_cannot_go_out() -> None:
+    outbox, inbox_a, _, transfer = make(batch_size=100, max_payload=64)
+    rows = [["a"], ["b"], ["b" + "x" * 100]]
+    with pytest.raises(MessageTooLargeError):
+        outbox.deliver_many(9, "spout", "default", 0, FIELDS, rows, [Fixed(1, 4)])
+    assert outbox.pending == 0 and outbox.delivered == 0
+    outbox.flush()
+    assert published(inbox_a) == [] and published(transfer) == []
+
+
+def test_a_refused_rows_batch_stays_counted_once_and_later_batches_balance() -> None:
+    outbox, _, _, transfer = make(batch_size=100)
+    deliver_many(outbox, "bbb")
+    transfer.sequencer.alert()
+    with pytest.raises(AlertError):
+        outbox.flush()
+    transfer.sequencer.clear_alert()
+    deliver_many(outbox, "bb")
+    outbox.flush()  # the two new tuples go out; the three refused ones are still held
+    assert outbox.pending == 3
+    assert outbox.discard() == 3 and outbox.pending == 0
+
+
+def test_deliver_many_counts_a_local_list_entry_as_its_tuples() -> None:
+    outbox, inbox_a, _, _ = make(batch_size=4)
+    deliver_many(outbox, "aaa")
+    assert published(inbox_a) == [] and outbox.pending == 3
+    deliver_many(outbox, "a")  # a single tuple goes in as itself
+    [batch] = published(inbox_a)
+    assert [len(item) if isinstance(item, list) else item.values for _, item in batch] == [3, ["a"]]
+    assert outbox.pending == 0 and outbox.delivered == 4

@@ -7,16 +7,16 @@ Storm's scheme (see ``tuplemesh.acking.acker``): every delivery of a tuple in a 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.acking.tracker import SpoutTracker
-from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, Tuple
+from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, BasicBolt, Bolt, Tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.worker.outbox import Outbox
 
-__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds"]
+__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds", "bolt_batch_call"]
 
 
 class TreeIds:
@@ -84,6 +84,28 @@ class TrackedSpoutCollector(SpoutOutputCollector):
             )
             return
         self._emit_root(route, values, msg_id, None)
+
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """Emit each of ``rows`` on ``stream``; a row with a msg id (``msg_ids``, one per row) roots
+        a tracked tree, the untracked ones go out together as with ``emit_many`` untracked."""
+        if msg_ids is None:
+            self._emit_many(rows, stream)
+            return
+        if len(msg_ids) != len(rows):
+            raise ValueError(f"emit_many: {len(rows)} rows but {len(msg_ids)} msg_ids")
+        route = self._many_route(stream, rows)
+        untracked = [values for values, msg_id in zip(rows, msg_ids, strict=True) if msg_id is None]
+        if untracked:
+            self._emit_many(untracked, stream)
+        for values, msg_id in zip(rows, msg_ids, strict=True):
+            if msg_id is not None:
+                self._counters.emitted += 1
+                self._emit_root(route, values, msg_id, None)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
@@ -158,6 +180,23 @@ class TrackedBoltCollector(BoltOutputCollector):
             return
         self._emit_anchored(route, values, trees, None)
 
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit each of ``rows`` on ``stream``, every one anchored to ``anchors``; unanchored rows
+        go out together as with ``emit_many`` untracked."""
+        trees = self._anchor_tuples(anchors)
+        if not trees:
+            self._emit_many(rows, stream)
+            return
+        route = self._many_route(stream, rows)
+        self._counters.emitted += len(rows)
+        for values in rows:
+            self._emit_anchored(route, values, trees, None)
+
     def emit_direct(
         self,
         task: int,
@@ -218,3 +257,21 @@ class TrackedBoltCollector(BoltOutputCollector):
             trees = self._trees
             for root in tup.anchors:
                 trees.mailbox.fail(trees.acker_of(root), root)
+
+
+def bolt_batch_call(bolt: Bolt, collector: BoltOutputCollector) -> Callable[[list[Tuple]], None]:
+    """The call that hands a bolt one inbox batch: ``execute_batch`` itself, except for a BasicBolt
+    with acking on, whose inputs are all acked once ``execute_batch`` returns (when it raises, the
+    caller fails them all). Its emits are anchored to the inputs passed as ``anchors``."""
+    execute_batch: Callable[[list[Tuple]], None] = bolt.execute_batch  # type: ignore[attr-defined]
+    if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
+        return execute_batch
+    tracked = collector
+
+    def execute_batch_and_ack(tuples: list[Tuple]) -> None:
+        execute_batch(tuples)
+        ack = tracked.ack
+        for tup in tuples:
+            ack(tup)
+
+    return execute_batch_and_ack

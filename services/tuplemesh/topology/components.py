@@ -52,6 +52,15 @@ class SpoutCollector(Protocol):
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None: ...
 
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """``emit`` for each row (with ``msg_ids[i]`` when given), in one call."""
+        ...
+
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
     ) -> None: ...
@@ -66,6 +75,15 @@ class BoltCollector(Protocol):
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> None: ...
+
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """``emit`` for each row, all anchored to ``anchors``, in one call."""
+        ...
 
     def emit_direct(
         self,
@@ -164,7 +182,17 @@ class Spout:
 
 
 class Bolt:
-    """Base class of bolts. Each task gets its own deep copy of the instance given to the builder."""
+    """Base class of bolts. Each task gets its own deep copy of the instance given to the builder.
+
+    Batch execution: a bolt that defines ``execute_batch(self, tuples: list[Tuple]) -> None`` is
+    handed each inbox batch, split by task in arrival order, in calls of at most
+    ``topology.producer.batch.size`` tuples instead of one ``execute`` per tuple (``execute`` is
+    then never called). Acking stays per tuple: ack or fail each input through the collector as
+    ``execute`` would. If ``execute_batch`` raises, the error is counted once and every tuple of
+    that call is failed, including any it acked already (their trees replay).
+    ``collector.emit_many(rows, anchors)`` emits many tuples in one call; the rows bound for one
+    task in another worker then travel, and are decoded, as one payload.
+    """
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams (called once when the topology is built)."""
@@ -190,4 +218,8 @@ class BasicBolt(Bolt):
     With acking on, every emit made during ``execute`` is anchored to the tuple being executed,
     and that tuple is acked when ``execute`` returns, or failed when it raises. With acking off
     it is an ordinary Bolt, at no extra cost.
+
+    With ``execute_batch`` every input of the call is acked when it returns, or failed when it
+    raises; an emit is anchored only to the inputs passed as its ``anchors`` (which of the batch
+    it came from is the bolt's to say).
     """

@@ -85,6 +85,27 @@ class Emitter:
             raise ValueError(f"component {self.component!r} stream {stream!r}: use {how} for this stream")
         return route
 
+    def _many_route(self, stream: str, rows: Sequence[Sequence[Any]]) -> StreamRoute:
+        """The route for ``emit_many``: every row is checked before any is delivered."""
+        route = self._routes.get(stream)
+        if route is None or route.direct:
+            return self._route(stream, rows[0] if rows else (), direct=False)
+        width = len(route.fields)
+        for values in rows:
+            if len(values) != width:
+                return self._route(stream, values, direct=False)
+        return route
+
+    def _emit_many(self, rows: Sequence[Sequence[Any]], stream: str) -> None:
+        """Deliver untracked ``rows`` on ``stream``: one route check and one Outbox call for all."""
+        route = self._many_route(stream, rows)
+        if not rows:
+            return
+        self._outbox.deliver_many(
+            self.task, self.component, stream, route.stream_id, route.fields, rows, route.choosers
+        )
+        self._counters.emitted += len(rows)
+
     def _direct_route(self, task: int, values: Sequence[Any], stream: str) -> StreamRoute:
         route = self._route(stream, values, direct=True)
         if task not in route.direct_targets:
@@ -126,6 +147,24 @@ class SpoutOutputCollector(Emitter):
         if msg_id is not None:
             self._tracker.completed_at_once(self.task, msg_id)
 
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """Emit each of ``rows`` on ``stream``, as ``emit`` would, in one call: the rows for one task
+        in another worker travel as one payload. ``msg_ids``, when given, has one id per row."""
+        if msg_ids is None:
+            self._emit_many(rows, stream)
+            return
+        if len(msg_ids) != len(rows):
+            raise ValueError(f"emit_many: {len(rows)} rows but {len(msg_ids)} msg_ids")
+        self._emit_many(rows, stream)
+        for msg_id in msg_ids:
+            if msg_id is not None:
+                self._tracker.completed_at_once(self.task, msg_id)
+
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
     ) -> None:
@@ -159,6 +198,16 @@ class BoltOutputCollector(Emitter):
         self._outbox.deliver(
             self.task, self.component, stream, route.stream_id, route.fields, values, route.choosers
         )
+
+    def emit_many(
+        self,
+        rows: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit each of ``rows`` on ``stream``, as ``emit`` would, in one call: the rows for one task
+        in another worker travel as one payload. ``anchors`` apply to every row."""
+        self._emit_many(rows, stream)
 
     def emit_direct(
         self,

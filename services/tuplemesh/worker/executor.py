@@ -2,8 +2,10 @@
 
 A bolt executor is a BatchEventProcessor over its inbox: each event is a batch of
 ``(task, tuple or payload)``; payloads from other workers are deserialized here, on the executor
-thread, so the receive thread stays cheap. A spout executor loops over ``next_tuple`` and polls
-its inbox between calls. Both flush their Outbox at the batch size or on the flush interval.
+thread, so the receive thread stays cheap (a rows payload, from ``emit_many``, in one call for all
+of its tuples). A bolt with ``execute_batch`` gets its task's part of each inbox batch in one call.
+A spout executor loops over ``next_tuple`` and polls its inbox between calls. Both flush their
+Outbox at the batch size or on the flush interval.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
+from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.serialization import Serializer
+from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
@@ -125,7 +128,12 @@ class Executor:
         self.acking = acking
         self.final_reports: dict[int, Any] = {}
         self._stream_info = plan.stream_info
-        self._deserialize = wiring.new_serializer().deserialize
+        deserializer = wiring.new_serializer()
+        self._deserialize = deserializer.deserialize
+        #: None when the serializer has no rows codec: then no payload is taken for a rows payload
+        self._deserialize_rows: Callable[[bytes], tuple[int, int, list[list[Any]]]] | None = getattr(
+            deserializer, "deserialize_rows", None
+        )
         enabled = settings.metrics_enabled
         self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
@@ -169,6 +177,22 @@ class Executor:
             return Tuple(values, source_task, component, stream, fields)
         return AnchoredTuple(values, source_task, component, stream, fields, anchors)
 
+    def _decode_rows(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a rows payload; none (each counted as failed, logged) when it cannot be
+        decoded. Their sender has no tree to fail: they were emitted untracked."""
+        assert self._deserialize_rows is not None  # only called for a rows payload
+        try:
+            source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
+            component, stream, fields = self._stream_info[stream_id]
+        except (SerializationError, KeyError, ValueError, TypeError) as exc:
+            self.counters.deserialize_errors += 1
+            self.counters.failed += rows_count(payload)
+            self.errors_log.log(
+                "executor %s: undecodable %d-byte rows payload: %s", self.name, len(payload), exc
+            )
+            return []
+        return [Tuple(values, source_task, component, stream, fields) for values in rows]
+
     def _user_call(self, what: str, task: int, fn: Any, *args: Any) -> bool:
         try:
             fn(*args)
@@ -207,6 +231,15 @@ class BoltExecutor(Executor):
         # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
         self._execute = {
             task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
+        }
+        # bolts with ``execute_batch`` get each task's part of an inbox batch in one call, at most
+        # ``topology.producer.batch.size`` tuples at a time: an inbox batch from another worker can
+        # hold a whole transfer batch, and one call over all of it would emit it in one burst
+        self.execute_batch_limit = max(1, wiring.plan.queue_settings.producer_batch_tuples)
+        self._execute_batches = {
+            task: bolt_batch_call(bolt, self.collectors[task])
+            for task, bolt in self.bolts.items()
+            if callable(getattr(bolt, "execute_batch", None))
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
@@ -266,14 +299,25 @@ class BoltExecutor(Executor):
             log.error("executor %s: unexpected inbox event %r", self.name, batch)
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
+        if self._execute_batches:
+            self._execute_task_batches(batch)
+            return
         execute = self._execute
         counters = self.counters
         executed = 0
+        rows_codec = self._deserialize_rows is not None
         for task, item in batch:
-            if item.__class__ is bytes:
+            kind = item.__class__
+            if kind is bytes:
+                if rows_codec and len(item) and item[0] == ROWS_MARKER:
+                    executed += self._execute_each(task, self._decode_rows(item), rows_count(item))
+                    continue
                 item = self._decode(item)
                 if item is None:
                     continue
+            elif kind is list:  # a local emit_many's tuples for this task
+                executed += self._execute_each(task, item, len(item))
+                continue
             if task is None:  # no task: broadcast to every task of this executor
                 for each, fn in execute.items():
                     executed += 1
@@ -286,6 +330,96 @@ class BoltExecutor(Executor):
                 self._bolt_error(task, item, exc)
         counters.executed += executed
         counters.received += len(batch)
+
+    def _execute_each(self, task: int | None, tuples: list[Tuple], carried: int) -> int:
+        """Execute each of the ``carried`` tuples of one inbox entry (``tuples``: those that
+        decoded) one by one; returns the execute calls made."""
+        self.counters.received += carried - 1  # the caller counts the entry once
+        executed = 0
+        for tup in tuples:
+            if task is None:
+                for each, fn in self._execute.items():
+                    executed += 1
+                    self._run(each, fn, tup)
+            else:
+                executed += 1
+                self._run(task, self._execute[task], tup)
+        return executed
+
+    def _execute_task_batches(self, batch: list[tuple[int | None, Any]]) -> None:
+        """Split an inbox batch by task, in arrival order, and hand each task its part at once."""
+        per_task: dict[int, list[Tuple]] = {}
+        received = len(batch)
+        rows_codec = self._deserialize_rows is not None
+        target: int | None
+        for target, item in batch:
+            kind = item.__class__
+            if kind is list:  # a local emit_many's tuples for this task
+                received += len(item) - 1
+                self._gather(per_task, target, item)
+                continue
+            if kind is bytes:
+                if rows_codec and len(item) and item[0] == ROWS_MARKER:
+                    received += rows_count(item) - 1
+                    self._gather(per_task, target, self._decode_rows(item))
+                    continue
+                item = self._decode(item)
+                if item is None:
+                    continue
+            if target is None:
+                self._gather(per_task, None, [item])
+                continue
+            mine = per_task.get(target)
+            if mine is None:
+                per_task[target] = [item]
+            else:
+                mine.append(item)
+        executed = 0
+        calls = self._execute_batches
+        most = self.execute_batch_limit
+        for task, tuples in per_task.items():
+            executed += len(tuples)
+            for start in range(0, len(tuples), most):
+                part = tuples if len(tuples) <= most else tuples[start : start + most]
+                try:
+                    calls[task](part)
+                except Exception as exc:
+                    self._batch_error(task, part, exc)
+        self.counters.executed += executed
+        self.counters.received += received
+
+    def _gather(self, per_task: dict[int, list[Tuple]], task: int | None, tuples: list[Tuple]) -> None:
+        """Add ``tuples`` to ``task``'s part (every task's, for a broadcast); may take the list."""
+        if task is None:  # no task: broadcast to every task of this executor
+            for each in self._execute_batches:
+                per_task.setdefault(each, []).extend(tuples)
+            return
+        mine = per_task.get(task)
+        if mine is None:
+            per_task[task] = tuples
+        else:
+            mine.extend(tuples)
+
+    def _batch_error(self, task: int, tuples: list[Tuple], exc: Exception) -> None:
+        """``execute_batch`` raised: count it once, log it, and fail every tuple it was given."""
+        self.counters.errors += 1
+        self.errors_log.log(
+            "bolt %s task %s raised %r in execute_batch on %d tuples; all failed",
+            self.spec.component,
+            task,
+            exc,
+            len(tuples),
+        )
+        fail = self.collectors[task].fail
+        for tup in tuples:
+            try:
+                fail(tup)
+            except AlertError:
+                raise
+            except Exception as fail_exc:  # e.g. the acker message did not fit: the tree times out
+                self.errors_log.log(
+                    "bolt %s task %s: failing %r raised %r", self.spec.component, task, tup, fail_exc
+                )
 
     def _run(self, task: int, fn: Any, item: Tuple) -> None:
         try:

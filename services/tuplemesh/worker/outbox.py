@@ -2,8 +2,11 @@
 
 Destinations are the inboxes of executors in this worker (tuples go there unserialized) and the
 other workers (tuples are serialized once per emit, then queued on the worker's transfer ring).
+``deliver_many`` (``emit_many``) hands each local task its tuples as one list, and encodes the
+rows it sends to one task of another worker in one call, as one rows payload, when the
+serializer can (``serialize_rows``).
 A tuple for another worker larger than ``messaging.max.message.bytes`` raises
-MessageTooLargeError in the emitting code (its emit call), before anything is buffered.
+MessageTooLargeError in the emitting code (its emit call), before anything of it is buffered.
 A buffer is flushed when it reaches ``topology.producer.batch.size``, when the whole outbox holds
 ``topology.executor.send.buffer.size`` tuples, or on the flush timer. Executor thread only.
 """
@@ -16,7 +19,7 @@ from typing import Any, cast
 
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
-from tuplemesh.serialization import Serializer
+from tuplemesh.serialization import Serializer, frame_rows
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.worker.congestion import CongestionMap
@@ -57,8 +60,13 @@ class Outbox:
         self._buffers: list[list[tuple[int, Any]]] = [
             Batch() if i < len(rings) else [] for i in range(len(rings) + len(self._workers))
         ]
+        #: per buffer: tuples held beyond its entry count (a rows payload is one entry, n tuples)
+        self._extra = [0] * len(self._buffers)
         self._transfer = transfer_ring
         self._serialize = serializer.serialize
+        self._serialize_rows: Callable[[int, int, Sequence[Sequence[Any]]], bytes] | None = getattr(
+            serializer, "serialize_rows", None
+        )
         self.batch_size = batch_size
         self.send_capacity = send_capacity
         self.max_payload = max_payload
@@ -129,6 +137,94 @@ class Outbox:
         """Deliver to one named task (``emit_direct``); the caller checked it is a legal target."""
         self.deliver(source_task, source_component, stream, stream_id, fields, values, [_One(task)])
 
+    def deliver_many(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        rows: Sequence[Sequence[Any]],
+        choosers: Sequence[TaskChooser],
+    ) -> None:
+        """Route many emits of one stream. The tuples for one local task go into its inbox as one
+        list (an inbox entry ``(task, [Tuple, ...])``), and the rows for one task in another worker
+        are encoded together; if any row cannot be encoded, none of ``rows`` is delivered."""
+        task_dest = self._task_dest
+        local_count = self._local_count
+        local: dict[int, list[Tuple]] = {}
+        remote: dict[int, list[Sequence[Any]]] = {}
+        for values in rows:
+            tup = None
+            for chooser in choosers:
+                for task in chooser.choose(values):
+                    if task_dest[task] < local_count:
+                        if tup is None:
+                            tup = Tuple(values, source_task, source_component, stream, fields)
+                        tuples = local.get(task)
+                        if tuples is None:
+                            local[task] = [tup]
+                        else:
+                            tuples.append(tup)
+                    else:
+                        group = remote.get(task)
+                        if group is None:
+                            remote[task] = [values]
+                        else:
+                            group.append(values)
+        payloads = [
+            (task, payload, n)
+            for task, group in remote.items()
+            for payload, n in self._encode_rows(source_task, source_component, stream, stream_id, group)
+        ]
+        buffers = self._buffers
+        extra = self._extra
+        for task, tuples in local.items():
+            dest = task_dest[task]
+            n = len(tuples)
+            buffers[dest].append((task, tuples[0] if n == 1 else tuples))
+            extra[dest] += n - 1
+            self.pending += n
+            self.delivered += n
+        blocked = self._congestion.blocked if self._congestion is not None else None
+        for task, payload, n in payloads:
+            if blocked and task in blocked:
+                self._hold(task)
+            dest = task_dest[task]
+            buffers[dest].append((task, payload))
+            extra[dest] += n - 1
+            self.pending += n
+            self.delivered += n
+        batch_size = self.batch_size
+        for dest, buf in enumerate(buffers):
+            if buf and len(buf) + extra[dest] >= batch_size:
+                self._flush(dest)
+        if self.pending >= self.send_capacity:
+            self.flush()
+
+    def _encode_rows(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        rows: list[Sequence[Any]],
+    ) -> list[tuple[bytes, int]]:
+        """(payload, tuples in it) for ``rows``: one rows payload, split in halves while it is
+        over ``messaging.max.message.bytes``, and single payloads where that is all it can be."""
+        serialize_rows = self._serialize_rows
+        if serialize_rows is None or len(rows) == 1:
+            return [
+                (self._encode(source_task, source_component, stream, stream_id, v, None), 1) for v in rows
+            ]
+        payload = frame_rows(len(rows), serialize_rows(source_task, stream_id, rows))
+        if len(payload) <= self.max_payload:
+            return [(payload, len(rows))]
+        half = len(rows) // 2
+        return self._encode_rows(
+            source_task, source_component, stream, stream_id, rows[:half]
+        ) + self._encode_rows(source_task, source_component, stream, stream_id, rows[half:])
+
     def deliver_one(
         self,
         task: int,
@@ -191,6 +287,8 @@ class Outbox:
             return
         # ``pending`` drops only once the put succeeded: a put refused by a halted ring leaves the
         # batch counted, so ``discard`` can report exactly what was lost.
+        held = len(buf) + self._extra[dest]
+        self._extra[dest] = 0  # the buffer is replaced below, whether the put succeeds or not
         if dest < self._local_count:
             self._buffers[dest] = Batch()
             batch = cast(Batch, buf)  # the buffers of local destinations are Batches
@@ -199,7 +297,7 @@ class Outbox:
         else:
             self._buffers[dest] = []
             self._transfer.put((self._workers[dest - self._local_count], buf))
-        self.pending -= len(buf)
+        self.pending -= held
 
     def flush(self) -> None:
         """Publish every non-empty buffer (blocks while a destination ring is full)."""
@@ -215,6 +313,7 @@ class Outbox:
         many tuples that was, including a batch whose publish was refused."""
         dropped = self.pending
         self._buffers = [Batch() if i < self._local_count else [] for i in range(len(self._buffers))]
+        self._extra = [0] * len(self._buffers)
         self.pending = 0
         return dropped
 
