@@ -22,6 +22,7 @@ from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import Serializer
+from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
@@ -210,6 +211,10 @@ class BoltExecutor(Executor):
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
+        # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
+        self.checkpoints = AlignedInput.attach(
+            self, wiring.plan.checkpointing, self._execute_batch, self._decode
+        )
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
@@ -236,6 +241,8 @@ class BoltExecutor(Executor):
             )
 
     def on_shutdown(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.close()
         self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
@@ -248,7 +255,10 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
-            self._execute_batch(batch)
+            if self.checkpoints is None:
+                self._execute_batch(batch)
+            else:
+                self.checkpoints.on_batch(batch)
             if batch:
                 self.execute_seconds.observe((time.monotonic() - start) / len(batch))
             if (
@@ -368,12 +378,15 @@ class SpoutExecutor(Executor):
         kind = event.__class__
         if kind is Batch or kind is list:
             self.counters.received += len(event)
-            for _task, item in event:
+            for task, item in event:
                 if item.__class__ is bytes:
                     item = self._decode(item)
                     if item is None:
                         continue
-                self._on_verdict(item)
+                if item.source_stream == VERDICT_STREAM:
+                    self._on_verdict(item)
+                else:
+                    self._on_checkpoint_control(task, item)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -381,6 +394,15 @@ class SpoutExecutor(Executor):
             self.outbox.flush()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, event)
+
+    def _on_checkpoint_control(self, task: int | None, tup: Tuple) -> None:
+        """A checkpoint coordinator's message for a spout task (tuplemesh.state.spout)."""
+        spout = None if task is None else self._spouts.get(task)
+        handler = getattr(spout, "on_checkpoint_control", None)
+        if handler is None:
+            self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
+        elif handler(tup):
+            self.finished.clear()  # rewound: it has tuples to emit again
 
     def _on_verdict(self, tup: Tuple) -> None:
         """An acker's ``[acked roots, failed roots]``: call the spouts' ack and fail."""
