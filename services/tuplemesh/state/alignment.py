@@ -150,7 +150,6 @@ class AlignedInput:
         self._flush()
 
     def _feed(self, items: list[Item]) -> None:
-        run = self._run
         counters = self._counters
         for task, item in items:
             if item.__class__ is bytes:
@@ -165,7 +164,7 @@ class AlignedInput:
                     self._on_signal(self._tasks[task], item)
                 self._steady = all(t.steady for t in self._tasks.values())
             elif self._steady:
-                run.append((task, item))
+                self._run.append((task, item))  # not cached: a flush replaces the list
             elif task is not None:
                 self._admit(self._tasks[task], item)
             else:  # a broadcast: decided per task, counted once
