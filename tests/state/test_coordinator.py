@@ -14,8 +14,8 @@ from tuplemesh.config import Config
 from tuplemesh.state import MemoryStore, StoreUnavailable
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER, CoordinatorBolt
 from tuplemesh.state.protocol import (
-    COORDINATOR,
     CONTROL_STREAM,
+    COORDINATOR,
     NO_CHECKPOINT,
     REPORT_STREAM,
     ROLLBACK,
