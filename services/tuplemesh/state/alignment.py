@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from tuplemesh.config import as_config
 from tuplemesh.errors import SerializationError
@@ -42,14 +42,30 @@ from tuplemesh.state.protocol import (
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.tuple import AnchoredTuple, Tuple
 
-if TYPE_CHECKING:
-    from tuplemesh.worker.executor import BoltExecutor
-
-__all__ = ["AlignedInput", "TaskAlignment"]
+__all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
 
 log = logging.getLogger(__name__)
 
 Item = tuple[int | None, Any]
+
+
+class BoltTasks(Protocol):
+    """What alignment needs of a bolt executor (`tuplemesh.worker.executor.BoltExecutor`)."""
+
+    @property
+    def spec(self) -> Any: ...  # .component and .tasks
+
+    @property
+    def conf(self) -> Mapping[str, Any]: ...
+
+    @property
+    def bolts(self) -> Mapping[int, Any]: ...
+
+    @property
+    def collectors(self) -> Mapping[int, Any]: ...  # task -> its BoltCollector
+
+    @property
+    def counters(self) -> Any: ...  # .received and .errors are counted here
 
 
 class TaskAlignment:
@@ -87,7 +103,7 @@ class AlignedInput:
 
     def __init__(
         self,
-        executor: BoltExecutor,
+        executor: BoltTasks,
         plan: CheckpointPlan,
         execute: Callable[[list[Item]], None],
         decode: Callable[[bytes], Tuple | None],
@@ -125,7 +141,7 @@ class AlignedInput:
     @classmethod
     def attach(
         cls,
-        executor: BoltExecutor,
+        executor: BoltTasks,
         plan: CheckpointPlan | None,
         execute: Callable[[list[Item]], None],
         decode: Callable[[bytes], Tuple | None],

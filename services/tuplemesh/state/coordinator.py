@@ -1,7 +1,7 @@
 """`CoordinatorBolt`: starts checkpoints, commits complete ones, and starts rollbacks.
 
 One task per topology (``__checkpoint``), driven by ticks its worker puts into its inbox
-(`CheckpointTicker`) and by the reports of the tasks that store parts. Per tick:
+(`tuplemesh.state.ticker`) and by the reports of the tasks that store parts. Per tick:
 
 - a new *attempt* in the store (a worker process started and counted itself in) means the
   mesh must roll back: every spout task gets ``[ROLLBACK, c, attempt]`` with ``c`` the last
@@ -19,13 +19,11 @@ be stored (`StoreUnavailable`) abandons ``n``; the next interval tries again.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tuplemesh.config import as_config
-from tuplemesh.errors import AlertError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
 from tuplemesh.state.protocol import (
@@ -39,20 +37,15 @@ from tuplemesh.state.protocol import (
 )
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.components import Bolt, BoltCollector, TaskContext
-from tuplemesh.topology.tuple import Fields, Tuple
+from tuplemesh.topology.tuple import Tuple
 
-if TYPE_CHECKING:
-    from tuplemesh.worker.worker import Worker
-
-__all__ = ["ATTEMPT_COUNTER", "CHECKPOINT_COUNTER", "CheckpointTicker", "CoordinatorBolt", "register_attempt"]
+__all__ = ["ATTEMPT_COUNTER", "CHECKPOINT_COUNTER", "CoordinatorBolt", "register_attempt"]
 
 log = logging.getLogger(__name__)
 
 #: store counters, per topology: worker process starts, and checkpoint numbers handed out
 ATTEMPT_COUNTER = "attempt"
 CHECKPOINT_COUNTER = "checkpoint"
-
-_TICK_FIELDS = Fields([])
 
 
 def register_attempt(conf: Mapping[str, Any], topology: str) -> int:
@@ -186,43 +179,3 @@ class CoordinatorBolt(Bolt):
             "store_errors": self.store_errors,
             "rollbacks": self.rollbacks,
         }
-
-
-class CheckpointTicker:
-    """The coordinator's clock: a thread in the coordinator task's worker that puts a tick tuple
-    into the coordinator's inbox every ``tick_seconds`` (bolts have no timer of their own)."""
-
-    def __init__(self, worker: Worker, task: int, period: float) -> None:
-        self._worker = worker
-        self._task = task
-        self._period = period
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"checkpoint-ticker-{worker.index}", daemon=True
-        )
-
-    @classmethod
-    def start_for(cls, worker: Worker) -> CheckpointTicker | None:
-        """Count this worker process's start (a new attempt) and, on the coordinator's worker,
-        start the ticker; None when the topology is not checkpointed."""
-        plan = worker.plan.checkpointing
-        if plan is None:
-            return None
-        register_attempt(worker.conf, plan.topology)
-        if plan.coordinator_task not in worker.plan.executor_of_task:
-            return None
-        ticker = cls(worker, plan.coordinator_task, plan.settings.tick_seconds)
-        ticker._thread.start()
-        return ticker
-
-    def _run(self) -> None:
-        tick = Tuple([], -1, "__system", TICK_STREAM, _TICK_FIELDS)
-        while not self._stop.wait(self._period):
-            try:
-                self._worker.inject(self._task, tick)
-            except AlertError:
-                return  # the coordinator's executor stopped
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(2.0)

@@ -1,7 +1,7 @@
 """The checkpoint protocol's wiring: system streams, message kinds, and the topology transform.
 
 A topology with a `StatefulBolt` gets, like the acker, system parts that every worker derives
-identically (`with_checkpointing`):
+identically:
 
 - a coordinator bolt ``__checkpoint`` (one task) that starts checkpoints and commits them;
 - ``__checkpoint_control`` (coordinator -> every spout task): ``[TRIGGER, n, attempt]`` starts
@@ -14,22 +14,21 @@ identically (`with_checkpointing`):
 - ``__checkpoint_report`` (every spout task and stateful bolt task -> coordinator):
   ``[n, attempt, task, stored]`` once the task's part of checkpoint ``n`` is stored (or failed).
 
-Every user spout is wrapped in a `CheckpointedSpout` (position, rewind, barriers); bolts align
-their inputs in `tuplemesh.state.alignment`, hooked into the bolt executor.
+`tuplemesh.state.wiring` adds them to a topology. Every user spout is wrapped in a
+`CheckpointedSpout` (position, rewind, barriers); bolts align their inputs in
+`tuplemesh.state.alignment`, hooked into the bolt executor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tuplemesh.errors import TopologyError
-from tuplemesh.state.components import StatefulBolt
 from tuplemesh.state.settings import StateSettings
 from tuplemesh.topology.assignment import Assignment
-from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
-from tuplemesh.topology.components import Spout, StreamDef, TaskContext
-from tuplemesh.topology.groupings import DirectGrouping
+from tuplemesh.topology.builder import Topology
+from tuplemesh.topology.components import TaskContext
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
@@ -41,11 +40,10 @@ __all__ = [
     "NO_CHECKPOINT",
     "REPORT_STREAM",
     "ROLLBACK",
+    "SIGNAL_FIELDS",
     "TICK_STREAM",
     "TRIGGER",
     "CheckpointPlan",
-    "is_stateful",
-    "with_checkpointing",
 ]
 
 COORDINATOR = "__checkpoint"
@@ -62,55 +60,10 @@ ROLLBACK = 1
 #: the checkpoint of a rollback when none was ever committed: start from the beginning
 NO_CHECKPOINT = -1
 
-_SIGNAL_FIELDS = Fields(["kind", "checkpoint", "attempt"])
-_BARRIER_OUT = {BARRIER_STREAM: StreamDef(_SIGNAL_FIELDS, direct=True)}
-_REPORT_OUT = {REPORT_STREAM: StreamDef(Fields(["checkpoint", "attempt", "task", "stored"]), direct=True)}
-
-
-def is_stateful(topology: Topology) -> bool:
-    """Whether ``topology`` is checkpointed: it has at least one StatefulBolt."""
-    return any(isinstance(spec.prototype, StatefulBolt) for spec in topology.components.values())
-
-
-def with_checkpointing(topology: Topology) -> Topology:
-    """``topology`` plus the coordinator and the checkpoint streams; itself when not stateful.
-
-    Called before the ackers are added, on the user's components only; every worker calls it
-    with the same topology and so derives the same task ids.
-    """
-    if not is_stateful(topology):
-        return topology
-    from tuplemesh.state.coordinator import CoordinatorBolt
-    from tuplemesh.state.spout import CheckpointedSpout
-
-    direct = DirectGrouping()
-    spouts = sorted(n for n, c in topology.components.items() if c.is_spout)
-    stateful = sorted(n for n, c in topology.components.items() if isinstance(c.prototype, StatefulBolt))
-    components: dict[str, ComponentSpec] = {}
-    for name, spec in topology.components.items():
-        streams = {**spec.streams, **_BARRIER_OUT}
-        sources = sorted({sub.source for sub in spec.inputs})
-        inputs = (*spec.inputs, *(Subscription(source, BARRIER_STREAM, direct) for source in sources))
-        if spec.is_spout:
-            streams.update(_REPORT_OUT)
-            inputs = (*inputs, Subscription(COORDINATOR, CONTROL_STREAM, direct))
-            user_spout = spec.prototype
-            assert isinstance(user_spout, Spout)
-            wrapped = CheckpointedSpout(user_spout)
-            components[name] = replace(spec, prototype=wrapped, streams=streams, inputs=inputs)
-            continue
-        if name in stateful:
-            streams.update(_REPORT_OUT)
-        components[name] = replace(spec, streams=streams, inputs=inputs)
-    components[COORDINATOR] = ComponentSpec(
-        name=COORDINATOR,
-        prototype=CoordinatorBolt(spouts=tuple(spouts), reporters=tuple(spouts + stateful)),
-        parallelism=1,
-        num_tasks=1,
-        streams={CONTROL_STREAM: StreamDef(_SIGNAL_FIELDS, direct=True)},
-        inputs=tuple(Subscription(name, REPORT_STREAM, direct) for name in spouts + stateful),
-    )
-    return replace(topology, components=components)
+#: the values of the control and barrier streams
+SIGNAL_FIELDS = Fields(["kind", "checkpoint", "attempt"])
+#: the values of the report stream
+REPORT_FIELDS = Fields(["checkpoint", "attempt", "task", "stored"])
 
 
 @dataclass(frozen=True)
@@ -139,7 +92,7 @@ class CheckpointPlan:
     def of(
         cls, topology: Topology, assignment: Assignment, conf: Mapping[str, object]
     ) -> CheckpointPlan | None:
-        """The plan of ``topology`` (already through `with_checkpointing`), or None when it is not
+        """The plan of ``topology`` (already through ``with_checkpointing``), or None when it is not
         checkpointed."""
         if COORDINATOR not in topology.components:
             return None

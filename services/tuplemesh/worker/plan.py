@@ -13,7 +13,8 @@ from typing import Any
 
 from tuplemesh.acking.acker import ACKER, with_acker
 from tuplemesh.acking.settings import AckingSettings
-from tuplemesh.state.protocol import CheckpointPlan, with_checkpointing
+from tuplemesh.state.protocol import CheckpointPlan
+from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.groupings import Grouping
 from tuplemesh.worker.settings import QueueSettings, WorkerSettings

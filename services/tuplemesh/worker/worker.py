@@ -20,7 +20,7 @@ from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
-from tuplemesh.state.coordinator import CheckpointTicker
+from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
 from tuplemesh.transport.stats import BindingStats
