@@ -21,7 +21,7 @@ from tuplemesh.state import MemoryStore, PartKey, StoreUnavailable
 from tuplemesh.state.codec import encode_value
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER
 from tuplemesh.state.protocol import COORDINATOR
-from tuplemesh.topology import Topology, TopologyBuilder, Tuple
+from tuplemesh.topology import BasicBolt, Topology, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor
 from tuplemesh.worker.local_cluster import LocalCluster
 
@@ -202,3 +202,49 @@ def test_state_settings_are_validated_when_the_config_is_built():
         Config({"topology.state.checkpoint.interval.ms": 0})
     with pytest.raises(ConfigError, match=r"topology\.state\.alignment\.buffer\.size"):
         Config({"topology.state.alignment.buffer.size": -1})
+
+
+class IdCounter(StatefulCountBolt, BasicBolt):
+    """Counts each id it sees in its state, acking it (a BasicBolt), 1 ms each: slower than the
+    spout, so tuples are queued when the rollback comes."""
+
+    def execute(self, tup: Tuple) -> None:
+        time.sleep(0.001)  # deliberate: a backlog for the rollback to drop
+        super().execute(tup)
+
+
+def test_a_spout_that_cannot_rewind_keeps_at_least_once_acking_across_a_rollback(
+    clusters: list[LocalCluster],
+):
+    from tests.fault.topologies import PacedIdSpout
+
+    ids = 3000
+    builder = TopologyBuilder(f"at-least-once-{next(_names)}")
+    # two spout tasks: a count task switches attempts at the first marker, and what the other
+    # spout task sent before its own marker is dropped
+    builder.set_spout("ids", PacedIdSpout(), parallelism=2)
+    builder.set_bolt("count", IdCounter(), parallelism=2).shuffle_grouping("ids")
+    topology = builder.build()
+    cluster = start(
+        clusters,
+        topology,
+        **{
+            "topology.acker.executors": 1,
+            "topology.message.timeout.secs": 30.0,
+            "topology.state.checkpoint.interval.ms": 50,
+            "fault.ids": ids,
+            "fault.rate": 3000.0,
+        },
+    )
+    eventually(lambda: coordinator(cluster)["committed"] >= 2, timeout=20)
+    MemoryStore.from_conf({}).increment(topology.name, ATTEMPT_COUNTER)  # a worker "restarted"
+    assert cluster.run_until_done(60)
+    spouts = [r for worker in cluster.workers for r in worker.live_reports().get("ids", {}).values()]
+    assert [r["acked"] for r in spouts] == [ids, ids]  # every id's tree completed: none lost
+    dropped = sum(
+        executor.checkpoints.stale_dropped
+        for worker in cluster.workers
+        for executor in worker.executors
+        if isinstance(executor, BoltExecutor) and executor.checkpoints is not None
+    )
+    assert sum(r["replayed"] for r in spouts) >= dropped  # each dropped tuple was failed and replayed
