@@ -52,7 +52,10 @@ class SqliteStore:
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")  # durable at every WAL checkpoint; fast
+            # NORMAL in WAL mode: a commit survives the process being killed (what checkpoints are
+            # for); a power loss may take the last commits back: the mesh then resumes from an
+            # older checkpoint, still a consistent one
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"sqlite state store {str(self.path)!r}: {exc}") from exc
