@@ -19,48 +19,50 @@ KEY = PartKey("topo", "count", 3)
 OTHER = PartKey("topo", "count", 4)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
-    made: StateStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "s.sqlite")
-    yield made
-    made.close()
+class StoreContract:
+    """The StateStore contract. A backend's tests subclass it and define a ``store`` fixture
+    that yields an empty, open store of that backend."""
+
+    def test_a_part_is_read_back_whole_and_a_second_put_replaces_it(self, store: StateStore):
+        assert store.get_part(KEY, 1) is None
+        store.put_part(KEY, 1, b"\x00first")
+        store.put_part(OTHER, 1, b"other")
+        assert store.get_part(KEY, 1) == b"\x00first"
+        store.put_part(KEY, 1, b"second")
+        assert store.get_part(KEY, 1) == b"second"
+        assert store.get_part(OTHER, 1) == b"other"
+        assert store.get_part(KEY, 2) is None
+
+    def test_commit_never_moves_backwards_and_is_per_topology(self, store: StateStore):
+        assert store.last_committed("topo") is None
+        store.commit("topo", 5)
+        store.commit("topo", 3)
+        assert store.last_committed("topo") == 5
+        assert store.last_committed("elsewhere") is None
+
+    def test_prune_forgets_only_older_checkpoints_of_that_topology(self, store: StateStore):
+        foreign = PartKey("elsewhere", "count", 3)
+        for checkpoint in (1, 2, 3):
+            store.put_part(KEY, checkpoint, b"%d" % checkpoint)
+        store.put_part(foreign, 1, b"kept")
+        store.prune("topo", 3)
+        assert [store.get_part(KEY, c) for c in (1, 2, 3)] == [None, None, b"3"]
+        assert store.get_part(foreign, 1) == b"kept"
+
+    def test_counters_start_at_zero_and_count_per_topology_and_name(self, store: StateStore):
+        assert store.counter("topo", "attempt") == 0
+        assert [store.increment("topo", "attempt") for _ in range(3)] == [1, 2, 3]
+        assert store.increment("topo", "checkpoint") == 1
+        assert store.increment("elsewhere", "attempt") == 1
+        assert store.counter("topo", "attempt") == 3
 
 
-def test_a_part_is_read_back_whole_and_a_second_put_replaces_it(store: StateStore):
-    assert store.get_part(KEY, 1) is None
-    store.put_part(KEY, 1, b"\x00first")
-    store.put_part(OTHER, 1, b"other")
-    assert store.get_part(KEY, 1) == b"\x00first"
-    store.put_part(KEY, 1, b"second")
-    assert store.get_part(KEY, 1) == b"second"
-    assert store.get_part(OTHER, 1) == b"other"
-    assert store.get_part(KEY, 2) is None
-
-
-def test_commit_never_moves_backwards_and_is_per_topology(store: StateStore):
-    assert store.last_committed("topo") is None
-    store.commit("topo", 5)
-    store.commit("topo", 3)
-    assert store.last_committed("topo") == 5
-    assert store.last_committed("elsewhere") is None
-
-
-def test_prune_forgets_only_older_checkpoints_of_that_topology(store: StateStore):
-    foreign = PartKey("elsewhere", "count", 3)
-    for checkpoint in (1, 2, 3):
-        store.put_part(KEY, checkpoint, b"%d" % checkpoint)
-    store.put_part(foreign, 1, b"kept")
-    store.prune("topo", 3)
-    assert [store.get_part(KEY, c) for c in (1, 2, 3)] == [None, None, b"3"]
-    assert store.get_part(foreign, 1) == b"kept"
-
-
-def test_counters_start_at_zero_and_count_per_topology_and_name(store: StateStore):
-    assert store.counter("topo", "attempt") == 0
-    assert [store.increment("topo", "attempt") for _ in range(3)] == [1, 2, 3]
-    assert store.increment("topo", "checkpoint") == 1
-    assert store.increment("elsewhere", "attempt") == 1
-    assert store.counter("topo", "attempt") == 3
+class TestMemoryAndSqlite(StoreContract):
+    @pytest.fixture(params=["memory", "sqlite"])
+    def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
+        made: StateStore = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "s.sqlite")
+        yield made
+        made.close()
 
 
 def _bump(path: str, times: int) -> None:
