@@ -120,6 +120,12 @@ def _serializer(name: str) -> Any:
     return load_serializer(name)
 
 
+def _state_store(name: str) -> Any:
+    from tuplemesh.state.stores import store_class
+
+    return store_class(name)
+
+
 def _transport(name: str) -> Any:
     from tuplemesh.transport import make_context
 
@@ -503,6 +509,49 @@ KEYS: dict[str, ConfigKey] = {
             "collecting). 0 leaves the interpreter's settings alone.",
             _non_negative,
             unit="objects",
+        ),
+        # -- state and checkpoints (tuplemesh.state) ------------------------------------------------
+        ConfigKey(
+            "topology.state.backend",
+            str,
+            "auto",
+            "Where stateful topologies keep their checkpoints: sqlite (one file shared by the "
+            "workers of one machine), redis, memory (one process only), or module:attr. auto is "
+            "memory with the local transport and sqlite otherwise.",
+            _resolves(_state_store),
+        ),
+        ConfigKey(
+            "topology.state.checkpoint.interval.ms",
+            int,
+            1000,
+            "A checkpoint of every task's state and every spout's position is started this long "
+            "after the previous one ended (topologies with a StatefulBolt only).",
+            _positive,
+            unit="millis",
+        ),
+        ConfigKey(
+            "topology.state.checkpoint.timeout.ms",
+            int,
+            60_000,
+            "A checkpoint not stored by every task within this time is abandoned (never restored).",
+            _positive,
+            unit="millis",
+        ),
+        ConfigKey(
+            "topology.state.alignment.buffer.size",
+            int,
+            100_000,
+            "Tuples a bolt task may hold back while it waits for a checkpoint's barriers from its "
+            "other inputs; past it the task gives that checkpoint up and processes on.",
+            _positive,
+            unit="tuples",
+        ),
+        ConfigKey(
+            "topology.state.sqlite.path",
+            str,
+            "",
+            "The sqlite backend's file, shared by the workers of one machine (empty: "
+            "tuplemesh-state.sqlite in the worker's working directory).",
         ),
     ]
 }

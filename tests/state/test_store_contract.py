@@ -51,6 +51,10 @@ BACKENDS: dict[str, Callable[[pytest.FixtureRequest], Backend]] = {
     "redis": lambda request: by_conf(
         "tuplemesh.state.redis:RedisStore", request.getfixturevalue("redis_server").conf(timeout_ms=10_000)
     ),
+    "sqlite": lambda request: by_conf(
+        "tuplemesh.state.sqlite:SqliteStore",
+        {"topology.state.sqlite.path": str(request.getfixturevalue("tmp_path") / "state.sqlite")},
+    ),
     "plugin": lambda request: by_conf(
         "tests.state.directory_store:DirectoryStore",
         {"tests.state.directory": str(request.getfixturevalue("tmp_path"))},

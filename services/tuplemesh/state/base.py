@@ -15,11 +15,19 @@ from typing import Any, Protocol
 
 from tuplemesh.errors import TuplemeshError
 
-__all__ = ["KeyValueState", "PartKey", "StateStore", "StoreUnavailable"]
+__all__ = ["KeyValueState", "PartKey", "StateRestoreError", "StateStore", "StoreUnavailable"]
 
 
 class StoreUnavailable(TuplemeshError):
     """The state store cannot be reached (or refused the call); retrying later may succeed."""
+
+
+class StateRestoreError(TuplemeshError):
+    """A task's part of the checkpoint being restored is missing or cannot be decoded.
+
+    The message names the topology, component, task and checkpoint: the task stays stopped
+    (it processes nothing) until its state is repaired or the checkpoint is discarded.
+    """
 
 
 @dataclass(frozen=True, order=True)

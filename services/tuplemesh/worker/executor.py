@@ -25,6 +25,7 @@ from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
+from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
@@ -193,6 +194,17 @@ class Executor:
             return []
         return [Tuple(values, source_task, component, stream, fields) for values in rows]
 
+    def _unpack(self, entry: Any) -> tuple[list[Tuple], int]:
+        """The tuples an inbox entry other than a Tuple carries (a payload, a rows payload, a
+        local emit_many's list) and how many tuples it stands for; undecodable ones are counted
+        (as failed) and left out."""
+        if entry.__class__ is list:
+            return entry, len(entry)
+        if self._deserialize_rows is not None and len(entry) and entry[0] == ROWS_MARKER:
+            return self._decode_rows(entry), rows_count(entry)
+        tup = self._decode(entry)
+        return ([] if tup is None else [tup]), 1
+
     def _user_call(self, what: str, task: int, fn: Any, *args: Any) -> bool:
         try:
             fn(*args)
@@ -243,6 +255,10 @@ class BoltExecutor(Executor):
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
+        # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
+        self.checkpoints = AlignedInput.attach(
+            self, wiring.plan.checkpointing, self._execute_batch, self._unpack
+        )
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
@@ -269,6 +285,8 @@ class BoltExecutor(Executor):
             )
 
     def on_shutdown(self) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.close()
         self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
@@ -281,7 +299,10 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
-            self._execute_batch(batch)
+            if self.checkpoints is None:
+                self._execute_batch(batch)
+            else:
+                self.checkpoints.on_batch(batch)
             if batch:
                 self.execute_seconds.observe((time.monotonic() - start) / len(batch))
             if (
@@ -502,12 +523,15 @@ class SpoutExecutor(Executor):
         kind = event.__class__
         if kind is Batch or kind is list:
             self.counters.received += len(event)
-            for _task, item in event:
+            for task, item in event:
                 if item.__class__ is bytes:
                     item = self._decode(item)
                     if item is None:
                         continue
-                self._on_verdict(item)
+                if item.source_stream == VERDICT_STREAM:
+                    self._on_verdict(item)
+                else:
+                    self._on_checkpoint_control(task, item)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -515,6 +539,15 @@ class SpoutExecutor(Executor):
             self.outbox.flush()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, event)
+
+    def _on_checkpoint_control(self, task: int | None, tup: Tuple) -> None:
+        """A checkpoint coordinator's message for a spout task (tuplemesh.state.spout)."""
+        spout = None if task is None else self._spouts.get(task)
+        handler = getattr(spout, "on_checkpoint_control", None)
+        if handler is None:
+            self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
+        elif handler(tup):
+            self.finished.clear()  # rewound: it has tuples to emit again
 
     def _on_verdict(self, tup: Tuple) -> None:
         """An acker's ``[acked roots, failed roots]``: call the spouts' ack and fail."""

@@ -13,6 +13,8 @@ from typing import Any
 
 from tuplemesh.acking.acker import ACKER, with_acker
 from tuplemesh.acking.settings import AckingSettings
+from tuplemesh.state.protocol import CheckpointPlan
+from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.groupings import Grouping
 from tuplemesh.worker.settings import QueueSettings, WorkerSettings
@@ -38,7 +40,7 @@ class StreamPlan:
 class WorkerPlan:
     """The assignment, the stream table and the routes of worker ``index``. Immutable."""
 
-    topology: Topology  # with the ackers added (every worker adds the same ones)
+    topology: Topology  # with the checkpoint coordinator and ackers added (every worker adds the same)
     index: int
     conf: Mapping[str, Any]  # as components see it in open/prepare
     #: the keys the worker and its executors read, typed and in seconds (built once, here)
@@ -56,13 +58,15 @@ class WorkerPlan:
     #: component -> stream -> StreamPlan
     streams: Mapping[str, Mapping[str, StreamPlan]]
     acker_tasks: tuple[int, ...]
+    #: the checkpoint protocol's wiring; None when the topology has no stateful bolt
+    checkpointing: CheckpointPlan | None
 
     @classmethod
     def build(cls, topology: Topology, index: int, num_workers: int, conf: Mapping[str, Any]) -> WorkerPlan:
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
         acking_settings = AckingSettings.from_config(conf)
-        topology = with_acker(topology, acking_settings.acker_executors)
+        topology = with_acker(with_checkpointing(topology), acking_settings.acker_executors)
         assignment = Assignment.compute(topology, num_workers)
         stream_ids = topology.stream_ids()
         executors = assignment.executors_of(index)
@@ -97,6 +101,7 @@ class WorkerPlan:
             ),
             streams=MappingProxyType(streams),
             acker_tasks=assignment.component_tasks.get(ACKER, ()),
+            checkpointing=CheckpointPlan.of(topology, assignment, conf),
         )
 
     @property

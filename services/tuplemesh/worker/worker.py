@@ -20,6 +20,7 @@ from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
+from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
 from tuplemesh.transport.stats import BindingStats
@@ -117,6 +118,7 @@ class Worker:
         self.gateway = GatewayRegistry.attach(topology.name, index)
         self._binding: Binding | None = None
         self._flusher: threading.Thread | None = None
+        self._checkpoint_ticker: CheckpointTicker | None = None
         self._stopping = threading.Event()
         self.started_at: float | None = None
         self.injected = 0  # tuples put into inboxes by Admin.Emit (count as deliveries)
@@ -139,6 +141,8 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind, connect to peers, start every thread. Returns once executors run."""
+        # before any task runs: counts this start as a new attempt (a rollback for a running mesh)
+        self._checkpoint_ticker = CheckpointTicker.start_for(self)
         congestion = None
         if self.congestion is not None and self.context.capabilities.reports_congestion:
             congestion = congested_tasks(self.local_inbox_of_task, self.queue_settings.backpressure_watermark)
@@ -176,6 +180,8 @@ class Worker:
         deadline = time.monotonic() + timeout
         clean = True
         self._stopping.set()
+        if self._checkpoint_ticker is not None:
+            self._checkpoint_ticker.stop()
         self.gateway.close()  # no new rows; full export logs stop waiting for readers
         for spout_executor in self.spout_executors:
             spout_executor.request_stop()

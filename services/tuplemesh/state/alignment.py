@@ -1,0 +1,352 @@
+"""`AlignedInput`: a bolt executor's side of the checkpoint protocol (barrier alignment,
+snapshots, rollbacks), hooked between its inbox and its tasks' ``execute``.
+
+Per task and per input channel (an upstream task), in arrival order:
+
+- *Attempts.* A rollback marker ``[ROLLBACK, c, a]`` newer than the task's attempt restores the
+  task's part of checkpoint ``c`` (``init_state``), forwards the marker, and switches the task to
+  attempt ``a``. A channel's tuples count only once that channel delivered the marker of the
+  task's attempt: anything before it was sent in an earlier attempt and is dropped (counted,
+  and failed when it is in a tuple tree), because the rewound spouts emit it again.
+- *Alignment* (Flink's aligned barriers). When barrier ``n`` arrives on a channel, that
+  channel's later tuples are held back until barrier ``n`` arrived on every input channel: then
+  every tuple before the barriers, and none after, has been executed, so the task stores its
+  state as its part of ``n``, forwards barrier ``n`` and executes the held tuples. Holding is
+  bounded (``topology.state.alignment.buffer.size``): past it the task gives ``n`` up.
+
+Tuples from tasks that are not inputs (Admin.Emit) run at once; they are outside any checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from tuplemesh.config import as_config
+from tuplemesh.errors import SerializationError
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.state.base import PartKey, StateRestoreError, StateStore, StoreUnavailable
+from tuplemesh.state.components import StatefulBolt
+from tuplemesh.state.kv import DictState
+from tuplemesh.state.parts import load_part
+from tuplemesh.state.protocol import (
+    BARRIER,
+    BARRIER_STREAM,
+    NO_CHECKPOINT,
+    REPORT_STREAM,
+    ROLLBACK,
+    CheckpointPlan,
+)
+from tuplemesh.state.stores import open_store
+from tuplemesh.topology.tuple import AnchoredTuple, Tuple
+
+__all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
+
+log = logging.getLogger(__name__)
+
+Item = tuple[int | None, Any]
+
+
+class BoltTasks(Protocol):
+    """What alignment needs of a bolt executor (`tuplemesh.worker.executor.BoltExecutor`)."""
+
+    @property
+    def spec(self) -> Any: ...  # .component and .tasks
+
+    @property
+    def conf(self) -> Mapping[str, Any]: ...
+
+    @property
+    def bolts(self) -> Mapping[int, Any]: ...
+
+    @property
+    def collectors(self) -> Mapping[int, Any]: ...  # task -> its BoltCollector
+
+    @property
+    def counters(self) -> Any: ...  # .received and .errors are counted here
+
+
+class TaskAlignment:
+    """One bolt task's protocol state. Executor thread only."""
+
+    def __init__(
+        self, task: int, key: PartKey, inputs: frozenset[int], outputs: tuple[int, ...], bolt: Any
+    ) -> None:
+        self.task = task
+        self.key = key
+        self.inputs = inputs
+        self.outputs = outputs
+        self.bolt = bolt
+        self.stateful = isinstance(bolt, StatefulBolt)
+        self.state: DictState | None = None
+        self.attempt = 0  # 0: no marker yet; everything is dropped until one arrives
+        self.channel_attempt: dict[int, int] = {}
+        self.aligning: int | None = None  # the checkpoint whose barriers are being collected
+        self.arrived: set[int] = set()
+        self.held: list[Item] = []
+        self.done_upto = NO_CHECKPOINT  # barriers of checkpoints <= this are stale
+        self.restore_error: str | None = None  # set: the task's state could not be restored
+
+    @property
+    def steady(self) -> bool:
+        """Every channel in the task's attempt and nothing being aligned: tuples run as they come."""
+        if self.attempt == 0 or self.aligning is not None or self.restore_error is not None:
+            return False
+        attempt, channels = self.attempt, self.channel_attempt
+        return all(channels.get(source) == attempt for source in self.inputs)
+
+
+class AlignedInput:
+    """Feeds a bolt executor's batches to its tasks under the checkpoint protocol."""
+
+    def __init__(
+        self,
+        executor: BoltTasks,
+        plan: CheckpointPlan,
+        execute: Callable[[list[Item]], None],
+        unpack: Callable[[Any], tuple[list[Tuple], int]],
+    ) -> None:
+        component = executor.spec.component
+        self._conf = executor.conf
+        self._plan = plan
+        self._tasks = {
+            task: TaskAlignment(
+                task,
+                PartKey(plan.topology, component, task),
+                plan.inputs_of.get(task, frozenset()),
+                plan.outputs_of.get(task, ()),
+                executor.bolts[task],
+            )
+            for task in executor.spec.tasks
+        }
+        self._collectors = executor.collectors
+        self._counters = executor.counters
+        self._execute = execute
+        self._unpack = unpack
+        self._bound = plan.settings.alignment_buffer
+        self._run: list[Item] = []
+        self._steady = False
+        self._store: StateStore | None = None
+        interval = as_config(executor.conf).seconds("tuplemesh.log.rate.limit.secs")
+        self._warnings = RateLimitedLog(log, interval)
+        self._errors = RateLimitedLog(log, interval, logging.ERROR)
+        self.stale_dropped = 0  # tuples of an earlier attempt, dropped
+        self.held_max = 0  # most tuples one task held back at once
+        self.alignments_given_up = 0
+        self.parts_stored = 0
+        self.parts_failed = 0
+
+    @classmethod
+    def attach(
+        cls,
+        executor: BoltTasks,
+        plan: CheckpointPlan | None,
+        execute: Callable[[list[Item]], None],
+        unpack: Callable[[Any], tuple[list[Tuple], int]],
+    ) -> AlignedInput | None:
+        """The protocol for ``executor`` when its component aligns barriers, else None.
+        ``execute`` runs decoded items (counting them received); ``unpack`` turns an inbox entry
+        that is not a Tuple (a payload, a rows payload, a local emit_many's list) into the tuples
+        it carries and the count it stands for (undecodable ones counted and left out)."""
+        if plan is None or executor.spec.component not in plan.aligned:
+            return None
+        return cls(executor, plan, execute, unpack)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def tasks(self) -> dict[int, TaskAlignment]:
+        return self._tasks
+
+    # -- the batch loop -----------------------------------------------------------------------
+    def on_batch(self, batch: list[Item]) -> None:
+        """Execute what may run now, hold or drop the rest, act on barriers and markers."""
+        self._feed(batch)
+        self._flush()
+
+    def _feed(self, items: list[Item]) -> None:
+        counters = self._counters
+        for task, entry in items:
+            if isinstance(entry, Tuple):
+                self._feed_one(task, entry)
+                continue
+            tuples, carried = self._unpack(entry)
+            counters.received += carried - len(tuples)  # the undecodable ones
+            for item in tuples:
+                self._feed_one(task, item)
+
+    def _feed_one(self, task: int | None, item: Tuple) -> None:
+        """One tuple: a barrier or marker acts; data runs, is held behind a barrier, or is dropped."""
+        counters = self._counters
+        if item.source_stream == BARRIER_STREAM:
+            self._flush()  # everything before the signal runs before it acts
+            counters.received += 1
+            if task is not None:
+                self._on_signal(self._tasks[task], item)
+            self._steady = all(t.steady for t in self._tasks.values())
+        elif self._steady:
+            self._run.append((task, item))  # not cached: a flush replaces the list
+        elif task is not None:
+            self._admit(self._tasks[task], item)
+        else:  # a broadcast: decided per task, counted once
+            counters.received -= len(self._tasks) - 1
+            for each in self._tasks.values():
+                self._admit(each, item)
+
+    def _flush(self) -> None:
+        if self._run:
+            run, self._run = self._run, []
+            self._execute(run)
+
+    def _admit(self, ta: TaskAlignment, item: Tuple) -> None:
+        source = item.source_task
+        if source not in ta.inputs:
+            self._run.append((ta.task, item))
+        elif ta.attempt == 0 or ta.restore_error is not None or ta.channel_attempt.get(source) != ta.attempt:
+            self._drop(ta, item)
+        elif ta.aligning is not None and source in ta.arrived:
+            ta.held.append((ta.task, item))
+            if len(ta.held) > self.held_max:
+                self.held_max = len(ta.held)
+            if len(ta.held) > self._bound:
+                self._warnings.log(
+                    "%s: more than %d tuples held back waiting for the barriers of checkpoint %d; "
+                    "giving it up (raise topology.state.alignment.buffer.size?)",
+                    ta.key,
+                    self._bound,
+                    ta.aligning,
+                )
+                self._flush()
+                self._give_up(ta)
+        else:
+            self._run.append((ta.task, item))
+
+    def _drop(self, ta: TaskAlignment, item: Tuple) -> None:
+        self.stale_dropped += 1
+        self._counters.received += 1
+        if isinstance(item, AnchoredTuple):  # its tree fails now: an at-least-once spout replays it
+            self._collectors[ta.task].fail(item)
+
+    # -- barriers and markers -----------------------------------------------------------------
+    def _on_signal(self, ta: TaskAlignment, signal: Tuple) -> None:
+        kind, number, attempt = signal.values
+        source = signal.source_task
+        if kind == ROLLBACK:
+            if attempt > ta.attempt:
+                self._begin_attempt(ta, number, attempt)
+            if attempt == ta.attempt:
+                ta.channel_attempt[source] = attempt
+            return
+        if kind != BARRIER or attempt != ta.attempt or ta.channel_attempt.get(source) != attempt:
+            return  # of an earlier attempt
+        if ta.restore_error is not None:
+            return
+        while ta.aligning is not None and number > ta.aligning:
+            self._give_up(ta)  # a newer checkpoint's barrier: the older one cannot complete here
+        if number <= ta.done_upto:
+            return
+        if ta.aligning is None:
+            ta.aligning, ta.arrived = number, set()
+        ta.arrived.add(source)
+        if ta.arrived >= ta.inputs:
+            self._complete(ta)
+
+    def _complete(self, ta: TaskAlignment) -> None:
+        """Barrier ``n`` arrived on every input: store the part, forward ``n``, run what was held."""
+        checkpoint = ta.aligning
+        assert checkpoint is not None
+        ta.aligning, ta.done_upto = None, checkpoint
+        collector = self._collectors[ta.task]
+        if ta.stateful:
+            stored = self._store_part(ta, checkpoint)
+        for task in ta.outputs:
+            collector.emit_direct(task, [BARRIER, checkpoint, ta.attempt], stream=BARRIER_STREAM)
+        if ta.stateful:
+            collector.emit_direct(
+                self._plan.coordinator_task, [checkpoint, ta.attempt, ta.task, stored], stream=REPORT_STREAM
+            )
+        self._release(ta)
+
+    def _store_part(self, ta: TaskAlignment, checkpoint: int) -> bool:
+        assert ta.state is not None
+        try:
+            self._store_now().put_part(ta.key, checkpoint, ta.state.snapshot())
+        except (StoreUnavailable, SerializationError) as exc:
+            self.parts_failed += 1
+            self._errors.log("%s: part of checkpoint %d not stored: %s", ta.key, checkpoint, exc)
+            return False
+        self.parts_stored += 1
+        return True
+
+    def _give_up(self, ta: TaskAlignment) -> None:
+        """Stop aligning: the checkpoint is never completed here; held tuples run now."""
+        checkpoint = ta.aligning
+        assert checkpoint is not None
+        ta.aligning, ta.done_upto = None, checkpoint
+        self.alignments_given_up += 1
+        if ta.stateful:  # the coordinator abandons the checkpoint now instead of at its timeout
+            self._collectors[ta.task].emit_direct(
+                self._plan.coordinator_task, [checkpoint, ta.attempt, ta.task, False], stream=REPORT_STREAM
+            )
+        self._release(ta)
+
+    def _release(self, ta: TaskAlignment) -> None:
+        held, ta.held = ta.held, []
+        if held:
+            self._feed(held)
+
+    def _begin_attempt(self, ta: TaskAlignment, checkpoint: int, attempt: int) -> None:
+        """Roll the task back to ``checkpoint`` and make ``attempt`` its own."""
+        for _task, item in ta.held:  # held tuples are of the attempt that ends
+            self._drop(ta, item)
+        ta.held, ta.aligning, ta.arrived = [], None, set()
+        ta.attempt, ta.channel_attempt, ta.restore_error = attempt, {}, None
+        if ta.stateful:
+            try:
+                ta.state = self._restore(ta, checkpoint)
+            except StateRestoreError as exc:
+                ta.restore_error = str(exc)
+                log.error("bolt task cannot start attempt %d: %s", attempt, exc)
+            else:
+                try:
+                    ta.bolt.init_state(ta.state)
+                except Exception as exc:
+                    self._counters.errors += 1
+                    log.error("init_state of %s raised %r", ta.key, exc, exc_info=exc)
+        collector = self._collectors[ta.task]
+        for task in ta.outputs:
+            collector.emit_direct(task, [ROLLBACK, checkpoint, attempt], stream=BARRIER_STREAM)
+
+    def _restore(self, ta: TaskAlignment, checkpoint: int) -> DictState:
+        """The task's state in ``checkpoint``; waits (up to the checkpoint timeout) for a store
+        that is unavailable: the task cannot go on without its state."""
+        if checkpoint == NO_CHECKPOINT:
+            return DictState()
+        deadline = time.monotonic() + self._plan.settings.timeout_seconds
+        while True:
+            try:
+                started = time.monotonic()
+                state = load_part(self._store_now(), ta.key, checkpoint, DictState.restore)
+                log.info(
+                    "%s: %d keys restored from checkpoint %d in %.3f s",
+                    ta.key,
+                    len(state),
+                    checkpoint,
+                    time.monotonic() - started,
+                )
+                return state
+            except StoreUnavailable as exc:
+                if time.monotonic() >= deadline:
+                    raise StateRestoreError(f"{ta.key}: checkpoint {checkpoint} unreadable: {exc}") from exc
+                self._errors.log(
+                    "%s: waiting for the state store to restore checkpoint %d: %s", ta.key, checkpoint, exc
+                )
+                time.sleep(0.5)  # deliberate: nothing can run on this task until its state is back
+
+    def _store_now(self) -> StateStore:
+        if self._store is None:
+            self._store = open_store(self._conf)
+        return self._store

@@ -1,0 +1,181 @@
+"""`CoordinatorBolt`: starts checkpoints, commits complete ones, and starts rollbacks.
+
+One task per topology (``__checkpoint``), driven by ticks its worker puts into its inbox
+(`tuplemesh.state.ticker`) and by the reports of the tasks that store parts. Per tick:
+
+- a new *attempt* in the store (a worker process started and counted itself in) means the
+  mesh must roll back: every spout task gets ``[ROLLBACK, c, attempt]`` with ``c`` the last
+  committed checkpoint, decided here once per attempt, so every task restores the same one;
+- otherwise, once the interval has passed since the last checkpoint ended, checkpoint ``n``
+  (a store counter, so numbers never repeat across restarts) starts: every spout task gets
+  ``[TRIGGER, n, attempt]``;
+- a checkpoint older than the timeout is abandoned.
+
+Checkpoint ``n`` is committed when every spout task and every stateful bolt task reported its
+part of ``n`` stored, in the current attempt; older parts are then pruned. A part that could not
+be stored (`StoreUnavailable`) abandons ``n``; the next interval tries again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.config import as_config
+from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.state.base import StateStore, StoreUnavailable
+from tuplemesh.state.protocol import (
+    CONTROL_STREAM,
+    NO_CHECKPOINT,
+    REPORT_STREAM,
+    ROLLBACK,
+    TICK_STREAM,
+    TRIGGER,
+    CheckpointPlan,
+)
+from tuplemesh.state.stores import open_store
+from tuplemesh.topology.components import Bolt, BoltCollector, TaskContext
+from tuplemesh.topology.tuple import Tuple
+
+__all__ = ["ATTEMPT_COUNTER", "CHECKPOINT_COUNTER", "CoordinatorBolt", "register_attempt"]
+
+log = logging.getLogger(__name__)
+
+#: store counters, per topology: worker process starts, and checkpoint numbers handed out
+ATTEMPT_COUNTER = "attempt"
+CHECKPOINT_COUNTER = "checkpoint"
+
+
+def register_attempt(conf: Mapping[str, Any], topology: str) -> int:
+    """Count a worker process start in the store: the coordinator rolls the mesh back to the last
+    committed checkpoint when it sees a new attempt. Retries while the store is unavailable."""
+    store = open_store(conf)
+    try:
+        return store.increment(topology, ATTEMPT_COUNTER)
+    finally:
+        store.close()
+
+
+class CoordinatorBolt(Bolt):
+    """The checkpoint coordinator (see the module docstring). One task."""
+
+    def __init__(self, spouts: tuple[str, ...], reporters: tuple[str, ...]) -> None:
+        self.spouts = spouts
+        self.reporters = reporters
+
+    def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: BoltCollector) -> None:
+        self._collector = collector
+        self._conf = conf
+        plan = CheckpointPlan.for_task(context, conf)
+        self._settings = plan.settings
+        self._topology = plan.topology
+        self._spout_tasks = [t for name in self.spouts for t in context.tasks_of(name)]
+        self._expected = frozenset(t for name in self.reporters for t in context.tasks_of(name))
+        self._store: StateStore | None = None
+        interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
+        self._errors = RateLimitedLog(log, interval, logging.ERROR)
+        self.attempt = 0
+        self.restored_from = NO_CHECKPOINT
+        self._pending: int | None = None  # the checkpoint under way
+        self._pending_since = 0.0
+        self._stored: set[int] = set()
+        self._next_start = 0.0  # monotonic time the next checkpoint may start
+        self.committed = 0
+        self.last_committed = NO_CHECKPOINT
+        self.abandoned = 0  # timed out, or a task could not store its part
+        self.store_errors = 0
+        self.rollbacks = 0
+
+    def execute(self, tup: Tuple) -> None:
+        stream = tup.source_stream
+        try:
+            if stream == TICK_STREAM:
+                self._tick(time.monotonic())
+            elif stream == REPORT_STREAM:
+                checkpoint, attempt, task, stored = tup.values
+                self._on_report(checkpoint, attempt, task, stored)
+            else:
+                log.error("checkpoint coordinator: unexpected tuple %r", tup)
+        except StoreUnavailable as exc:
+            self.store_errors += 1
+            self._errors.log(
+                "checkpoint coordinator of topology %r: state store unavailable: %s", self._topology, exc
+            )
+            if self._pending is not None:
+                self._abandon("the store is unavailable")
+
+    def _store_now(self) -> StateStore:
+        if self._store is None:
+            self._store = open_store(self._conf)
+        return self._store
+
+    def _tick(self, now: float) -> None:
+        store = self._store_now()
+        attempt = store.counter(self._topology, ATTEMPT_COUNTER)
+        if attempt > self.attempt:
+            self._roll_back(store, attempt, now)
+            return
+        if self._pending is not None:
+            if now - self._pending_since > self._settings.timeout_seconds:
+                self._abandon(f"not complete after {self._settings.timeout_seconds:g} s")
+            return
+        if now >= self._next_start and self.attempt:
+            checkpoint = store.increment(self._topology, CHECKPOINT_COUNTER)
+            self._pending, self._pending_since, self._stored = checkpoint, now, set()
+            for task in self._spout_tasks:
+                self._collector.emit_direct(task, [TRIGGER, checkpoint, self.attempt], stream=CONTROL_STREAM)
+
+    def _roll_back(self, store: StateStore, attempt: int, now: float) -> None:
+        last = store.last_committed(self._topology)
+        restore = NO_CHECKPOINT if last is None else last
+        log.warning(
+            "topology %r: attempt %d begins; every task resumes from checkpoint %s",
+            self._topology,
+            attempt,
+            "none (the beginning)" if last is None else last,
+        )
+        self.attempt, self.restored_from = attempt, restore
+        self.rollbacks += 1
+        self._pending = None
+        self._next_start = now + self._settings.interval_seconds
+        for task in self._spout_tasks:
+            self._collector.emit_direct(task, [ROLLBACK, restore, attempt], stream=CONTROL_STREAM)
+
+    def _on_report(self, checkpoint: int, attempt: int, task: int, stored: bool) -> None:
+        if checkpoint != self._pending or attempt != self.attempt:
+            return  # from an abandoned checkpoint or an earlier attempt
+        if not stored:
+            self._abandon(f"task {task} could not store its part")
+            return
+        self._stored.add(task)
+        if self._stored >= self._expected:
+            store = self._store_now()
+            store.commit(self._topology, checkpoint)
+            store.prune(self._topology, checkpoint)
+            self.committed += 1
+            self.last_committed = checkpoint
+            self._pending = None
+            self._next_start = time.monotonic() + self._settings.interval_seconds
+
+    def _abandon(self, why: str) -> None:
+        self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)
+        self.abandoned += 1
+        self._pending = None
+        self._next_start = time.monotonic() + self._settings.interval_seconds
+
+    def cleanup(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    def report(self) -> Any:
+        return {
+            "attempt": self.attempt,
+            "restored_from": self.restored_from,
+            "committed": self.committed,
+            "last_committed": self.last_committed,
+            "abandoned": self.abandoned,
+            "store_errors": self.store_errors,
+            "rollbacks": self.rollbacks,
+        }

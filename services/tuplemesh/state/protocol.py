@@ -1,0 +1,121 @@
+"""The checkpoint protocol's wiring: system streams, message kinds, and the topology transform.
+
+A topology with a `StatefulBolt` gets, like the acker, system parts that every worker derives
+identically:
+
+- a coordinator bolt ``__checkpoint`` (one task) that starts checkpoints and commits them;
+- ``__checkpoint_control`` (coordinator -> every spout task): ``[TRIGGER, n, attempt]`` starts
+  checkpoint ``n``; ``[ROLLBACK, c, attempt]`` rewinds to committed checkpoint ``c`` (-1: none);
+- ``__barrier`` (every spout and bolt -> every task of every bolt subscribed to it, on any
+  stream): ``[BARRIER, n, attempt]`` and the rollback marker ``[ROLLBACK, c, attempt]``. They
+  are emitted through the same Outbox as the data, so on every path from one task to another
+  they keep their place among the tuples (per source and destination task, delivery is FIFO on
+  every transport);
+- ``__checkpoint_report`` (every spout task and stateful bolt task -> coordinator):
+  ``[n, attempt, task, stored]`` once the task's part of checkpoint ``n`` is stored (or failed).
+
+`tuplemesh.state.wiring` adds them to a topology. Every user spout is wrapped in a
+`CheckpointedSpout` (position, rewind, barriers); bolts align their inputs in
+`tuplemesh.state.alignment`, hooked into the bolt executor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tuplemesh.errors import TopologyError
+from tuplemesh.state.settings import StateSettings
+from tuplemesh.topology.assignment import Assignment
+from tuplemesh.topology.builder import Topology
+from tuplemesh.topology.components import TaskContext
+from tuplemesh.topology.tuple import Fields
+
+__all__ = [
+    "BARRIER",
+    "BARRIER_STREAM",
+    "CHECKPOINT_STREAMS",
+    "CONTROL_STREAM",
+    "COORDINATOR",
+    "NO_CHECKPOINT",
+    "REPORT_STREAM",
+    "ROLLBACK",
+    "SIGNAL_FIELDS",
+    "TICK_STREAM",
+    "TRIGGER",
+    "CheckpointPlan",
+]
+
+COORDINATOR = "__checkpoint"
+BARRIER_STREAM = "__barrier"
+CONTROL_STREAM = "__checkpoint_control"
+REPORT_STREAM = "__checkpoint_report"
+#: The coordinator's clock: a tuple its worker puts into its inbox every tick (never on the wire).
+TICK_STREAM = "__checkpoint_tick"
+CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM, TICK_STREAM})
+
+#: kinds (first value) on the control and barrier streams
+TRIGGER = BARRIER = 0
+ROLLBACK = 1
+#: the checkpoint of a rollback when none was ever committed: start from the beginning
+NO_CHECKPOINT = -1
+
+#: the values of the control and barrier streams
+SIGNAL_FIELDS = Fields(["kind", "checkpoint", "attempt"])
+#: the values of the report stream
+REPORT_FIELDS = Fields(["checkpoint", "attempt", "task", "stored"])
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """What a worker needs to know about checkpointing, computed once with the WorkerPlan."""
+
+    settings: StateSettings
+    topology: str  # the name state is kept under
+    coordinator_task: int
+    #: bolt components whose tasks align barriers (every user bolt)
+    aligned: frozenset[str]
+    #: bolt task -> every task that sends it barriers (all tasks of the components it subscribes to)
+    inputs_of: Mapping[int, frozenset[int]]
+    #: task -> every task it sends barriers to
+    outputs_of: Mapping[int, tuple[int, ...]]
+
+    @classmethod
+    def for_task(cls, context: TaskContext, conf: Mapping[str, object]) -> CheckpointPlan:
+        """The plan, from inside a task of a checkpointed topology (its runtime context)."""
+        plan = cls.of(context.topology, context.assignment, conf)  # type: ignore[attr-defined]
+        if plan is None:
+            raise TopologyError(f"topology {context.topology_name!r} is not checkpointed")
+        return plan
+
+    @classmethod
+    def of(
+        cls, topology: Topology, assignment: Assignment, conf: Mapping[str, object]
+    ) -> CheckpointPlan | None:
+        """The plan of ``topology`` (already through ``with_checkpointing``), or None when it is not
+        checkpointed."""
+        if COORDINATOR not in topology.components:
+            return None
+        tasks = assignment.component_tasks
+        aligned = frozenset(
+            name
+            for name, spec in topology.components.items()
+            if not spec.is_spout and BARRIER_STREAM in spec.streams
+        )
+        inputs_of: dict[int, frozenset[int]] = {}
+        outputs_of: dict[int, list[int]] = {}
+        for name in aligned:
+            senders = [s.source for s in topology.components[name].inputs if s.stream == BARRIER_STREAM]
+            upstream = frozenset(t for source in senders for t in tasks[source])
+            for task in tasks[name]:
+                inputs_of[task] = upstream
+                for sender in upstream:
+                    outputs_of.setdefault(sender, []).append(task)
+        return cls(
+            settings=StateSettings.from_config(conf),
+            topology=topology.name,
+            coordinator_task=tasks[COORDINATOR][0],
+            aligned=aligned,
+            inputs_of=inputs_of,
+            outputs_of={task: tuple(sorted(out)) for task, out in outputs_of.items()},
+        )

@@ -1,0 +1,212 @@
+"""Barrier alignment, snapshots and rollbacks inside one bolt task (AlignedInput), without threads.
+
+The task under test is task 10, fed by upstream tasks 1 and 2, sending barriers on to task 20;
+the coordinator is task 99. Every batch is handed in as the executor would hand it over.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+from typing import Any
+
+from tuplemesh.config import Config
+from tuplemesh.state import DictState, KeyValueState, MemoryStore, PartKey, StatefulBolt
+from tuplemesh.state.alignment import AlignedInput
+from tuplemesh.state.protocol import (
+    BARRIER,
+    BARRIER_STREAM,
+    NO_CHECKPOINT,
+    REPORT_STREAM,
+    ROLLBACK,
+    CheckpointPlan,
+)
+from tuplemesh.state.settings import StateSettings
+from tuplemesh.topology import AnchoredTuple, Fields, Tuple
+
+TASK, OUT, COORDINATOR = 10, 20, 99
+_names = itertools.count()
+
+
+class Recorder(StatefulBolt):
+    """Appends every value it executes to the state's "seen" list."""
+
+    def __init__(self) -> None:
+        self.inits: list[dict[Any, Any]] = []
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+        self.inits.append(dict(state.items()))
+
+    def execute(self, tup: Tuple) -> None:
+        self.state["seen"] = [*self.state.get("seen", []), tup.values[0]]
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, list[Any], str]] = []
+        self.failed: list[Tuple] = []
+
+    def emit_direct(self, task: int, values: list[Any], anchors: Any = None, stream: str = "default") -> None:
+        self.sent.append((task, list(values), stream))
+
+    def fail(self, tup: Tuple) -> None:
+        self.failed.append(tup)
+
+
+class Harness:
+    def __init__(self, buffer: int = 1000) -> None:
+        self.topology = f"align-{next(_names)}"
+        self.bolt = Recorder()
+        self.collector = Collector()
+        self.counters = SimpleNamespace(received=0, errors=0)
+        self.executed: list[Any] = []
+        self.store = MemoryStore.from_conf({})
+        settings = StateSettings(
+            backend="memory", interval_seconds=1.0, timeout_seconds=1.0, alignment_buffer=buffer
+        )
+        plan = CheckpointPlan(
+            settings=settings,
+            topology=self.topology,
+            coordinator_task=COORDINATOR,
+            aligned=frozenset({"counter"}),
+            inputs_of={TASK: frozenset({1, 2})},
+            outputs_of={TASK: (OUT,)},
+        )
+        executor: Any = SimpleNamespace(
+            spec=SimpleNamespace(component="counter", tasks=(TASK,)),
+            conf=Config({"messaging.transport": "local"}),
+            bolts={TASK: self.bolt},
+            collectors={TASK: self.collector},
+            counters=self.counters,
+        )
+        aligned = AlignedInput.attach(executor, plan, self._execute, lambda payload: None)
+        assert aligned is not None
+        self.aligned = aligned
+
+    def _execute(self, items: list[tuple[int | None, Any]]) -> None:
+        self.counters.received += len(items)
+        for _task, tup in items:
+            self.executed.append(tup.values[0])
+            self.bolt.execute(tup)
+
+    def feed(self, *items: Tuple) -> None:
+        self.aligned.on_batch([(TASK, item) for item in items])
+
+    @property
+    def key(self) -> PartKey:
+        return PartKey(self.topology, "counter", TASK)
+
+    def signals(self) -> list[tuple[int, list[Any], str]]:
+        sent, self.collector.sent = self.collector.sent, []
+        return sent
+
+    def started(self, checkpoint: int = NO_CHECKPOINT, attempt: int = 1) -> Harness:
+        self.feed(marker(1, checkpoint, attempt), marker(2, checkpoint, attempt))
+        self.signals()
+        return self
+
+
+def data(source: int, value: Any) -> Tuple:
+    return Tuple([value], source, "up", "default", Fields(["v"]))
+
+
+def barrier(source: int, checkpoint: int, attempt: int = 1) -> Tuple:
+    return Tuple([BARRIER, checkpoint, attempt], source, "up", BARRIER_STREAM, Fields(["k", "c", "a"]))
+
+
+def marker(source: int, checkpoint: int, attempt: int) -> Tuple:
+    return Tuple([ROLLBACK, checkpoint, attempt], source, "up", BARRIER_STREAM, Fields(["k", "c", "a"]))
+
+
+def stored_seen(h: Harness, checkpoint: int) -> list[Any]:
+    blob = h.store.get_part(h.key, checkpoint)
+    assert blob is not None
+    return list(DictState.restore(blob).get("seen", []))
+
+
+def test_nothing_runs_before_a_channel_delivered_the_marker_of_the_tasks_attempt():
+    h = Harness()
+    h.feed(data(1, "before any marker"))
+    assert h.executed == [] and h.aligned.stale_dropped == 1
+    h.feed(
+        marker(1, NO_CHECKPOINT, 1),
+        data(1, "a"),
+        data(2, "old attempt"),
+        marker(2, NO_CHECKPOINT, 1),
+        data(2, "b"),
+    )
+    assert h.executed == ["a", "b"]
+    assert h.bolt.inits == [{}]  # init_state once, with empty state, before the first tuple
+    assert h.signals() == [(OUT, [ROLLBACK, NO_CHECKPOINT, 1], BARRIER_STREAM)]  # forwarded once
+    assert h.aligned.stale_dropped == 2
+    assert h.counters.received == 6  # every inbox entry consumed exactly once
+
+
+def test_aligned_snapshot_holds_exactly_the_tuples_before_the_barriers():
+    h = Harness().started()
+    h.feed(data(1, 1), barrier(1, 5), data(1, "after-1"), data(2, 2), data(2, 3))
+    assert h.executed == [1, 2, 3]  # channel 1 is held back after its barrier
+    assert h.store.get_part(h.key, 5) is None
+    h.feed(data(2, 4), barrier(2, 5), data(2, "after-2"))
+    assert stored_seen(h, 5) == [1, 2, 3, 4]
+    assert h.signals() == [
+        (OUT, [BARRIER, 5, 1], BARRIER_STREAM),
+        (COORDINATOR, [5, 1, TASK, True], REPORT_STREAM),
+    ]
+    assert h.executed == [1, 2, 3, 4, "after-1", "after-2"]  # held tuples run after the snapshot
+    assert h.counters.received == 2 + 8
+
+
+def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on():
+    h = Harness(buffer=2).started()
+    h.feed(barrier(1, 5), data(1, "x"), data(1, "y"))
+    assert h.executed == []
+    h.feed(data(1, "z"))  # a third held tuple: over the bound
+    assert h.executed == ["x", "y", "z"] and h.aligned.alignments_given_up == 1
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    h.feed(barrier(2, 5), data(1, "w"))  # checkpoint 5 is over here: its late barrier changes nothing
+    assert h.executed == ["x", "y", "z", "w"] and h.signals() == []
+    assert h.store.get_part(h.key, 5) is None
+
+
+def test_a_newer_barrier_gives_up_the_older_checkpoint_and_aligns_the_newer():
+    h = Harness().started()
+    h.feed(barrier(1, 5), data(1, "held"), barrier(2, 6))
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    assert h.executed == ["held"]
+    h.feed(barrier(1, 6))
+    assert stored_seen(h, 6) == ["held"]
+    assert h.signals()[0] == (OUT, [BARRIER, 6, 1], BARRIER_STREAM)
+
+
+def test_a_rollback_drops_held_and_stale_tuples_and_restores_the_checkpoint():
+    h = Harness().started()
+    h.store.put_part(h.key, 3, DictState({"seen": ["restored"]}).snapshot())
+    h.feed(data(1, "a"), barrier(1, 7), data(1, "held"))
+    h.feed(marker(2, 3, 2))  # attempt 2 begins on channel 2: resume from checkpoint 3
+    assert h.bolt.inits[-1] == {"seen": ["restored"]}
+    assert h.signals() == [(OUT, [ROLLBACK, 3, 2], BARRIER_STREAM)]
+    in_a_tree = AnchoredTuple(["old attempt"], 1, "up", "default", Fields(["v"]), {7: 9})
+    h.feed(in_a_tree, data(2, "new"), marker(1, 3, 2), data(1, "new too"))
+    assert h.executed == ["a", "new", "new too"]
+    assert dict(h.bolt.state.items()) == {"seen": ["restored", "new", "new too"]}
+    assert h.aligned.stale_dropped == 2  # "held" and "old attempt"
+    assert h.collector.failed == [in_a_tree]  # its tree fails now: an at-least-once spout replays it
+    h.feed(marker(1, 1, 1))  # a marker of an older attempt changes nothing
+    assert h.signals() == [] and h.bolt.state["seen"][-1] == "new too"
+
+
+def test_a_missing_part_stops_the_task_with_an_error_naming_it():
+    h = Harness().started()
+    h.feed(marker(1, 4, 2), data(1, "x"))
+    task = h.aligned.tasks()[TASK]
+    assert task.restore_error is not None
+    assert f"topology {h.topology!r}, component 'counter', task {TASK}" in task.restore_error
+    assert h.executed == [] and h.aligned.stale_dropped == 1
+
+
+def test_tuples_from_tasks_that_are_not_inputs_run_at_once():
+    h = Harness().started()
+    h.feed(barrier(1, 5), data(1, "held"), data(42, "Admin.Emit"))
+    assert h.executed == ["Admin.Emit"]
