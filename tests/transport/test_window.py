@@ -142,3 +142,55 @@ def test_close_wakes_a_blocked_producer_with_an_error():
     window.drain(0)
     thread.join(5)
     eventually(lambda: len(errors) == 1)
+
+
+def _merging_window(batches: int = 8, merge_bytes: int = 100) -> SendWindow:
+    return SendWindow(
+        batches,
+        max_bytes=1000,
+        address="peer",
+        merge=lambda items, tuples: "+".join(items),
+        merge_bytes=merge_bytes,
+    )
+
+
+def test_a_stream_that_fell_behind_takes_every_queued_batch_as_one_renumbered():
+    window = _merging_window()
+    for name in "abcd":
+        window.add(lambda seq, name=name: name, 10, tuples=2)
+    assert window.next_to_send(1, lambda: True) == (1, "a+b+c+d")
+    assert (window.next_seq, window.oldest, window.coalesced_batches) == (2, 1, 3)
+    # the merged batches still hold their room in the window until acknowledged
+    assert (len(window), window.unacked_tuples) == (4, 8)
+    window.add(lambda seq: "e", 10, tuples=1)
+    assert window.next_to_send(2, lambda: True) == (2, "e")  # alone: nothing behind it
+    assert window.ack(1) == 1 and (len(window), window.unacked_tuples) == (1, 1)
+
+
+def test_a_batch_once_taken_is_resent_as_it_was_never_merged_again():
+    window = _merging_window()
+    window.add(lambda seq: "a", 10)
+    assert window.next_to_send(1, lambda: True) == (1, "a")
+    window.add(lambda seq: "b", 10)
+    window.add(lambda seq: "c", 10)
+    # after a reconnect the stream starts over at the oldest: "a" goes again as it was
+    assert window.next_to_send(1, lambda: True) == (1, "a")
+    assert window.next_to_send(2, lambda: True) == (2, "b+c")
+    assert window.next_to_send(2, lambda: True) == (2, "b+c")
+
+
+def test_coalescing_stops_at_the_message_size_limit_and_renumbers_the_rest():
+    window = _merging_window(merge_bytes=25)
+    for name in "abcd":
+        window.add(lambda seq, name=name: name, 10)
+    assert window.next_to_send(1, lambda: True) == (1, "a+b")
+    assert window.get(2) == (2, "c") and window.get(3) == (3, "d") and window.next_seq == 4
+    assert window.next_to_send(2, lambda: True) == (2, "c+d")
+    assert window.next_seq == 3 and window.coalesced_batches == 2
+
+
+def test_a_window_without_merge_never_coalesces():
+    window = SendWindow(batches=4, max_bytes=100, address="peer")
+    window.add(lambda seq: "a", 1)
+    window.add(lambda seq: "b", 1)
+    assert window.next_to_send(1, lambda: True) == (1, "a") and window.next_seq == 3
