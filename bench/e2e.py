@@ -75,6 +75,8 @@ def measure(
         "rate": (end_count - start_count) / (end - start),
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
+        "p999_ms": pct(0.999),
+        "latency_samples": len(latencies),
         "max_rss_mb": max(rss),
     }
 
