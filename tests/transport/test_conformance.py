@@ -88,13 +88,12 @@ def test_slow_consumer_blocks_sender_and_drops_nothing(harness: Harness, port: i
     rx = Receiver(delay=0.02)
     harness.server().bind(TOPO, port, rx)
     conn = harness.client().connect(TOPO, "127.0.0.1", port)
-    ahead: list[int] = []  # one-tuple batches sent but not yet consumed, as each send returns
+    ahead: list[int] = []  # batches sent but not yet consumed, as each send returns
     for i in range(30):
         conn.send([(1, str(i).encode())])
-        ahead.append(i + 1 - len(rx.messages))
-    # The window holds 4 batches (coalesced into fewer messages or not) and the consumer may have
-    # taken one more out of it that it is still working on: however fast the sender, it is never
-    # further ahead than that.
+        ahead.append(i + 1 - rx.batches)
+    # The window holds 4 batches and the consumer may have taken one more out of it that it is
+    # still working on: however fast the sender, it is never further ahead than that.
     assert max(ahead) <= 4 + 1, f"sender was not held back by the consumer: {ahead}"
     rx.wait_for(30)
     assert [int(p) for _, p in rx.messages] == list(range(30))

@@ -1,8 +1,7 @@
 """How network transports frame a batch: one msgpack array of ``[task, payload]`` pairs, and
 the bytes of a ``TransferBatch`` around it.
 
-A broadcast (no task) has a nil task; the shutdown notice is task -1. Packed batches queued for
-one peer merge into one by concatenation (`merge_packed`), without unpacking a tuple.
+A broadcast (no task) has a nil task; the shutdown notice is task -1.
 
 Measured faster than one protobuf object per tuple (see the grpc transport's docstring), and the
 hand-written ``TransferBatch`` encoding (`TransferBatchEncoder`) ~3x faster than building and
@@ -20,7 +19,7 @@ import msgpack
 from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.transport.base import TaskMessage
 
-__all__ = ["TransferBatchEncoder", "merge_packed", "pack_within", "unpack_batch"]
+__all__ = ["TransferBatchEncoder", "pack_within", "unpack_batch"]
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
@@ -68,33 +67,6 @@ def unpack_batch(packed: bytes) -> tuple[list[TaskMessage], int]:
                 f"a pair ({type(task).__name__}, {type(payload).__name__}) is not (int or nil, bytes)"
             )
     return list(messages), broadcasts
-
-
-def _array_header(count: int) -> bytes:
-    """msgpack's header of an array of ``count`` elements."""
-    if count < 16:
-        return bytes((0x90 | count,))
-    if count < 0x10000:
-        return b"\xdc" + struct.pack(">H", count)
-    return b"\xdd" + struct.pack(">I", count)
-
-
-def _header_length(packed: bytes) -> int:
-    """Bytes of the array header at the start of a packed batch."""
-    first = packed[0]
-    if first & 0xF0 == 0x90:
-        return 1
-    if first == 0xDC:
-        return 3
-    if first == 0xDD:
-        return 5
-    raise ValueError(f"not a packed batch (first byte {first:#x})")
-
-
-def merge_packed(parts: list[bytes], count: int) -> bytes:
-    """One packed batch holding the pairs of ``parts`` (packed batches of ``count`` pairs in all),
-    in order: the elements of a msgpack array follow its header, so the bodies concatenate."""
-    return b"".join([_array_header(count), *[part[_header_length(part) :] for part in parts]])
 
 
 def _varint(value: int) -> bytes:

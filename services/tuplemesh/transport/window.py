@@ -4,12 +4,6 @@ Sequence numbers start at 1. ``add`` blocks while the window is full (count, byt
 receiver's credit): backpressure instead of a drop. ``ack`` releases everything up to a
 sequence. A stream (or socket) thread walks the window with ``next_to_send``; after a reconnect
 it starts again at ``oldest`` so every unacknowledged batch is resent, in order.
-
-Coalescing (a window given ``merge``): when the stream takes a batch no stream has carried yet,
-that batch and every batch queued behind it become one (up to ``merge_bytes``), renumbered. A
-stream message costs thread hand-overs on both sides whatever its size, so a stream that fell
-behind catches up with one message instead of a queue of them (the measured cause of cross-worker
-latency spikes), and an idle stream sends each batch at once as before.
 """
 
 from __future__ import annotations
@@ -24,7 +18,7 @@ from typing import Any
 
 from tuplemesh.errors import TransportError
 from tuplemesh.transport.base import OnCongestion, TaskMessage
-from tuplemesh.transport.framing import merge_packed, pack_within
+from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import ConnectionStats
 
@@ -36,26 +30,12 @@ log = logging.getLogger(__name__)
 class SendWindow:
     """Thread-safe: one producer (``add``), one sending thread, any thread for ``ack``/``close``."""
 
-    def __init__(
-        self,
-        batches: int,
-        max_bytes: int,
-        address: str,
-        merge: Callable[[list[Any], int], Any] | None = None,
-        merge_bytes: int = 0,
-    ) -> None:
+    def __init__(self, batches: int, max_bytes: int, address: str) -> None:
         self.batches = batches
         self.max_bytes = max_bytes
         self.address = address
-        #: (items, tuples in them) -> one item holding them all, in order; None: never coalesce.
-        self.merge = merge
-        self.merge_bytes = merge_bytes
-        self.coalesced_batches = 0  # batches that went out inside another one
-        self._taken = 0  # highest sequence ``next_to_send`` handed out: never renumbered
         self.cond = threading.Condition()
-        # (sequence, item, size, tuples, batches added in it: more than 1 once coalesced)
-        self._items: deque[tuple[int, Any, int, int, int]] = deque()
-        self._held = 0  # batches added and not acknowledged: what ``batches`` and credit bound
+        self._items: deque[tuple[int, Any, int, int]] = deque()  # (sequence, item, size, tuples)
         self._bytes = 0
         self._tuples = 0
         self._credit = batches
@@ -63,8 +43,7 @@ class SendWindow:
         self.closed = False
 
     def __len__(self) -> int:
-        """Batches added and not acknowledged (coalesced ones each count)."""
-        return self._held
+        return len(self._items)
 
     @property
     def unacked_tuples(self) -> int:
@@ -84,15 +63,16 @@ class SendWindow:
             while (
                 not self.closed
                 and self._items
-                and (self._held >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes)
+                and (
+                    len(self._items) >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes
+                )
             ):
                 self.cond.wait()
             if self.closed:
                 raise TransportError(f"connection to {self.address} is closed; batch not accepted")
             seq = self.next_seq
             self.next_seq += 1
-            self._items.append((seq, make_item(seq), size, tuples, 1))
-            self._held += 1
+            self._items.append((seq, make_item(seq), size, tuples))
             self._bytes += size
             self._tuples += tuples
             self.cond.notify_all()
@@ -103,10 +83,9 @@ class SendWindow:
         released = 0
         with self.cond:
             while self._items and self._items[0][0] <= sequence:
-                _, _, size, tuples, held = self._items.popleft()
+                _, _, size, tuples = self._items.popleft()
                 self._bytes -= size
                 self._tuples -= tuples
-                self._held -= held
                 released += 1
             if credit:
                 self._credit = credit
@@ -129,56 +108,14 @@ class SendWindow:
         return oldest, max(0, position - oldest)
 
     def next_to_send(self, position: int, alive: Callable[[], bool]) -> tuple[int, Any] | None:
-        """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false.
-        The batch is taken for sending: with ``merge``, a batch never taken before carries every
-        batch queued behind it too."""
+        """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false."""
         with self.cond:
             while alive():
                 found = self.get(position)
                 if found is not None:
-                    position = found[0]
-                    if position > self._taken:
-                        if self.merge is not None and position + 1 < self.next_seq:
-                            found = position, self._coalesce(position)
-                        self._taken = position
                     return found
                 self.cond.wait()
             return None
-
-    def _coalesce(self, position: int) -> Any:
-        """Merge the batch at ``position`` (never taken) with those behind it, up to
-        ``merge_bytes``; renumber the rest. Returns the item now at ``position``. Holds the lock.
-
-        The merged batches still count one each against the window until acknowledged, so
-        coalescing changes how many stream messages carry them, never how many may be in flight."""
-        assert self.merge is not None
-        items = self._items
-        behind: list[tuple[int, Any, int, int, int]] = []
-        while items and items[-1][0] >= position:
-            behind.append(items.pop())
-        behind.reverse()
-        _, first, size, tuples, held = behind[0]
-        group = [first]
-        taken = 1
-        while taken < len(behind) and size + behind[taken][2] <= self.merge_bytes:
-            _, item, item_size, item_tuples, item_held = behind[taken]
-            group.append(item)
-            size += item_size
-            tuples += item_tuples
-            held += item_held
-            taken += 1
-        if taken == 1:
-            items.extend(behind)
-            return first
-        merged = self.merge(group, tuples)
-        merged_size = len(merged) if isinstance(merged, bytes) else size
-        items.append((position, merged, merged_size, tuples, held))
-        self._bytes += merged_size - size
-        for offset, (_, item, item_size, item_tuples, item_held) in enumerate(behind[taken:], start=1):
-            items.append((position + offset, item, item_size, item_tuples, item_held))
-        self.next_seq = position + 1 + len(behind) - taken
-        self.coalesced_batches += taken - 1
-        return merged
 
     def wake(self) -> None:
         """Wake threads waiting in ``next_to_send`` (their ``alive`` may have changed)."""
@@ -199,7 +136,7 @@ class SendWindow:
                 self.cond.wait(min(remaining, 0.1))
             self.closed = True
             self.cond.notify_all()
-            return self._held
+            return len(self._items)
 
 
 class WindowedConnection:
@@ -222,13 +159,7 @@ class WindowedConnection:
         self.session = random.getrandbits(63) + 1  # sequences restart with every connection
         self.max_payload = settings.max_message_bytes
         self.close_timeout = settings.close_timeout_seconds
-        self.window = SendWindow(
-            settings.window_batches,
-            settings.window_bytes,
-            address,
-            self._merge_items if self.coalesces else None,
-            settings.max_message_bytes,
-        )
+        self.window = SendWindow(settings.window_batches, settings.window_bytes, address)
         #: Hears (this connection, the peer's congested tasks) from every acknowledgement.
         self.on_congestion = on_congestion
         self.state = "CONNECTING"
@@ -262,13 +193,6 @@ class WindowedConnection:
     def _item(self, sequence: int, packed: bytes) -> Any:
         """The window item for one packed batch with ``sequence``."""
         raise NotImplementedError
-
-    #: The window items are the packed batches themselves (``_item`` returns ``packed``; the
-    #: sending thread frames each at send time), so queued ones may be coalesced.
-    coalesces = False
-
-    def _merge_items(self, items: list[Any], tuples: int) -> Any:
-        return merge_packed(items, tuples)
 
     def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
