@@ -2,7 +2,8 @@
 
 Max rate: both spouts emit as fast as they can for a fixed time; the rate is the null bolts'
 executed count over that time (read through Admin, as an operator would). Latency: the same
-topology paced at half the max rate; p50/p99 of emit-to-execute. Baseline in the same run: the
+topology paced at half the max rate; p50/p99/p999 of emit-to-execute of the tuples that crossed
+from one worker process to the other. Baseline in the same run: the
 same topology in one process over the local transport (no network, no serialization for local
 deliveries).
 """
@@ -75,6 +76,8 @@ def measure(
         "rate": (end_count - start_count) / (end - start),
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
+        "p999_ms": pct(0.999),
+        "latency_samples": len(latencies),
         "max_rss_mb": max(rss),
     }
 
@@ -153,8 +156,9 @@ def run(quick: bool = False) -> list[Record]:
             {},
             "p99 <= 5 ms",
             {
-                "p50 emit-to-execute ms": round(paced["p50_ms"], 3),
-                "p99 emit-to-execute ms": round(paced["p99_ms"], 3),
+                "p50 cross-worker emit-to-execute ms": round(paced["p50_ms"], 3),
+                "p99 cross-worker emit-to-execute ms": round(paced["p99_ms"], 3),
+                "p999 cross-worker emit-to-execute ms": round(paced["p999_ms"], 3),
                 "worker RSS MB (max)": round(paced["max_rss_mb"], 1),
             },
         ),
