@@ -36,6 +36,7 @@ __all__ = [
     "frame_rows",
     "load_serializer",
     "rows_count",
+    "tuples_in",
 ]
 
 SERIALIZERS = {
@@ -63,6 +64,18 @@ def rows_count(payload: bytes) -> int:
     count = int.from_bytes(payload[1:ROWS_HEADER_BYTES], "big")
     if count < 2 or count > len(payload) - ROWS_HEADER_BYTES:
         return 1
+    return count
+
+
+def tuples_in(messages: Sequence[tuple[int | None, bytes]]) -> int:
+    """How many tuples (task, payload) messages carry: one per payload, and a rows payload's
+    count for each rows payload, so every count of tuples sent, received or lost stays in tuples."""
+    count = 0
+    for _, payload in messages:
+        if len(payload) > ROWS_HEADER_BYTES and payload[0] == ROWS_MARKER:
+            count += rows_count(payload)
+        else:
+            count += 1
     return count
 
 

@@ -257,3 +257,19 @@ def test_a_per_tuple_bolt_executes_each_tuple_of_an_emit_many(transport):
         assert {int(i): n for i, n in seen.items()} == {i: 1 for i in range(IDS)}
     assert summary.components["count"]["executed"] == 3 * IDS
     assert summary.components["count"]["received"] == 3 * IDS
+
+
+def test_tuples_in_rows_payloads_count_one_by_one_in_transfer_and_receive():
+    """An emit_many to a task in another worker travels as one rows payload; every count of
+    tuples sent, received or lost still counts its tuples, so sent and received balance."""
+    builder = TopologyBuilder("crossing")
+    builder.set_spout("ids", IdSpout(IDS), parallelism=1)  # task 1 on worker 0
+    builder.set_bolt("sink", SinkBolt(), parallelism=1).shuffle_grouping("ids")  # task 2 on worker 1
+    cluster = LocalCluster(builder.build(), 2, Config({"messaging.transport": "grpc"}))
+    summary = cluster.run(60.0)
+    assert summary.completed, summary.message
+    sender, receiver = (worker.snapshot() for worker in cluster.workers)
+    assert sender.transfer.sent_tuples == IDS and sender.transfer.lost_tuples == 0
+    assert receiver.binding.received_tuples == IDS
+    assert summary.transfer["messages"] == IDS
+    assert summary.components["sink"]["executed"] == IDS

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import msgpack
 
 from tuplemesh.errors import MessageTooLargeError
+from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import TaskMessage
 
 __all__ = ["TransferBatchEncoder", "pack_within", "unpack_batch"]
@@ -32,7 +33,7 @@ def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[tuple[bytes, i
         return
     packed = _pack(batch)
     if len(packed) <= limit:
-        yield packed, len(batch)
+        yield packed, tuples_in(batch)
         return
     if len(batch) == 1:
         raise MessageTooLargeError(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
+from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import (
     Capabilities,
     CongestedTasks,
@@ -108,7 +109,7 @@ class _LocalBinding:
             log.exception("receive %s: on_batch failed for a batch of %d", self._key, len(batch))
         else:
             self._batches += 1
-            self._tuples += len(batch)
+            self._tuples += tuples_in(batch)
 
     def stats(self) -> BindingStats:
         # Batches are passed by reference: looking for broadcasts would touch every tuple.
@@ -147,7 +148,7 @@ class _LocalConnection:
         if batch:
             self._mailbox.put(batch)
             self._batches += 1
-            self._tuples += len(batch)
+            self._tuples += tuples_in(batch)
 
     def retarget(self, host: str, port: int) -> None:
         """Send to the mailbox of ``port`` from now on (in-process: nothing is in flight)."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from tuplemesh.errors import ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.stats import BindingStats
@@ -154,11 +155,12 @@ class ReceiverSession:
             deliver, shutdown = split_shutdown(messages)
             unknown = self.on_batch(deliver) if deliver else []
             self.filter.delivered(key, sequence)
+        tuples = tuples_in(deliver)  # a rows payload carries many
         with self._lock:
             self._batches += 1
-            self._tuples += len(deliver)
+            self._tuples += tuples
             self._bytes += size
-            self._tuples_from[sender] = self._tuples_from.get(sender, 0) + len(deliver)
+            self._tuples_from[sender] = self._tuples_from.get(sender, 0) + tuples
             self._bytes_from[sender] = self._bytes_from.get(sender, 0) + size
             self._broadcasts += broadcasts
             if shutdown:

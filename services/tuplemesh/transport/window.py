@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tuplemesh.errors import TransportError
+from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import OnCongestion, TaskMessage
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.settings import TransportSettings
@@ -199,7 +200,7 @@ class WindowedConnection:
         for packed, tuples in pack_within(batch, self.max_payload):
             self.sent_bytes += len(packed)
             self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed), tuples)  # type: ignore[misc]
-        self.sent_tuples += len(batch)
+        self.sent_tuples += tuples_in(batch)
 
     def _drain_window(self) -> None:
         """Wait for every batch to be acknowledged (up to the close timeout); count what was not."""

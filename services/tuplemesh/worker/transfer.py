@@ -21,6 +21,7 @@ from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Connection, Context, OnCongestion, TaskMessage
 from tuplemesh.worker.markers import STOP
 
@@ -181,7 +182,7 @@ class TransferPath:
         for sequence in range(low, high + 1):
             item = self.ring.get(sequence)
             if item.__class__ is tuple:
-                stranded += len(item[1])
+                stranded += tuples_in(item[1])
         if stranded:
             self.stranded_messages += stranded
             log.warning("transfer thread halted with %d tuple(s) not sent (lost)", stranded)
@@ -218,18 +219,19 @@ class TransferPath:
             try:
                 if conn is None:
                     raise TransportError(f"no connection to worker {worker}")
+                tuples = tuples_in(chunk)  # a rows payload carries many
                 conn.send(chunk)
                 self.sent_batches += 1
-                self.sent_messages += len(chunk)
-                self.sent_to[worker] = self.sent_to.get(worker, 0) + len(chunk)
+                self.sent_messages += tuples
+                self.sent_to[worker] = self.sent_to.get(worker, 0) + tuples
                 self.batches_to[worker] = self.batches_to.get(worker, 0) + 1
-                self.batch_sizes.observe(len(chunk))
+                self.batch_sizes.observe(tuples)
             except TransportError as exc:
-                self.lost_messages += len(chunk)
+                self.lost_messages += tuples
                 self._error_log.log(
-                    "transfer to worker %d failed, %d message(s) lost (%d total): %s",
+                    "transfer to worker %d failed, %d tuple(s) lost (%d total): %s",
                     worker,
-                    len(chunk),
+                    tuples,
                     self.lost_messages,
                     exc,
                 )
