@@ -136,7 +136,8 @@ class Executor:
             deserializer, "deserialize_rows", None
         )
         enabled = settings.metrics_enabled
-        self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
+        # per tuple: each batch's mean, weighted by the tuples it executed (one timer per batch)
+        self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
@@ -299,12 +300,14 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
+            executed_before = self.counters.executed
             if self.checkpoints is None:
                 self._execute_batch(batch)
             else:
                 self.checkpoints.on_batch(batch)
-            if batch:
-                self.execute_seconds.observe((time.monotonic() - start) / len(batch))
+            executed = self.counters.executed - executed_before
+            if executed:
+                self.execute_seconds.observe((time.monotonic() - start) / executed, executed)
             if (
                 end_of_batch
                 and self.outbox.pending
