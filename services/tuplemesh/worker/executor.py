@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
@@ -24,6 +24,7 @@ from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
@@ -84,6 +85,8 @@ class ExecutorWiring:
     transfer_ring: RingBuffer[Any]
     new_serializer: Callable[[], Serializer]  # one serializer per thread
     congestion: CongestionMap | None  # per-task backpressure reports, None when it is off
+    #: the worker's user metrics (``context.metrics``), exported with its own on /metrics
+    user_metrics: UserMetrics = field(default_factory=UserMetrics)
 
 
 class Executor:
@@ -123,7 +126,7 @@ class Executor:
                 )
             self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
-                plan.topology, plan.assignment, task, spec.component, plan.index, conf
+                plan.topology, plan.assignment, task, spec.component, plan.index, conf, wiring.user_metrics
             )
         assert acking is not None  # an executor runs at least one task
         self.acking = acking
