@@ -33,6 +33,7 @@ from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.sampling import TupleWatch
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -144,6 +145,9 @@ class Executor:
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        #: Admin.WatchTuples watchers; None while nobody watches (the per-batch check)
+        self.watches: tuple[TupleWatch, ...] | None = None
+        self._watches_lock = threading.Lock()
         self._loop_thread: threading.Thread | None = None
 
     @property
@@ -152,6 +156,17 @@ class Executor:
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
+
+    def add_watch(self, watch: TupleWatch) -> None:
+        """Start offering this executor's tuples to ``watch``. Any thread."""
+        with self._watches_lock:
+            self.watches = (*(self.watches or ()), watch)
+
+    def remove_watch(self, watch: TupleWatch) -> None:
+        """Stop offering tuples to ``watch``; with no watch left, sampling costs nothing again."""
+        with self._watches_lock:
+            rest = tuple(w for w in self.watches or () if w is not watch)
+            self.watches = rest or None
 
     def _final_flush(self) -> None:
         """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
@@ -303,6 +318,9 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
+            watches = self.watches
+            if watches is not None:
+                self._sample(batch, watches, start)
             executed_before = self.counters.executed
             if self.checkpoints is None:
                 self._execute_batch(batch)
@@ -324,6 +342,44 @@ class BoltExecutor(Executor):
             self.processor.halt()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, batch)
+
+    def _sample(
+        self, batch: list[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
+    ) -> None:
+        """Offer the batch's tuples to the watchers. A payload from another worker is decoded
+        (again, apart from its execution, with errors left to it) only while one could send."""
+        component = self.spec.component
+        wall = time.time()
+        for task, item in batch:
+            kind = item.__class__
+            if kind is bytes:
+                if not any(w.ready(now) for w in watches):
+                    rows = self._deserialize_rows is not None and len(item) and item[0] == ROWS_MARKER
+                    for watch in watches:
+                        watch.pass_over(rows_count(item) if rows else 1)
+                    continue
+                tuples = self._peek(item)
+            elif kind is list:
+                tuples = item
+            else:
+                tuples = [item]
+            for tup in tuples:
+                for watch in watches:
+                    watch.offer(component, task, tup, now, wall)
+
+    def _peek(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a payload, for a watcher: none when it does not decode (uncounted here:
+        its execution counts it)."""
+        try:
+            if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
+                source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
+                component, stream, fields = self._stream_info[stream_id]
+                return [Tuple(values, source_task, component, stream, fields) for values in rows]
+            source_task, stream_id, values, _ = self._deserialize(payload)
+            component, stream, fields = self._stream_info[stream_id]
+        except (SerializationError, KeyError, ValueError, TypeError):
+            return []
+        return [Tuple(values, source_task, component, stream, fields)]
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._execute_batches:
