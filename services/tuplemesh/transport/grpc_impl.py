@@ -33,6 +33,7 @@ from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
+from tuplemesh.tracing import attach_carrier, detach
 from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import unpack_batch
 from tuplemesh.transport.session import ReceiverSession, StreamState
@@ -111,6 +112,8 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 self._reject(
                     context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed batch {batch.sequence}: {exc}"
                 )
+            # a traced sender's context is current while the receive path publishes the batch
+            traced = attach_carrier(batch.trace_context) if batch.trace_context else None
             try:
                 ack = session.receive(
                     stream,
@@ -125,6 +128,9 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
             except ReceiverStoppedError as exc:
                 # no ack: the sender keeps the batch and resends it after reconnecting
                 context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            finally:
+                if traced is not None:
+                    detach(traced)
             if ack is None:
                 continue
             if ack.gap:
@@ -205,6 +211,13 @@ class GrpcConnection(WindowedConnection):
             packed=packed,
             session=self.session,
         )
+
+    def _traced_item(
+        self, sequence: int, packed: bytes, carrier: dict[str, str]
+    ) -> messages_pb2.TransferBatch:
+        item = self._item(sequence, packed)
+        item.trace_context.update(carrier)
+        return item
 
     def _requests(self, attempt: _Attempt) -> Iterator[messages_pb2.TransferBatch]:
         """Request stream of one attempt: every unacknowledged batch in order, then new ones."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from tuplemesh import tracing
 from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
 from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
@@ -145,6 +146,11 @@ class Executor:
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        #: OpenTelemetry (None: not tracing): execute spans here, emit spans in the outbox
+        self.tracer = tracing.tracer()
+        self.trace_attributes = {"tuplemesh.component": spec.component, "tuplemesh.worker": plan.index}
+        self.outbox.tracer = self.tracer
+        self.outbox.trace_attributes = self.trace_attributes
         #: Admin.WatchTuples watchers; None while nobody watches (the per-batch check)
         self.watches: tuple[TupleWatch, ...] | None = None
         self._watches_lock = threading.Lock()
@@ -321,6 +327,12 @@ class BoltExecutor(Executor):
             watches = self.watches
             if watches is not None:
                 self._sample(batch, watches, start)
+            span: Any = None
+            if self.tracer is not None:  # a child of the hop that published the batch
+                span = self.tracer.start_span(
+                    tracing.EXECUTE, getattr(batch, "trace", None), attributes=self.trace_attributes
+                )
+                self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
             executed_before = self.counters.executed
             if self.checkpoints is None:
                 self._execute_batch(batch)
@@ -329,6 +341,9 @@ class BoltExecutor(Executor):
             executed = self.counters.executed - executed_before
             if executed:
                 self.execute_seconds.observe((time.monotonic() - start) / executed, executed)
+            if span is not None:
+                span.set_attribute("tuplemesh.tuples", executed)
+                span.end()
             if (
                 end_of_batch
                 and self.outbox.pending
