@@ -28,16 +28,28 @@ def test_a_sample_rate_takes_evenly_spaced_tuples():
     assert watch.offered == 20 and watch.sent == 5
 
 
-def test_the_rate_limit_skips_and_counts_what_it_skipped():
-    watch = TupleWatch(None, 1.0, 2.0)  # a burst of 2, then 2 a second
+def test_the_token_bucket_caps_a_burst_and_counts_what_it_skipped():
+    watch = TupleWatch(None, 1.0, 10.0)  # a bucket of one token, refilled 10 a second
     for n in range(5):
         watch.offer("sink", 1, tup(n), now=10.0, wall=0.0)
     assert not watch.ready(10.0)
-    watch.offer("sink", None, tup(5), now=10.5, wall=0.0)  # half a second: one token back
+    watch.offer("sink", None, tup(5), now=10.2, wall=0.0)  # the bucket refilled
     samples = watch.take(0)
-    assert [json.loads(s.values_json)[0] for s in samples] == [0, 1, 5]
-    assert [s.skipped for s in samples] == [0, 0, 3]
+    assert [json.loads(s.values_json)[0] for s in samples] == [0, 5]
+    assert [s.skipped for s in samples] == [0, 4]
     assert samples[-1].task == BROADCAST_TASK
+
+
+def test_the_stride_spreads_samples_evenly_over_a_fast_stream():
+    watch = TupleWatch(None, 1.0, 4.0)
+    for n in range(200):  # 100 tuples a second for two seconds
+        watch.offer("sink", 1, tup(n), now=n * 0.01, wall=0.0)
+    samples = watch.take(0)
+    numbers = [json.loads(s.values_json)[0] for s in samples]
+    # the first window's burst is capped (24 skipped), then every 26th tuple or so: 4 a second
+    assert numbers == [0, 49, 74, 99, 124, 149, 174, 199]
+    assert [s.skipped for s in samples] == [0, 24, 0, 0, 0, 0, 0, 0]
+    assert watch.offered == 200 and watch.sent == 8
 
 
 def test_a_full_queue_skips_instead_of_blocking():
@@ -89,8 +101,31 @@ def test_executors_sample_what_they_execute_and_forget_watches():
 def test_payloads_passed_over_undecoded_count_as_skipped_when_no_stream_is_filtered():
     every, errors_only = TupleWatch(None, 0.5, 1.0), TupleWatch("errors", 1.0, 1.0)
     for watch in (every, errors_only):
-        watch.pass_over(7)
+        watch.pass_over(7, now=1.0)
     assert every.offered == 7 and errors_only.offered == 0
     every.offer("sink", 1, tup(1), now=1.0, wall=0.0)  # the 8th: taken, with 3 skipped before it
     (sample,) = every.take(0)
     assert sample.skipped == 3
+
+
+def test_watching_emits_sees_every_delivery_local_and_to_other_workers():
+    b = TopologyBuilder("watched_emits")
+    b.set_spout("source", ListSpout([[n] for n in range(40)], ["n"]))
+    b.set_bolt("sink", RecordingBolt(), parallelism=2).shuffle_grouping("source")
+    cluster = LocalCluster(b.build(), 2, Config({"messaging.transport": "grpc"}))
+    (spout,) = [e for w in cluster.workers for e in w.spout_executors]
+    sink_tasks = set(cluster.workers[0].assignment.tasks_of("sink"))
+    emits = TupleWatch(None, 1.0, 1000.0)
+    spout.add_watch(emits, emitted=True)
+    assert spout.watches is None and spout.outbox.watch is not None
+    cluster.start()
+    try:
+        assert cluster.run_until_done(30.0)
+    finally:
+        assert cluster.stop()
+    samples = emits.take(0)
+    assert sorted(json.loads(s.values_json)[0] for s in samples) == list(range(40))
+    assert {s.task for s in samples} == sink_tasks  # deliveries to both workers' sink tasks
+    assert all(s.component == "source" and s.source_component == "source" for s in samples)
+    spout.remove_watch(emits)
+    assert spout.emit_watches == () and spout.outbox.watch is None

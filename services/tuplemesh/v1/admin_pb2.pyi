@@ -330,16 +330,18 @@ class DrainResponse(_message.Message):
     def __init__(self, state: _Optional[str] = ...) -> None: ...
 
 class WatchTuplesRequest(_message.Message):
-    __slots__ = ("component", "stream", "sample_rate", "max_per_second")
+    __slots__ = ("component", "stream", "sample_rate", "max_per_second", "emitted")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_RATE_FIELD_NUMBER: _ClassVar[int]
     MAX_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    EMITTED_FIELD_NUMBER: _ClassVar[int]
     component: str
     stream: str
     sample_rate: float
     max_per_second: float
-    def __init__(self, component: _Optional[str] = ..., stream: _Optional[str] = ..., sample_rate: _Optional[float] = ..., max_per_second: _Optional[float] = ...) -> None: ...
+    emitted: bool
+    def __init__(self, component: _Optional[str] = ..., stream: _Optional[str] = ..., sample_rate: _Optional[float] = ..., max_per_second: _Optional[float] = ..., emitted: _Optional[bool] = ...) -> None: ...
 
 class SampledTuple(_message.Message):
     __slots__ = ("component", "task", "source_component", "source_task", "stream", "values_json", "timestamp", "skipped")

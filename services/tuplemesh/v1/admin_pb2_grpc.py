@@ -124,12 +124,13 @@ class AdminServicer:
         raise NotImplementedError('Method not implemented!')
 
     def WatchTuples(self, request, context):
-        """Server stream. A sample of the tuples one bolt's tasks on this worker take from their inbox
-        to execute (Storm's event logger without a UI): at most max_per_second per watcher, values
-        as JSON text, until the client cancels or the worker drains. Several watchers may watch at
-        once; with none, sampling costs nothing. NOT_FOUND for an unknown component or stream, or one
-        with no task here; FAILED_PRECONDITION for a spout (it executes nothing: watch a bolt it
-        feeds); INVALID_ARGUMENT for a rate out of range. Retry by calling again (a sample, not a log).
+        """Server stream. A sample of the tuples one component's tasks on this worker take from their
+        inbox to execute, or (emitted) of the deliveries their emits make (Storm's event logger
+        without a UI): at most max_per_second per watcher, values as JSON text, until the client
+        cancels or the worker drains. Several watchers may watch at once; with none, sampling costs
+        nothing. NOT_FOUND for an unknown component or stream, or one with no task here;
+        FAILED_PRECONDITION for the executed tuples of a spout (it executes nothing: watch what it
+        emits); INVALID_ARGUMENT for a rate out of range. Retry by calling again (a sample, not a log).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

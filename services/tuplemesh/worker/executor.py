@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -153,6 +153,7 @@ class Executor:
         self.outbox.trace_attributes = self.trace_attributes
         #: Admin.WatchTuples watchers; None while nobody watches (the per-batch check)
         self.watches: tuple[TupleWatch, ...] | None = None
+        self.emit_watches: tuple[TupleWatch, ...] = ()  # offered by the outbox's flush hook
         self._watches_lock = threading.Lock()
         self._loop_thread: threading.Thread | None = None
 
@@ -163,16 +164,68 @@ class Executor:
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
 
-    def add_watch(self, watch: TupleWatch) -> None:
-        """Start offering this executor's tuples to ``watch``. Any thread."""
+    def _sample(
+        self, batch: Sequence[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
+    ) -> None:
+        """Offer the batch's tuples to the watchers. A payload from another worker is decoded
+        (again, apart from its execution, with errors left to it) only while one could send."""
+        component = self.spec.component
+        wall = time.time()
+        for task, item in batch:
+            kind = item.__class__
+            if kind is bytes:
+                if not any(w.ready(now) for w in watches):
+                    rows = self._deserialize_rows is not None and len(item) and item[0] == ROWS_MARKER
+                    for watch in watches:
+                        watch.pass_over(rows_count(item) if rows else 1, now)
+                    continue
+                tuples = self._peek(item)
+            elif kind is list:
+                tuples = item
+            else:
+                tuples = [item]
+            for tup in tuples:
+                for watch in watches:
+                    watch.offer(component, task, tup, now, wall)
+
+    def _peek(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a payload, for a watcher: none when it does not decode (uncounted here:
+        its execution counts it)."""
+        try:
+            if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
+                source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
+                component, stream, fields = self._stream_info[stream_id]
+                return [Tuple(values, source_task, component, stream, fields) for values in rows]
+            source_task, stream_id, values, _ = self._deserialize(payload)
+            component, stream, fields = self._stream_info[stream_id]
+        except (SerializationError, KeyError, ValueError, TypeError):
+            return []
+        return [Tuple(values, source_task, component, stream, fields)]
+
+    def add_watch(self, watch: TupleWatch, emitted: bool = False) -> None:
+        """Start offering ``watch`` the tuples this executor takes to execute, or (``emitted``)
+        the deliveries its emits make as its emit buffers are flushed. Any thread."""
         with self._watches_lock:
-            self.watches = (*(self.watches or ()), watch)
+            if emitted:
+                self.emit_watches = (*self.emit_watches, watch)
+                self.outbox.watch = self._sample_emitted
+            else:
+                self.watches = (*(self.watches or ()), watch)
 
     def remove_watch(self, watch: TupleWatch) -> None:
         """Stop offering tuples to ``watch``; with no watch left, sampling costs nothing again."""
         with self._watches_lock:
             rest = tuple(w for w in self.watches or () if w is not watch)
             self.watches = rest or None
+            self.emit_watches = tuple(w for w in self.emit_watches if w is not watch)
+            if not self.emit_watches:
+                self.outbox.watch = None
+
+    def _sample_emitted(self, buffer: list[tuple[int, Any]]) -> None:
+        """The outbox's hook while someone watches this executor's emits (its thread)."""
+        watches = self.emit_watches
+        if watches:
+            self._sample(buffer, watches, time.monotonic())
 
     def _final_flush(self) -> None:
         """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
@@ -357,44 +410,6 @@ class BoltExecutor(Executor):
             self.processor.halt()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, batch)
-
-    def _sample(
-        self, batch: list[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
-    ) -> None:
-        """Offer the batch's tuples to the watchers. A payload from another worker is decoded
-        (again, apart from its execution, with errors left to it) only while one could send."""
-        component = self.spec.component
-        wall = time.time()
-        for task, item in batch:
-            kind = item.__class__
-            if kind is bytes:
-                if not any(w.ready(now) for w in watches):
-                    rows = self._deserialize_rows is not None and len(item) and item[0] == ROWS_MARKER
-                    for watch in watches:
-                        watch.pass_over(rows_count(item) if rows else 1)
-                    continue
-                tuples = self._peek(item)
-            elif kind is list:
-                tuples = item
-            else:
-                tuples = [item]
-            for tup in tuples:
-                for watch in watches:
-                    watch.offer(component, task, tup, now, wall)
-
-    def _peek(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a payload, for a watcher: none when it does not decode (uncounted here:
-        its execution counts it)."""
-        try:
-            if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
-                source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
-                component, stream, fields = self._stream_info[stream_id]
-                return [Tuple(values, source_task, component, stream, fields) for values in rows]
-            source_task, stream_id, values, _ = self._deserialize(payload)
-            component, stream, fields = self._stream_info[stream_id]
-        except (SerializationError, KeyError, ValueError, TypeError):
-            return []
-        return [Tuple(values, source_task, component, stream, fields)]
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._execute_batches:

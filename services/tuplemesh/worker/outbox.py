@@ -82,6 +82,9 @@ class Outbox:
         self.tracer: Any = None
         self.trace_attributes: dict[str, Any] = {}
         self.trace_parent: Any = None
+        #: Admin.WatchTuples on emits: called with each buffer as it is flushed; None (the one
+        #: check per flush) while nobody watches
+        self.watch: Callable[[list[tuple[int, Any]]], None] | None = None
 
     def deliver(
         self,
@@ -295,6 +298,8 @@ class Outbox:
         # batch counted, so ``discard`` can report exactly what was lost.
         held = len(buf) + self._extra[dest]
         self._extra[dest] = 0  # the buffer is replaced below, whether the put succeeds or not
+        if self.watch is not None:
+            self.watch(buf)
         span: Any = None
         if self.tracer is not None:
             span = self.tracer.start_span(EMIT, self.trace_parent, attributes=self.trace_attributes)

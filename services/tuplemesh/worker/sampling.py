@@ -39,7 +39,18 @@ class Sample:
 
 
 class TupleWatch:
-    """A watcher of one component. ``offer``/``ready``: executor threads; ``take``: its reader."""
+    """A watcher of one component. ``offer``/``ready``/``pass_over``: executor threads; ``take``:
+    its reader.
+
+    Samples are evenly spaced in the order tuples are offered: ``sample_rate`` of them, thinned
+    further to about ``max_per_second`` by a stride re-estimated from the offered rate every
+    quarter second (so every destination and source shows up in proportion, not only the first
+    tuples after a quiet spell). A token bucket holding a tenth of a second's worth is the hard
+    cap while the stride catches up with a burst.
+    """
+
+    #: Seconds over which the offered rate is measured to set the stride.
+    RATE_WINDOW = 0.25
 
     def __init__(
         self, stream: str | None, sample_rate: float, max_per_second: float, capacity: int = 256
@@ -51,8 +62,11 @@ class TupleWatch:
         self.stream = stream
         self.sample_rate = sample_rate
         self.max_per_second = max_per_second
-        self._credit = 0.0  # sample_rate per matching tuple; a tuple is taken at each whole 1
-        self._burst = max(1.0, max_per_second)
+        self._credit = 0.0  # the sampling rate per tuple; a tuple is taken at each whole 1
+        self._rate = sample_rate  # sample_rate thinned by the stride
+        self._window_start = -math.inf  # the first offer starts the first window
+        self._window_offered = 0
+        self._burst = max(1.0, max_per_second / 10)
         self._tokens = self._burst
         self._refilled = -math.inf  # the first offer finds a full bucket
         self._queue: queue.Queue[Sample] = queue.Queue(capacity)
@@ -63,7 +77,10 @@ class TupleWatch:
         self.sent = 0  # samples queued
 
     def ready(self, now: float) -> bool:
-        """Whether a tuple offered now could be sent (decoding one for nothing is not worth it)."""
+        """Whether the next tuple offered could be sent: decoding one for nothing is not worth
+        it. With a stream filter, only the rate limit is known (the stream is in the payload)."""
+        if self.stream is None and self._credit + self._rate < 1:
+            return False
         return self._tokens >= 1 or (now - self._refilled) * self.max_per_second >= 1
 
     def offer(self, component: str, task: int | None, tup: Tuple, now: float, wall: float) -> None:
@@ -71,11 +88,8 @@ class TupleWatch:
         if self.stream is not None and tup.source_stream != self.stream:
             return
         with self._lock:
-            self.offered += 1
-            self._credit += self.sample_rate
-            if self._credit < 1:
+            if self._advance(1, now) < 1:
                 return
-            self._credit -= 1
             self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self.max_per_second)
             self._refilled = now
             if self._tokens < 1:
@@ -100,18 +114,28 @@ class TupleWatch:
             self._skipped = 0
             self.sent += 1
 
-    def pass_over(self, count: int) -> None:
-        """``count`` tuples went by undecoded because no watch could send one: counted as offered
-        and, as far as sampling would have taken them, skipped (not known when filtering a stream,
-        whose name is inside the payload)."""
+    def pass_over(self, count: int, now: float) -> None:
+        """``count`` tuples went by undecoded because no watch wanted the next one: counted as
+        offered and, as far as sampling takes any of them, skipped (not known when filtering a
+        stream, whose name is inside the payload)."""
         if self.stream is not None:
             return
         with self._lock:
-            self.offered += count
-            self._credit += self.sample_rate * count
-            taken = int(self._credit)
-            self._credit -= taken
-            self._skipped += taken
+            self._skipped += self._advance(count, now)
+
+    def _advance(self, count: int, now: float) -> int:
+        """Count ``count`` offered tuples; how many of them sampling takes. Under the lock."""
+        self.offered += count
+        self._window_offered += count
+        elapsed = now - self._window_start
+        if elapsed >= self.RATE_WINDOW:
+            per_second = self._window_offered / elapsed  # 0 for the first window (elapsed: inf)
+            self._rate = self.sample_rate / max(1.0, per_second * self.sample_rate / self.max_per_second)
+            self._window_start, self._window_offered = now, 0
+        self._credit += self._rate * count
+        taken = int(self._credit)
+        self._credit -= taken
+        return taken
 
     def take(self, timeout: float) -> list[Sample]:
         """Every queued sample, waiting up to ``timeout`` seconds for the first."""
