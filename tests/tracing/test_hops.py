@@ -75,7 +75,7 @@ def test_tracing_is_off_without_a_provider_or_without_the_api(monkeypatch: pytes
         tracing.use_tracer_provider(None)
 
 
-def test_an_untraced_run_stamps_no_batch_with_a_context():
+def test_without_a_provider_no_hop_holds_a_tracer():
     cluster = LocalCluster(topology(), 1, Config({"messaging.transport": "local"}))
     executors = cluster.workers[0].executors
     assert all(e.tracer is None and e.outbox.tracer is None for e in executors)
