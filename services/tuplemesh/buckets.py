@@ -31,6 +31,8 @@ class Buckets:
 
     Cheaper than prometheus_client.Histogram on a hot path (no lock): a worker observes once
     per batch, and the scrape-time collector turns the counts into a Prometheus histogram.
+    A weighted observation counts ``weight`` observations of one value: a batch of n tuples timed
+    as a whole is n observations of its mean, so ``_count`` counts tuples, not batches.
     """
 
     __slots__ = ("bounds", "count", "counts", "total")
@@ -41,10 +43,11 @@ class Buckets:
         self.total = 0.0
         self.count = 0
 
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.bounds, value)] += 1
-        self.total += value
-        self.count += 1
+    def observe(self, value: float, weight: int = 1) -> None:
+        """Record ``weight`` observations of ``value`` (``weight`` >= 1; not checked, hot path)."""
+        self.counts[bisect_left(self.bounds, value)] += weight
+        self.total += value * weight
+        self.count += weight
 
     def cumulative(self) -> list[tuple[str, float]]:
         """``[(le, cumulative count), ..., ("+Inf", count)]`` for HistogramMetricFamily."""
@@ -59,7 +62,7 @@ class Buckets:
 class _Off(Buckets):
     """What ``metrics.enabled: false`` gives the data path: observations cost one empty call."""
 
-    def observe(self, value: float) -> None:
+    def observe(self, value: float, weight: int = 1) -> None:
         return None
 
 

@@ -41,3 +41,20 @@ def test_encoded_batch_without_tuples_leaves_packed_out():
         encoded
         == messages_pb2.TransferBatch(topology_id="t", sender=2, sequence=4, session=9).SerializeToString()
     )
+
+
+def test_a_trace_context_is_encoded_as_the_protobuf_map_field():
+    carrier = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "é=1"}
+    encoded = TransferBatchEncoder("wc", 3, 7).encode(9, b"\x91\x00", True, carrier)
+    parsed = messages_pb2.TransferBatch.FromString(encoded)
+    assert dict(parsed.trace_context) == carrier
+    assert (parsed.topology_id, parsed.sender, parsed.session, parsed.sequence) == ("wc", 3, 7, 9)
+    assert parsed.packed == b"\x91\x00" and parsed.ack_requested
+    # without a context the bytes are exactly protobuf's (the map left out)
+    plain = TransferBatchEncoder("wc", 3, 7).encode(9, b"\x91\x00", True, {})
+    assert (
+        plain
+        == messages_pb2.TransferBatch(
+            topology_id="wc", sender=3, session=7, sequence=9, packed=b"\x91\x00", ack_requested=True
+        ).SerializeToString()
+    )

@@ -18,6 +18,7 @@ from typing import Any
 import grpc
 import msgpack
 
+from tuplemesh import tracing
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
@@ -30,6 +31,12 @@ __all__ = ["GatewayServicer"]
 _REMEMBERED = 100_000  # (component, batch, partition, sequence) tickets kept for recognising retries
 _WINDOW = 64  # requests of one stream accepted ahead of their answers
 _POLL = 0.2  # seconds between checks that the publisher and the worker are still there
+
+#: OpenTelemetry server spans of the publish calls (each a child of the caller's traceparent)
+PUBLISH_SPAN = "tuplemesh.v1.Gateway/Publish"
+PUBLISH_ONE_SPAN = "tuplemesh.v1.Gateway/PublishOne"
+_RPC_PUBLISH = {"rpc.system": "grpc", "rpc.service": "tuplemesh.v1.Gateway", "rpc.method": "Publish"}
+_RPC_PUBLISH_ONE = {**_RPC_PUBLISH, "rpc.method": "PublishOne"}
 
 
 @dataclass
@@ -71,6 +78,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self._lock = threading.Lock()
         self._round_robin = 0
         self.duplicates = 0
+        self.tracer = tracing.tracer()  # OpenTelemetry; None: not tracing
 
     def _refusal(self, component: str) -> _Refused | None:
         if not self.accepting() or self.registry.closed:
@@ -237,6 +245,21 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     def Publish(
         self, request_iterator: Iterator[gateway_pb2.PublishRequest], context: grpc.ServicerContext
     ) -> Iterator[gateway_pb2.PublishAck]:
+        if self.tracer is None:
+            yield from self._publish(request_iterator, context)
+            return
+        metadata = context.invocation_metadata()
+        with tracing.server_span(self.tracer, PUBLISH_SPAN, metadata, _RPC_PUBLISH) as span:
+            accepted = requests = 0
+            for ack in self._publish(request_iterator, context):
+                accepted, requests = accepted + ack.accepted, requests + 1
+                yield ack
+            span.set_attribute("tuplemesh.accepted", accepted)
+            span.set_attribute("tuplemesh.requests", requests)
+
+    def _publish(
+        self, request_iterator: Iterator[gateway_pb2.PublishRequest], context: grpc.ServicerContext
+    ) -> Iterator[gateway_pb2.PublishAck]:
         window: queue.Queue[Any] = queue.Queue(maxsize=_WINDOW)
         stop = threading.Event()
         reader = threading.Thread(
@@ -267,6 +290,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             stop.set()
 
     def PublishOne(
+        self, request: gateway_pb2.PublishOneRequest, context: grpc.ServicerContext
+    ) -> gateway_pb2.PublishAck:
+        if self.tracer is None:
+            return self._publish_one(request, context)
+        attributes = {**_RPC_PUBLISH_ONE, "tuplemesh.component": request.component}
+        metadata = context.invocation_metadata()
+        with tracing.server_span(self.tracer, PUBLISH_ONE_SPAN, metadata, attributes) as span:
+            ack = self._publish_one(request, context)
+            span.set_attribute("tuplemesh.accepted", ack.accepted)
+            return ack
+
+    def _publish_one(
         self, request: gateway_pb2.PublishOneRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.PublishAck:
         refused = self._refusal(request.component)

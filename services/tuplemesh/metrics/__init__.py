@@ -10,20 +10,30 @@ are separate gauges. Labels are bounded: worker, component, queue, peer.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from tuplemesh.metrics.exports import EXPORTS, Export
+from tuplemesh.metrics.user import UserCounter, UserGauge, UserHistogram, UserMetrics
 from tuplemesh.worker.stats import HistogramSnapshot, WorkerSnapshot
 
 if TYPE_CHECKING:
     from tuplemesh.rpcerrors import RpcErrors
     from tuplemesh.security import TlsConnections
-    from tuplemesh.worker.worker import Worker
 
-__all__ = ["EXPORTS", "WorkerCollector"]
+__all__ = ["EXPORTS", "ObservedWorker", "WorkerCollector"]
+
+
+class ObservedWorker(Protocol):
+    """What the collector reads of a Worker (the executors import this package: no cycle)."""
+
+    @property
+    def user_metrics(self) -> UserMetrics: ...
+
+    def snapshot(self) -> WorkerSnapshot: ...
+
 
 #: Where a snapshot groups items: the field holding them -> (label, the item's field naming it).
 _GROUPS = {"executors": ("component", "component"), "queues": ("queue", "name"), "peers": ("peer", "worker")}
@@ -33,7 +43,7 @@ class WorkerCollector(Collector):
     """Reads one Worker's snapshot at scrape time and exports it as ``EXPORTS`` says."""
 
     def __init__(
-        self, worker: Worker, rpc_errors: RpcErrors | None = None, tls: TlsConnections | None = None
+        self, worker: ObservedWorker, rpc_errors: RpcErrors | None = None, tls: TlsConnections | None = None
     ) -> None:
         self.worker = worker
         self.rpc_errors = rpc_errors
@@ -52,6 +62,7 @@ class WorkerCollector(Collector):
                 else:
                     family.add_metric([worker, *values], sample)
             yield family
+        yield from _user_families(self.worker.user_metrics, worker)
         if self.rpc_errors is not None:
             errors = CounterMetricFamily(
                 "tuplemesh_rpc_errors_total",
@@ -77,6 +88,32 @@ class WorkerCollector(Collector):
             authenticated.add_metric([worker], self.tls.authenticated)
             yield handshakes
             yield authenticated
+
+
+def _user_families(metrics: UserMetrics, worker: str) -> Iterator[Metric]:
+    """The components' own metrics, each summed over its tasks in this worker by component."""
+    for family in metrics.families():
+        out: Any
+        if family.kind == "histogram":
+            out = HistogramMetricFamily(family.metric, family.help, labels=["worker", "component"])
+            histograms: dict[str, HistogramSnapshot] = {}
+            for component, handle in family.handles:
+                assert isinstance(handle, UserHistogram)
+                mine = HistogramSnapshot.of(handle.buckets)
+                before = histograms.get(component)
+                histograms[component] = mine if before is None else before.merged(mine)
+            for component, histogram in sorted(histograms.items()):
+                out.add_metric([worker, component], histogram.cumulative(), histogram.sum)
+        else:
+            kind = CounterMetricFamily if family.kind == "counter" else GaugeMetricFamily
+            out = kind(family.metric, family.help, labels=["worker", "component"])
+            totals: dict[str, float] = {}
+            for component, handle in family.handles:
+                assert isinstance(handle, (UserCounter, UserGauge))
+                totals[component] = totals.get(component, 0.0) + handle.value
+            for component, total in sorted(totals.items()):
+                out.add_metric([worker, component], total)
+        yield out
 
 
 def _family(export: Export, labels: list[str]) -> Any:

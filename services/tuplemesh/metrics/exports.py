@@ -68,7 +68,8 @@ EXPORTS: dict[str, Export] = {
     ),
     "executors.execute_seconds": Export(
         "tuplemesh_execute_seconds",
-        "Execute time per tuple (the mean of each batch, observed once per batch).",
+        "Execute time per tuple: each inbox batch is timed as a whole and its mean is observed "
+        "once per tuple it executed, so the count equals tuples executed.",
         "histogram",
     ),
     "executors.inbox_wait": Export(

@@ -13,11 +13,17 @@ from tuplemesh.grpcutil import json_array
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.worker.executor import Executor
+from tuplemesh.worker.sampling import TupleWatch
 from tuplemesh.worker.stats import WorkerSnapshot
 from tuplemesh.worker.summary import component_totals
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["AdminServicer", "QueueRates"]
+
+#: WatchTuples: samples per second a watcher gets when it does not say, and the most it may ask.
+DEFAULT_TUPLES_PER_SECOND = 10.0
+MAX_TUPLES_PER_SECOND = 1000.0
 
 
 class QueueRates:
@@ -210,3 +216,68 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.PERMISSION_DENIED, "Admin.Drain is off: set admin.drain.enabled: true"
             )
         return admin_pb2.DrainResponse(state=self._drain())
+
+    # -- sampling -------------------------------------------------------------------------------
+    def WatchTuples(
+        self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
+    ) -> Iterator[admin_pb2.SampledTuple]:
+        watch, executors = self._new_watch(request, context)
+        stop = threading.Event()
+        context.add_callback(stop.set)
+        for executor in executors:
+            executor.add_watch(watch, emitted=request.emitted)
+        try:
+            while not stop.is_set() and context.is_active():
+                for sample in watch.take(timeout=0.2):
+                    yield admin_pb2.SampledTuple(
+                        component=sample.component,
+                        task=sample.task,
+                        source_component=sample.source_component,
+                        source_task=sample.source_task,
+                        stream=sample.stream,
+                        values_json=sample.values_json,
+                        timestamp=sample.timestamp,
+                        skipped=sample.skipped,
+                    )
+                if self._state() == "NOT_SERVING" and self.worker.snapshot().idle:
+                    return  # drained: nothing more will execute
+        finally:
+            for executor in executors:
+                executor.remove_watch(watch)
+
+    def _new_watch(
+        self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
+    ) -> tuple[TupleWatch, list[Executor]]:
+        """The watch a request asks for and the executors it watches; aborts on a bad request."""
+        worker, name = self.worker, request.component
+        if name not in worker.topology.components:
+            known = ", ".join(sorted(worker.topology.components))
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no component {name!r} (known: {known})")
+        spec = worker.topology.components[name]
+        if spec.is_spout and not request.emitted:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"component {name!r} is a spout: it executes nothing; watch what it emits "
+                '("emitted": true) or a bolt subscribed to it',
+            )
+        streams = sorted(spec.streams) if request.emitted else sorted({s.stream for s in spec.inputs})
+        if request.stream and request.stream not in streams:
+            verb = "declares" if request.emitted else "subscribes to"
+            context.abort(
+                grpc.StatusCode.NOT_FOUND,
+                f"component {name!r} {verb} no stream {request.stream!r} (it has: {', '.join(streams)})",
+            )
+        rate, per_second = request.sample_rate or 1.0, request.max_per_second or DEFAULT_TUPLES_PER_SECOND
+        if not 0 < rate <= 1:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"sample_rate must be in (0, 1], got {rate}")
+        if not 0 < per_second <= MAX_TUPLES_PER_SECOND:
+            context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"max_per_second must be in (0, {MAX_TUPLES_PER_SECOND:g}], got {per_second}",
+            )
+        executors = [e for e in worker.executors if e.spec.component == name]
+        if not executors:
+            context.abort(
+                grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"
+            )
+        return TupleWatch(request.stream or None, rate, per_second), executors

@@ -12,11 +12,15 @@ __all__ = [
     "BasicBolt",
     "Bolt",
     "BoltCollector",
+    "MetricCounter",
+    "MetricGauge",
+    "MetricHistogram",
     "OutputFieldsDeclarer",
     "Spout",
     "SpoutCollector",
     "StreamDef",
     "TaskContext",
+    "TaskMetrics",
 ]
 
 
@@ -98,6 +102,46 @@ class BoltCollector(Protocol):
     def fail(self, tup: Tuple) -> None: ...
 
 
+class MetricCounter(Protocol):
+    """A user counter (``context.metrics.counter``). Executor thread only; a plain add."""
+
+    def inc(self, amount: float = 1.0) -> None:
+        """Add ``amount`` (>= 0)."""
+        ...
+
+
+class MetricGauge(Protocol):
+    """A user gauge (``context.metrics.gauge``); exported as the sum over the component's tasks
+    in the worker. Executor thread only."""
+
+    def set(self, value: float) -> None: ...
+
+    def inc(self, amount: float = 1.0) -> None: ...
+
+    def dec(self, amount: float = 1.0) -> None: ...
+
+
+class MetricHistogram(Protocol):
+    """A user histogram (``context.metrics.histogram``). Executor thread only; no lock."""
+
+    def observe(self, value: float) -> None: ...
+
+
+class TaskMetrics(Protocol):
+    """Define user metrics, exported on /metrics as ``tuplemesh_user_<name>`` with the labels
+    ``worker`` and ``component`` (summed over the component's tasks in the worker).
+
+    Call these in ``open``/``prepare`` and keep the handle; asking again for a name gives the
+    same handle. A bad name, or one name defined twice differently, raises TopologyError.
+    """
+
+    def counter(self, name: str, help: str) -> MetricCounter: ...
+
+    def gauge(self, name: str, help: str) -> MetricGauge: ...
+
+    def histogram(self, name: str, help: str, buckets: Sequence[float] | None = None) -> MetricHistogram: ...
+
+
 class TaskContext(Protocol):
     """What a task may ask about its place in the topology (`TopologyContext` is the runtime's)."""
 
@@ -125,6 +169,11 @@ class TaskContext(Protocol):
 
     @property
     def topology_name(self) -> str: ...
+
+    @property
+    def metrics(self) -> TaskMetrics:
+        """This task's user metrics (counters, gauges, histograms under its component's labels)."""
+        ...
 
     def tasks_of(self, component: str) -> tuple[int, ...]: ...
 

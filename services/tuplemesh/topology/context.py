@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from tuplemesh.metrics.user import TaskMetrics, UserMetrics
 from tuplemesh.topology.assignment import Assignment
 from tuplemesh.topology.builder import Topology
 from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields
@@ -23,6 +25,14 @@ class TopologyContext:
     component_id: str
     worker_index: int
     conf: Mapping[str, Any]
+    #: The worker's user metrics (exported on its /metrics); a context built on its own gets
+    #: a registry nothing exports.
+    user_metrics: UserMetrics = field(default_factory=UserMetrics, compare=False, repr=False)
+
+    @cached_property
+    def metrics(self) -> TaskMetrics:
+        """This task's user metrics: counters, gauges, histograms under its component's labels."""
+        return self.user_metrics.for_task(self.component_id, self.task_id)
 
     @property
     def component_tasks(self) -> tuple[int, ...]:

@@ -99,7 +99,9 @@ class TransferBatchEncoder:
         # 6: session, fixed64 (little-endian)
         self._session = b"\x31" + struct.pack("<Q", session) if session else b""
 
-    def encode(self, sequence: int, packed: bytes, ack_requested: bool) -> bytes:
+    def encode(
+        self, sequence: int, packed: bytes, ack_requested: bool, trace_context: dict[str, str] | None = None
+    ) -> bytes:
         parts = [self._head]
         if sequence:
             parts.append(b"\x18" + _varint(sequence))  # 3: sequence, varint
@@ -109,4 +111,9 @@ class TransferBatchEncoder:
         parts.append(self._session)
         if ack_requested:
             parts.append(b"\x38\x01")  # 7: ack_requested, varint
+        if trace_context:  # 8: map<string, string>, one length-delimited entry {1: key, 2: value} each
+            for key, value in trace_context.items():
+                k, v = key.encode(), value.encode()
+                entry = b"\x0a" + _varint(len(k)) + k + b"\x12" + _varint(len(v)) + v
+                parts.append(b"\x42" + _varint(len(entry)) + entry)
         return b"".join(parts)

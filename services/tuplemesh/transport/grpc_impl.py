@@ -37,6 +37,7 @@ from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
+from tuplemesh.tracing import attach_carrier, detach
 from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import TransferBatchEncoder, unpack_batch
 from tuplemesh.transport.session import ReceiverSession, StreamState
@@ -118,6 +119,8 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 self._reject(
                     context, grpc.StatusCode.INVALID_ARGUMENT, f"malformed batch {batch.sequence}: {exc}"
                 )
+            # a traced sender's context is current while the receive path publishes the batch
+            traced = attach_carrier(batch.trace_context) if batch.trace_context else None
             try:
                 ack = session.receive(
                     stream,
@@ -132,6 +135,9 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
             except ReceiverStoppedError as exc:
                 # no ack: the sender keeps the batch and resends it after reconnecting
                 context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+            finally:
+                if traced is not None:
+                    detach(traced)
             if ack is None:
                 continue
             if ack.gap:
@@ -208,6 +214,11 @@ class GrpcConnection(WindowedConnection):
     def _item(self, sequence: int, packed: bytes) -> bytes:
         return packed  # framed by the stream thread, with the ack request known only then
 
+    def _traced_item(
+        self, sequence: int, packed: bytes, carrier: dict[str, str]
+    ) -> tuple[bytes, dict[str, str]]:
+        return packed, carrier  # the stream thread frames it with its trace context
+
     def _requests(self, attempt: _Attempt) -> Iterator[bytes]:
         """Request stream of one attempt: every unacknowledged batch in order, then new ones,
         each the serialized TransferBatch."""
@@ -217,13 +228,14 @@ class GrpcConnection(WindowedConnection):
             found = self.window.next_to_send(position, lambda: attempt.alive)
             if found is None:
                 return
-            position, packed = found
+            position, item = found
+            packed, carrier = item if item.__class__ is tuple else (item, None)
             if position <= self._highest_sent:
                 self.resent_batches += 1  # this batch went out on an earlier stream
             else:
                 self._highest_sent = position
             # nothing queued behind it: ask for an ack now rather than at the next multiple
-            message = encode(position, packed, position + 1 >= self.window.next_seq)
+            message = encode(position, packed, position + 1 >= self.window.next_seq, carrier)
             position += 1
             self.sent_batches += 1
             yield message

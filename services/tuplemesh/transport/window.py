@@ -14,8 +14,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from tuplemesh import tracing
 from tuplemesh.errors import TransportError
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import OnCongestion, TaskMessage
@@ -173,6 +175,7 @@ class WindowedConnection:
         self.retargets = 0
         self.lost_on_close = 0
         self.unknown_tasks = 0
+        self.traced = tracing.tracer() is not None  # decided once: no per-batch check when off
 
     def stats(self) -> ConnectionStats:
         """A snapshot of the counters (each read once; any thread)."""
@@ -195,10 +198,20 @@ class WindowedConnection:
         """The window item for one packed batch with ``sequence``."""
         raise NotImplementedError
 
+    def _traced_item(self, sequence: int, packed: bytes, carrier: dict[str, str]) -> Any:
+        """``_item`` carrying W3C trace context, where the transport's items have room for it."""
+        return self._item(sequence, packed)
+
     def send(self, batch: list[TaskMessage]) -> None:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
+        # sent inside a transfer span (tracing on): its context travels with every batch
+        carrier = tracing.current_carrier() if self.traced else None
         for packed, tuples in pack_within(batch, self.max_payload):
             self.sent_bytes += len(packed)
+            if carrier:
+                traced = partial(self._traced_item, packed=packed, carrier=carrier)
+                self.window.add(traced, len(packed), tuples)
+                continue
             self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed), tuples)  # type: ignore[misc]
         self.sent_tuples += tuples_in(batch)
 

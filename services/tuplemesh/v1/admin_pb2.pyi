@@ -328,3 +328,37 @@ class DrainResponse(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     state: str
     def __init__(self, state: _Optional[str] = ...) -> None: ...
+
+class WatchTuplesRequest(_message.Message):
+    __slots__ = ("component", "stream", "sample_rate", "max_per_second", "emitted")
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_RATE_FIELD_NUMBER: _ClassVar[int]
+    MAX_PER_SECOND_FIELD_NUMBER: _ClassVar[int]
+    EMITTED_FIELD_NUMBER: _ClassVar[int]
+    component: str
+    stream: str
+    sample_rate: float
+    max_per_second: float
+    emitted: bool
+    def __init__(self, component: _Optional[str] = ..., stream: _Optional[str] = ..., sample_rate: _Optional[float] = ..., max_per_second: _Optional[float] = ..., emitted: _Optional[bool] = ...) -> None: ...
+
+class SampledTuple(_message.Message):
+    __slots__ = ("component", "task", "source_component", "source_task", "stream", "values_json", "timestamp", "skipped")
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TASK_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
+    VALUES_JSON_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    component: str
+    task: int
+    source_component: str
+    source_task: int
+    stream: str
+    values_json: str
+    timestamp: float
+    skipped: int
+    def __init__(self, component: _Optional[str] = ..., task: _Optional[int] = ..., source_component: _Optional[str] = ..., source_task: _Optional[int] = ..., stream: _Optional[str] = ..., values_json: _Optional[str] = ..., timestamp: _Optional[float] = ..., skipped: _Optional[int] = ...) -> None: ...

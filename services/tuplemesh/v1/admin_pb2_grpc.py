@@ -64,6 +64,11 @@ class AdminStub:
                 request_serializer=tuplemesh_dot_v1_dot_admin__pb2.DrainRequest.SerializeToString,
                 response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.DrainResponse.FromString,
                 _registered_method=True)
+        self.WatchTuples = channel.unary_stream(
+                '/tuplemesh.v1.Admin/WatchTuples',
+                request_serializer=tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.SerializeToString,
+                response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -118,6 +123,19 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchTuples(self, request, context):
+        """Server stream. A sample of the tuples one component's tasks on this worker take from their
+        inbox to execute, or (emitted) of the deliveries their emits make (Storm's event logger
+        without a UI): at most max_per_second per watcher, values as JSON text, until the client
+        cancels or the worker drains. Several watchers may watch at once; with none, sampling costs
+        nothing. NOT_FOUND for an unknown component or stream, or one with no task here;
+        FAILED_PRECONDITION for the executed tuples of a spout (it executes nothing: watch what it
+        emits); INVALID_ARGUMENT for a rate out of range. Retry by calling again (a sample, not a log).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +168,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Drain,
                     request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.DrainRequest.FromString,
                     response_serializer=tuplemesh_dot_v1_dot_admin__pb2.DrainResponse.SerializeToString,
+            ),
+            'WatchTuples': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTuples,
+                    request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.FromString,
+                    response_serializer=tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -314,6 +337,33 @@ class Admin:
             '/tuplemesh.v1.Admin/Drain',
             tuplemesh_dot_v1_dot_admin__pb2.DrainRequest.SerializeToString,
             tuplemesh_dot_v1_dot_admin__pb2.DrainResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchTuples(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/tuplemesh.v1.Admin/WatchTuples',
+            tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.SerializeToString,
+            tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.FromString,
             options,
             channel_credentials,
             insecure,

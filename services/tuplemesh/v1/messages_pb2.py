@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btuplemesh/v1/messages.proto\x12\x0ctuplemesh.v1\"?\n\x0bTaskMessage\x12\x0c\n\x04task\x18\x01 \x01(\x11\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x11\n\tbroadcast\x18\x03 \x01(\x08\"\xab\x01\n\rTransferBatch\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\x12\x0e\n\x06sender\x18\x02 \x01(\r\x12\x10\n\x08sequence\x18\x03 \x01(\x04\x12+\n\x08messages\x18\x04 \x03(\x0b\x32\x19.tuplemesh.v1.TaskMessage\x12\x0e\n\x06packed\x18\x05 \x01(\x0c\x12\x0f\n\x07session\x18\x06 \x01(\x06\x12\x15\n\rack_requested\x18\x07 \x01(\x08\"s\n\x0bTransferAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\x12\x15\n\runknown_tasks\x18\x03 \x03(\x11\x12\x12\n\nduplicates\x18\x04 \x01(\x04\x12\x17\n\x0f\x63ongested_tasks\x18\x05 \x03(\x11\x42\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btuplemesh/v1/messages.proto\x12\x0ctuplemesh.v1\"?\n\x0bTaskMessage\x12\x0c\n\x04task\x18\x01 \x01(\x11\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x11\n\tbroadcast\x18\x03 \x01(\x08\"\xa6\x02\n\rTransferBatch\x12\x13\n\x0btopology_id\x18\x01 \x01(\t\x12\x0e\n\x06sender\x18\x02 \x01(\r\x12\x10\n\x08sequence\x18\x03 \x01(\x04\x12+\n\x08messages\x18\x04 \x03(\x0b\x32\x19.tuplemesh.v1.TaskMessage\x12\x0e\n\x06packed\x18\x05 \x01(\x0c\x12\x0f\n\x07session\x18\x06 \x01(\x06\x12\x15\n\rack_requested\x18\x07 \x01(\x08\x12\x44\n\rtrace_context\x18\x08 \x03(\x0b\x32-.tuplemesh.v1.TransferBatch.TraceContextEntry\x1a\x33\n\x11TraceContextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"s\n\x0bTransferAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x0e\n\x06\x63redit\x18\x02 \x01(\r\x12\x15\n\runknown_tasks\x18\x03 \x03(\x11\x12\x12\n\nduplicates\x18\x04 \x01(\x04\x12\x17\n\x0f\x63ongested_tasks\x18\x05 \x03(\x11\x42\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -32,10 +32,14 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'tuplemesh.v1.messages_pb2',
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\017io.tuplemesh.v1P\001'
+  _globals['_TRANSFERBATCH_TRACECONTEXTENTRY']._loaded_options = None
+  _globals['_TRANSFERBATCH_TRACECONTEXTENTRY']._serialized_options = b'8\001'
   _globals['_TASKMESSAGE']._serialized_start=45
   _globals['_TASKMESSAGE']._serialized_end=108
   _globals['_TRANSFERBATCH']._serialized_start=111
-  _globals['_TRANSFERBATCH']._serialized_end=282
-  _globals['_TRANSFERACK']._serialized_start=284
-  _globals['_TRANSFERACK']._serialized_end=399
+  _globals['_TRANSFERBATCH']._serialized_end=405
+  _globals['_TRANSFERBATCH_TRACECONTEXTENTRY']._serialized_start=354
+  _globals['_TRANSFERBATCH_TRACECONTEXTENTRY']._serialized_end=405
+  _globals['_TRANSFERACK']._serialized_start=407
+  _globals['_TRANSFERACK']._serialized_end=522
 # @@protoc_insertion_point(module_scope)

@@ -17,7 +17,14 @@ class TaskMessage(_message.Message):
     def __init__(self, task: _Optional[int] = ..., payload: _Optional[bytes] = ..., broadcast: _Optional[bool] = ...) -> None: ...
 
 class TransferBatch(_message.Message):
-    __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session", "ack_requested")
+    __slots__ = ("topology_id", "sender", "sequence", "messages", "packed", "session", "ack_requested", "trace_context")
+    class TraceContextEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TOPOLOGY_ID_FIELD_NUMBER: _ClassVar[int]
     SENDER_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +32,7 @@ class TransferBatch(_message.Message):
     PACKED_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     ACK_REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     topology_id: str
     sender: int
     sequence: int
@@ -32,7 +40,8 @@ class TransferBatch(_message.Message):
     packed: bytes
     session: int
     ack_requested: bool
-    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ..., ack_requested: _Optional[bool] = ...) -> None: ...
+    trace_context: _containers.ScalarMap[str, str]
+    def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ..., ack_requested: _Optional[bool] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TransferAck(_message.Message):
     __slots__ = ("sequence", "credit", "unknown_tasks", "duplicates", "congested_tasks")

@@ -13,10 +13,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+from tuplemesh import tracing
 from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
 from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
@@ -24,6 +25,7 @@ from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
@@ -32,6 +34,7 @@ from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.sampling import TupleWatch
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -84,6 +87,8 @@ class ExecutorWiring:
     transfer_ring: RingBuffer[Any]
     new_serializer: Callable[[], Serializer]  # one serializer per thread
     congestion: CongestionMap | None  # per-task backpressure reports, None when it is off
+    #: the worker's user metrics (``context.metrics``), exported with its own on /metrics
+    user_metrics: UserMetrics = field(default_factory=UserMetrics)
 
 
 class Executor:
@@ -123,7 +128,7 @@ class Executor:
                 )
             self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
-                plan.topology, plan.assignment, task, spec.component, plan.index, conf
+                plan.topology, plan.assignment, task, spec.component, plan.index, conf, wiring.user_metrics
             )
         assert acking is not None  # an executor runs at least one task
         self.acking = acking
@@ -136,10 +141,20 @@ class Executor:
             deserializer, "deserialize_rows", None
         )
         enabled = settings.metrics_enabled
-        self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)  # per-tuple mean of each batch
+        # per tuple: each batch's mean, weighted by the tuples it executed (one timer per batch)
+        self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        #: OpenTelemetry (None: not tracing): execute spans here, emit spans in the outbox
+        self.tracer = tracing.tracer()
+        self.trace_attributes = {"tuplemesh.component": spec.component, "tuplemesh.worker": plan.index}
+        self.outbox.tracer = self.tracer
+        self.outbox.trace_attributes = self.trace_attributes
+        #: Admin.WatchTuples watchers; None while nobody watches (the per-batch check)
+        self.watches: tuple[TupleWatch, ...] | None = None
+        self.emit_watches: tuple[TupleWatch, ...] = ()  # offered by the outbox's flush hook
+        self._watches_lock = threading.Lock()
         self._loop_thread: threading.Thread | None = None
 
     @property
@@ -148,6 +163,69 @@ class Executor:
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
+
+    def _sample(
+        self, batch: Sequence[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
+    ) -> None:
+        """Offer the batch's tuples to the watchers. A payload from another worker is decoded
+        (again, apart from its execution, with errors left to it) only while one could send."""
+        component = self.spec.component
+        wall = time.time()
+        for task, item in batch:
+            kind = item.__class__
+            if kind is bytes:
+                if not any(w.ready(now) for w in watches):
+                    rows = self._deserialize_rows is not None and len(item) and item[0] == ROWS_MARKER
+                    for watch in watches:
+                        watch.pass_over(rows_count(item) if rows else 1, now)
+                    continue
+                tuples = self._peek(item)
+            elif kind is list:
+                tuples = item
+            else:
+                tuples = [item]
+            for tup in tuples:
+                for watch in watches:
+                    watch.offer(component, task, tup, now, wall)
+
+    def _peek(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a payload, for a watcher: none when it does not decode (uncounted here:
+        its execution counts it)."""
+        try:
+            if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
+                source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
+                component, stream, fields = self._stream_info[stream_id]
+                return [Tuple(values, source_task, component, stream, fields) for values in rows]
+            source_task, stream_id, values, _ = self._deserialize(payload)
+            component, stream, fields = self._stream_info[stream_id]
+        except (SerializationError, KeyError, ValueError, TypeError):
+            return []
+        return [Tuple(values, source_task, component, stream, fields)]
+
+    def add_watch(self, watch: TupleWatch, emitted: bool = False) -> None:
+        """Start offering ``watch`` the tuples this executor takes to execute, or (``emitted``)
+        the deliveries its emits make as its emit buffers are flushed. Any thread."""
+        with self._watches_lock:
+            if emitted:
+                self.emit_watches = (*self.emit_watches, watch)
+                self.outbox.watch = self._sample_emitted
+            else:
+                self.watches = (*(self.watches or ()), watch)
+
+    def remove_watch(self, watch: TupleWatch) -> None:
+        """Stop offering tuples to ``watch``; with no watch left, sampling costs nothing again."""
+        with self._watches_lock:
+            rest = tuple(w for w in self.watches or () if w is not watch)
+            self.watches = rest or None
+            self.emit_watches = tuple(w for w in self.emit_watches if w is not watch)
+            if not self.emit_watches:
+                self.outbox.watch = None
+
+    def _sample_emitted(self, buffer: list[tuple[int, Any]]) -> None:
+        """The outbox's hook while someone watches this executor's emits (its thread)."""
+        watches = self.emit_watches
+        if watches:
+            self._sample(buffer, watches, time.monotonic())
 
     def _final_flush(self) -> None:
         """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
@@ -299,12 +377,26 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
+            watches = self.watches
+            if watches is not None:
+                self._sample(batch, watches, start)
+            span: Any = None
+            if self.tracer is not None:  # a child of the hop that published the batch
+                span = self.tracer.start_span(
+                    tracing.EXECUTE, getattr(batch, "trace", None), attributes=self.trace_attributes
+                )
+                self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
+            executed_before = self.counters.executed
             if self.checkpoints is None:
                 self._execute_batch(batch)
             else:
                 self.checkpoints.on_batch(batch)
-            if batch:
-                self.execute_seconds.observe((time.monotonic() - start) / len(batch))
+            executed = self.counters.executed - executed_before
+            if executed:
+                self.execute_seconds.observe((time.monotonic() - start) / executed, executed)
+            if span is not None:
+                span.set_attribute("tuplemesh.tuples", executed)
+                span.end()
             if (
                 end_of_batch
                 and self.outbox.pending

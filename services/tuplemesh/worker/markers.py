@@ -8,10 +8,12 @@ __all__ = ["FLUSH", "STOP", "Batch", "Marker"]
 class Batch(list):
     """A batch of ``(task, tuple or payload)`` for one inbox, stamped when it was published."""
 
-    __slots__ = ("stamp",)
+    __slots__ = ("stamp", "trace")
 
     #: ``time.monotonic()`` when the batch was published into the inbox
     stamp: float
+    #: The OpenTelemetry context of the span that published it (set only while tracing)
+    trace: object
 
 
 class Marker:

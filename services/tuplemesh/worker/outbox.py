@@ -22,6 +22,7 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer, frame_rows
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
+from tuplemesh.tracing import EMIT, context_of
 from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import Batch
 
@@ -76,6 +77,14 @@ class Outbox:
         self._congestion = congestion
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
         self.before_flush: Callable[[], None] | None = None
+        #: OpenTelemetry: the tracer (None: not tracing), the span attributes of this executor,
+        #: and the context emit spans are children of (the batch being executed, if any)
+        self.tracer: Any = None
+        self.trace_attributes: dict[str, Any] = {}
+        self.trace_parent: Any = None
+        #: Admin.WatchTuples on emits: called with each buffer as it is flushed; None (the one
+        #: check per flush) while nobody watches
+        self.watch: Callable[[list[tuple[int, Any]]], None] | None = None
 
     def deliver(
         self,
@@ -289,14 +298,28 @@ class Outbox:
         # batch counted, so ``discard`` can report exactly what was lost.
         held = len(buf) + self._extra[dest]
         self._extra[dest] = 0  # the buffer is replaced below, whether the put succeeds or not
-        if dest < self._local_count:
-            self._buffers[dest] = Batch()
-            batch = cast(Batch, buf)  # the buffers of local destinations are Batches
-            batch.stamp = time.monotonic()
-            self._rings[dest].put(batch)
-        else:
-            self._buffers[dest] = []
-            self._transfer.put((self._workers[dest - self._local_count], buf))
+        if self.watch is not None:
+            self.watch(buf)
+        span: Any = None
+        if self.tracer is not None:
+            span = self.tracer.start_span(EMIT, self.trace_parent, attributes=self.trace_attributes)
+            span.set_attribute("tuplemesh.tuples", held)
+        try:
+            if dest < self._local_count:
+                self._buffers[dest] = Batch()
+                batch = cast(Batch, buf)  # the buffers of local destinations are Batches
+                batch.stamp = time.monotonic()
+                if span is not None:
+                    batch.trace = context_of(span)
+                self._rings[dest].put(batch)
+            else:
+                self._buffers[dest] = []
+                worker = self._workers[dest - self._local_count]
+                # a traced batch tells the transfer thread its emit span (its transfer span links it)
+                self._transfer.put((worker, buf) if span is None else (worker, buf, context_of(span)))
+        finally:
+            if span is not None:
+                span.end()
         self.pending -= held
 
     def flush(self) -> None:

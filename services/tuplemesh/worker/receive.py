@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from tuplemesh import tracing
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
@@ -60,6 +61,7 @@ class ReceivePath:
         self.shutdown_notice = threading.Event()
         self.refusing = False  # set when draining: batches are refused, not acknowledged
         self._unknown_log = RateLimitedLog(log, log_interval)
+        self.tracer = tracing.tracer()  # OpenTelemetry; None: not tracing
 
     def on_batch(self, batch: list[TaskMessage]) -> list[int]:
         """Publish ``batch`` into executor inboxes; returns the task ids this worker does not own.
@@ -90,8 +92,15 @@ class ReceivePath:
                 group[1].append(message)
         halted = 0
         now = time.monotonic()
+        span: Any = None
+        traced: Any = None
+        if self.tracer is not None:  # a child of the sender's transfer span, when it sent one
+            span = self.tracer.start_span(tracing.RECEIVE, attributes={"tuplemesh.tuples": len(batch)})
+            traced = tracing.context_of(span)
         for ring, messages in groups.values():
             messages.stamp = now
+            if span is not None:
+                messages.trace = traced
             try:
                 if self.overflow_limit:
                     self._put_or_overflow(ring, messages)
@@ -99,6 +108,8 @@ class ReceivePath:
                     ring.put(messages)
             except AlertError:  # the executor was halted: this worker is stopping
                 halted += len(messages)
+        if span is not None:
+            span.end()
         with self._lock:
             self.received += len(batch)
             self.unknown += len(rejected) + stray

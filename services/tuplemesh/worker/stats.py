@@ -86,7 +86,7 @@ class ExecutorSnapshot:
     dropped_on_stop: int = 0
     #: (task, tuple) deliveries its emits made, to any worker.
     delivered: int = 0
-    #: Execute time per tuple (each batch's mean, observed once per batch).
+    #: Execute time per tuple: each batch's mean, observed once per tuple it executed.
     execute_seconds: HistogramSnapshot = HistogramSnapshot()
     #: Time a batch waited in the inbox before its first tuple ran.
     inbox_wait: HistogramSnapshot = HistogramSnapshot()

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuplemesh import tracing
 from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
@@ -74,6 +75,9 @@ class TransferPath:
         self._peers_cond = threading.Condition()
         self._stopping = False
         self._pending: dict[int, list[TaskMessage]] = {}
+        #: OpenTelemetry (None: not tracing) and, per peer, the emit spans of the pending batches
+        self.tracer = tracing.tracer()
+        self._traces: dict[int, list[Any]] = {}
         self.sent_batches = 0
         self.sent_messages = 0
         self.sent_to: dict[int, int] = {}  # tuples per peer
@@ -189,7 +193,9 @@ class TransferPath:
 
     def on_event(self, item: Any, sequence: int, end_of_batch: bool) -> None:
         if item.__class__ is tuple:
-            worker, messages = item
+            worker, messages = item[0], item[1]
+            if len(item) == 3:  # traced: the emit span's context
+                self._traces.setdefault(worker, []).append(item[2])
             pending = self._pending.get(worker)
             if pending is None:
                 self._pending[worker] = pending = messages
@@ -212,6 +218,15 @@ class TransferPath:
         messages = self._pending.pop(worker, None)
         if not messages:
             return
+        traces = self._traces.pop(worker, None) if self._traces else None
+        if traces is None or self.tracer is None:
+            self._send_messages(worker, messages)
+            return
+        attributes = {"tuplemesh.peer": worker, "tuplemesh.tuples": len(messages)}
+        with tracing.current_span(self.tracer, tracing.TRANSFER, traces, attributes):
+            self._send_messages(worker, messages)  # the connection puts this span on the wire
+
+    def _send_messages(self, worker: int, messages: list[Any]) -> None:
         conn = self.connections.get(worker) or self._connection(worker)
         size = self.batch_size
         for start in range(0, len(messages), size):

@@ -19,6 +19,7 @@ from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
@@ -105,8 +106,15 @@ class Worker:
         self.congestion = CongestionMap() if queues.backpressure_enabled else None
         if self.congestion is not None:
             self.transfer.on_congestion = self.congestion.report
+        #: Counters, gauges and histograms the components define (``context.metrics``).
+        self.user_metrics = UserMetrics()
         wiring = ExecutorWiring(
-            plan, self.local_inbox_of_task, self.transfer_ring, self.new_serializer, self.congestion
+            plan,
+            self.local_inbox_of_task,
+            self.transfer_ring,
+            self.new_serializer,
+            self.congestion,
+            self.user_metrics,
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, wiring)

@@ -1,0 +1,131 @@
+"""Tuple sampling for Admin.WatchTuples: exact sampling, rate limits, and executors' watch lists."""
+
+from __future__ import annotations
+
+import json
+
+from tests.helpers import ListSpout, RecordingBolt
+from tuplemesh.config import Config
+from tuplemesh.topology import TopologyBuilder, Tuple
+from tuplemesh.worker.local_cluster import LocalCluster
+from tuplemesh.worker.sampling import BROADCAST_TASK, TupleWatch
+
+FIELDS = ("n",)
+
+
+def tup(n: int, stream: str = "default") -> Tuple:
+    return Tuple([n], 3, "source", stream, FIELDS)  # type: ignore[arg-type]
+
+
+def test_a_sample_rate_takes_evenly_spaced_tuples():
+    watch = TupleWatch(None, 0.25, 1000.0)
+    for n in range(20):
+        watch.offer("sink", 5, tup(n), now=1.0, wall=100.0)
+    samples = watch.take(0)
+    assert [json.loads(s.values_json) for s in samples] == [[3], [7], [11], [15], [19]]
+    assert (samples[0].component, samples[0].task, samples[0].source_task) == ("sink", 5, 3)
+    assert samples[0].timestamp == 100.0
+    assert watch.offered == 20 and watch.sent == 5
+
+
+def test_the_token_bucket_caps_a_burst_and_counts_what_it_skipped():
+    watch = TupleWatch(None, 1.0, 10.0)  # a bucket of one token, refilled 10 a second
+    for n in range(5):
+        watch.offer("sink", 1, tup(n), now=10.0, wall=0.0)
+    assert not watch.ready(10.0)
+    watch.offer("sink", None, tup(5), now=10.2, wall=0.0)  # the bucket refilled
+    samples = watch.take(0)
+    assert [json.loads(s.values_json)[0] for s in samples] == [0, 5]
+    assert [s.skipped for s in samples] == [0, 4]
+    assert samples[-1].task == BROADCAST_TASK
+
+
+def test_the_stride_spreads_samples_evenly_over_a_fast_stream():
+    watch = TupleWatch(None, 1.0, 4.0)
+    for n in range(200):  # 100 tuples a second for two seconds
+        watch.offer("sink", 1, tup(n), now=n * 0.01, wall=0.0)
+    samples = watch.take(0)
+    numbers = [json.loads(s.values_json)[0] for s in samples]
+    # the first window's burst is capped (24 skipped), then every 26th tuple or so: 4 a second
+    assert numbers == [0, 49, 74, 99, 124, 149, 174, 199]
+    assert [s.skipped for s in samples] == [0, 24, 0, 0, 0, 0, 0, 0]
+    assert watch.offered == 200 and watch.sent == 8
+
+
+def test_a_full_queue_skips_instead_of_blocking():
+    watch = TupleWatch(None, 1.0, 1000.0, capacity=2)
+    for n in range(4):
+        watch.offer("sink", 1, tup(n), now=1.0, wall=0.0)
+    assert [json.loads(s.values_json)[0] for s in watch.take(0)] == [0, 1]
+    watch.offer("sink", 1, tup(9), now=1.0, wall=0.0)
+    (late,) = watch.take(0)
+    assert late.skipped == 2
+
+
+def test_only_the_watched_stream_is_sampled_and_values_render_as_json():
+    watch = TupleWatch("errors", 1.0, 1000.0)
+    watch.offer("sink", 1, tup(1), now=1.0, wall=0.0)
+    watch.offer("sink", 1, Tuple([b"\x00", {"k": 1}], 3, "source", "errors", ("a", "b")), 1.0, 0.0)  # type: ignore[arg-type]
+    (sample,) = watch.take(0)
+    assert sample.stream == "errors"
+    assert json.loads(sample.values_json) == ["b'\\x00'", {"k": 1}]  # bytes shown as their repr
+    assert watch.offered == 1
+
+
+def test_executors_sample_what_they_execute_and_forget_watches():
+    b = TopologyBuilder("watched")
+    b.set_spout("source", ListSpout([[n] for n in range(40)], ["n"]))
+    b.set_bolt("sink", RecordingBolt(), parallelism=2).shuffle_grouping("source")
+    cluster = LocalCluster(b.build(), 1, Config({"messaging.transport": "local"}))
+    sinks = [e for e in cluster.workers[0].bolt_executors if e.spec.component == "sink"]
+    assert all(e.watches is None for e in sinks)  # nobody watches: the per-batch check finds None
+    every, half = TupleWatch(None, 1.0, 1000.0), TupleWatch(None, 0.5, 1000.0)
+    for executor in sinks:
+        executor.add_watch(every)
+        executor.add_watch(half)
+    cluster.start()
+    try:
+        assert cluster.run_until_done(30.0)
+    finally:
+        assert cluster.stop()
+    assert sorted(json.loads(s.values_json)[0] for s in every.take(0)) == list(range(40))
+    assert every.offered == 40 and half.offered == 40
+    assert half.sent == 20  # every second tuple offered, whichever executor offered it
+    for executor in sinks:
+        executor.remove_watch(every)
+        assert executor.watches == (half,)
+        executor.remove_watch(half)
+        assert executor.watches is None
+
+
+def test_payloads_passed_over_undecoded_count_as_skipped_when_no_stream_is_filtered():
+    every, errors_only = TupleWatch(None, 0.5, 1.0), TupleWatch("errors", 1.0, 1.0)
+    for watch in (every, errors_only):
+        watch.pass_over(7, now=1.0)
+    assert every.offered == 7 and errors_only.offered == 0
+    every.offer("sink", 1, tup(1), now=1.0, wall=0.0)  # the 8th: taken, with 3 skipped before it
+    (sample,) = every.take(0)
+    assert sample.skipped == 3
+
+
+def test_watching_emits_sees_every_delivery_local_and_to_other_workers():
+    b = TopologyBuilder("watched_emits")
+    b.set_spout("source", ListSpout([[n] for n in range(40)], ["n"]))
+    b.set_bolt("sink", RecordingBolt(), parallelism=2).shuffle_grouping("source")
+    cluster = LocalCluster(b.build(), 2, Config({"messaging.transport": "grpc"}))
+    (spout,) = [e for w in cluster.workers for e in w.spout_executors]
+    sink_tasks = set(cluster.workers[0].assignment.tasks_of("sink"))
+    emits = TupleWatch(None, 1.0, 1000.0)
+    spout.add_watch(emits, emitted=True)
+    assert spout.watches is None and spout.outbox.watch is not None
+    cluster.start()
+    try:
+        assert cluster.run_until_done(30.0)
+    finally:
+        assert cluster.stop()
+    samples = emits.take(0)
+    assert sorted(json.loads(s.values_json)[0] for s in samples) == list(range(40))
+    assert {s.task for s in samples} == sink_tasks  # deliveries to both workers' sink tasks
+    assert all(s.component == "source" and s.source_component == "source" for s in samples)
+    spout.remove_watch(emits)
+    assert spout.emit_watches == () and spout.outbox.watch is None
