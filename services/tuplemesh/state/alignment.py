@@ -41,6 +41,7 @@ from tuplemesh.state.protocol import (
 )
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.tuple import AnchoredTuple, Tuple
+from tuplemesh.worker.stats import AlignmentSnapshot
 
 __all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
 
@@ -157,6 +158,16 @@ class AlignedInput:
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
+
+    def snapshot(self) -> AlignmentSnapshot:
+        """Its counts now, for metrics and Admin. Any thread: each is one read of an int."""
+        return AlignmentSnapshot(
+            stale_dropped=self.stale_dropped,
+            alignments_given_up=self.alignments_given_up,
+            parts_stored=self.parts_stored,
+            parts_failed=self.parts_failed,
+            held_max=self.held_max,
+        )
 
     def tasks(self) -> dict[int, TaskAlignment]:
         return self._tasks
