@@ -12,7 +12,8 @@ One task per topology (``__checkpoint``), driven by ticks its worker puts into i
 - a checkpoint older than the timeout is abandoned.
 
 Checkpoint ``n`` is committed when every spout task and every stateful bolt task reported its
-part of ``n`` stored, in the current attempt; older parts are then pruned. A part that could not
+part of ``n`` stored, in the current attempt; older parts are then pruned, and each of those
+tasks gets ``[COMMIT, n, attempt]``. A part that could not
 be stored (`StoreUnavailable`) abandons ``n``; the next interval tries again.
 """
 
@@ -27,6 +28,7 @@ from tuplemesh.config import as_config
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
 from tuplemesh.state.protocol import (
+    COMMIT,
     CONTROL_STREAM,
     NO_CHECKPOINT,
     REPORT_STREAM,
@@ -163,6 +165,10 @@ class CoordinatorBolt(Bolt):
             self.last_duration = now - self._pending_since
             self._pending = None
             self._next_start = now + self._settings.interval_seconds
+            for reporter in sorted(self._expected):
+                self._collector.emit_direct(
+                    reporter, [COMMIT, checkpoint, self.attempt], stream=CONTROL_STREAM
+                )
 
     def _abandon(self, why: str) -> None:
         self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)
