@@ -14,6 +14,7 @@ from tuplemesh.config import Config
 from tuplemesh.state import MemoryStore, StoreUnavailable
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER, CoordinatorBolt
 from tuplemesh.state.protocol import (
+    COMMIT,
     CONTROL_STREAM,
     COORDINATOR,
     NO_CHECKPOINT,
@@ -109,6 +110,8 @@ def test_a_checkpoint_commits_only_once_every_spout_and_stateful_task_stored_its
     assert setup.committed() is None
     setup.report(1, 1, 5)
     assert setup.committed() == 1 and setup.bolt.report()["committed"] == 1
+    # every task that stored a part hears of the commit
+    assert setup.collector.take() == [(task, [COMMIT, 1, 1]) for task in (2, 3, 4, 5)]
     assert setup.tick(0.05) == []  # the next one waits an interval from the end of this one
     assert setup.tick(0.06) == [(4, [TRIGGER, 2, 1]), (5, [TRIGGER, 2, 1])]
 

@@ -7,22 +7,28 @@ Both are ordinary components, usable in any topology.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.acking.settings import AckingSettings
 from tuplemesh.gateway.export_log import ExportLog
-from tuplemesh.gateway.ingest import IngestQueue
+from tuplemesh.gateway.ingest import IngestEntry, IngestQueue
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TaskContext, Tuple
+from tuplemesh.state.base import KeyValueState
+from tuplemesh.state.components import ReplayableSpout, StatefulBolt
+from tuplemesh.topology import OutputFieldsDeclarer, TaskContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
 
 log = logging.getLogger(__name__)
 
+#: an ExportBolt task's state key: its log as of the checkpoint (``ExportLog.mark``)
+_LOG_KEY = "log"
 
-class IngestSpout(Spout):
+
+class IngestSpout(ReplayableSpout):
     """Emits the rows Gateway ``Publish`` puts into its bounded queue (one queue per task).
 
     ``name`` is what producers put in ``PublishRequest.component`` (use the component's name).
@@ -31,6 +37,11 @@ class IngestSpout(Spout):
     With acking on, every row is the root of a tuple tree and the Gateway acknowledges a request
     once all its rows' trees complete (a failed or timed-out row makes the producer retry).
     With acking off, a request is acknowledged once all its rows are emitted.
+
+    In a checkpointed topology a row is held only once a checkpoint with its effect commits: the
+    spout keeps the rows it emitted since (at most ``capacity`` more), acknowledges them when
+    that checkpoint commits, and emits them again after a rollback. A worker that dies takes its
+    unacknowledged rows with it; their producers publish them again elsewhere.
     """
 
     def __init__(self, name: str, fields: Sequence[str], capacity: int = 20_000, per_call: int = 200) -> None:
@@ -48,9 +59,18 @@ class IngestSpout(Spout):
         # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.queue = IngestQueue(self.capacity)
+        # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
+        self.checkpointed = False
+        self.instance = secrets.token_hex(8)  # positions of another process mean nothing here
+        self._uncommitted: list[IngestEntry] = []
+        self._base = 0  # the sequence number of _uncommitted[0]
+        self._cursor = 0  # the sequence number of the next row to emit
         GatewayRegistry.of(context.topology_name, context.worker_index).register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
+        if self.checkpointed:
+            self._emit_checkpointed()
+            return
         entries = self.queue.take(self.per_call)
         emit = self.emit
         if self.tracked:
@@ -63,6 +83,44 @@ class IngestSpout(Spout):
                 ticket.ack(index)
         self.emitted += len(entries)
 
+    def _emit_checkpointed(self) -> None:
+        """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.
+        No message ids: a rollback replays, and a commit acknowledges."""
+        emit, budget = self.emit, self.per_call
+        buffered = self._uncommitted
+        while budget and self._cursor < self._base + len(buffered):
+            emit(buffered[self._cursor - self._base][2])
+            self._cursor += 1
+            budget -= 1
+        room = self.capacity - len(buffered)
+        entries = self.queue.take(min(budget, room)) if budget and room > 0 else []
+        buffered.extend(entries)
+        for _, _, row in entries:
+            emit(row)
+        self._cursor += len(entries)
+        self.emitted += self.per_call - budget + len(entries)
+
+    def position(self) -> Any:
+        return [self.instance, self._cursor]
+
+    def rewind(self, position: Any) -> None:
+        self.checkpointed = True
+        if position is not None and position[0] == self.instance:
+            self._release(position[1])  # rows before it are in the checkpoint resumed from
+        self._cursor = self._base  # the rest had effects the rollback took back: again
+
+    def committed(self, position: Any) -> None:
+        if position[0] == self.instance:
+            self._release(position[1])
+
+    def _release(self, sequence: int) -> None:
+        """Acknowledge (to their producers) the rows before ``sequence``: their effect is committed."""
+        done = max(0, min(sequence - self._base, len(self._uncommitted)))
+        for ticket, index, _ in self._uncommitted[:done]:
+            ticket.ack(index)
+        del self._uncommitted[:done]
+        self._base += done
+
     def ack(self, msg_id: tuple[PublishTicket, int]) -> None:
         msg_id[0].ack(msg_id[1])
 
@@ -71,17 +129,25 @@ class IngestSpout(Spout):
         msg_id[0].fail(msg_id[1])
 
     def pending(self) -> int:
-        return len(self.queue)
+        return len(self.queue) + self._base + len(self._uncommitted) - self._cursor
 
     def report(self) -> Any:
-        return {"emitted": self.emitted, "queued": len(self.queue)}
+        report = {"emitted": self.emitted, "queued": len(self.queue)}
+        if self.checkpointed:  # rows waiting for a checkpoint with their effect to commit
+            report["uncommitted"] = len(self._uncommitted)
+        return report
 
 
-class ExportBolt(Bolt):
+class ExportBolt(StatefulBolt):
     """Keeps its input in a bounded in-memory log per task (= partition) with offsets.
 
     With acking on, a record is acked once it is in the log (so a Gateway producer's rows count
     as held when their records are exportable), and failed when it could not be exported.
+
+    In a checkpointed topology (one with another StatefulBolt: an ExportBolt alone does not make
+    one) the log is the task's checkpointed state: records become readable once a checkpoint
+    holding them commits, and after a rollback or a worker restart the log is the committed
+    checkpoint's, with its epoch and offsets, so a reader neither loses nor sees twice a record.
 
     Readers fetch by offset through the Gateway and ``Commit`` to let the log truncate. When the
     log holds ``retention`` records, ``execute`` waits for a commit: backpressure, not a drop.
@@ -89,6 +155,8 @@ class ExportBolt(Bolt):
     not exported: they are counted (``lost`` in the task's report) and logged.
     ``schema`` is the Spark DDL of a record (default: every field a string).
     """
+
+    checkpoints_topology = False
 
     def __init__(self, name: str, retention: int = 100_000, schema: str | None = None) -> None:
         self.name = name
@@ -128,6 +196,17 @@ class ExportBolt(Bolt):
                 self.retention,
             )
         self.lost += 1
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+        self.log.hold_back()
+        self.log.restore(state.get(_LOG_KEY))
+
+    def pre_checkpoint(self, checkpoint: int) -> None:
+        self.state[_LOG_KEY] = self.log.mark(checkpoint)
+
+    def checkpoint_committed(self, checkpoint: int) -> None:
+        self.log.checkpoint_committed(checkpoint)
 
     def report(self) -> Any:
         return {"start": self.log.start, "end": self.log.end, "lost": self.lost}

@@ -23,6 +23,11 @@ class ExportLog:
 
     Offsets start at 0 whenever a log starts (a restarted worker starts a new one), so each log
     has an ``epoch``: a reader's offset means something only in the log of its epoch.
+
+    In a checkpointed topology the log is part of the task's state (``hold_back``): a record is
+    readable only once a checkpoint that holds it has committed, so a rollback never takes back
+    a record a reader may have seen, and a restarted worker restores the log of the checkpoint
+    with its epoch and offsets (``restore``): a reader's offsets stay valid and nothing is lost.
     """
 
     def __init__(self, retention: int, epoch: int = 0) -> None:
@@ -33,22 +38,31 @@ class ExportLog:
         self.start = 0  # offset of the first retained record
         self._cond = threading.Condition()
         self.closed = False
+        #: held back: readers see offsets below this only; None: every record as it comes
+        self._readable: int | None = None
+        self._marks: dict[int, int] = {}  # checkpoint -> the log's end when its part was taken
 
     def __len__(self) -> int:
         return len(self._records) - self._head
 
     @property
     def end(self) -> int:
-        return self.start + len(self)
+        """The end of what readers may fetch."""
+        written = self.start + len(self)
+        return written if self._readable is None else self._readable
 
     def append(self, values: list[Any]) -> bool:
         """Append, waiting while the log is full (backpressure upstream) until a commit frees room.
+
+        Held-back records (not yet in a committed checkpoint: at most one checkpoint interval's
+        input) do not count against the retention: waiting for a reader to free room they take
+        would stop the checkpoint that makes them readable.
 
         False, without appending, when the log is full and closed: its worker stops, and waiting
         for a reader that may never come would hold the shutdown forever.
         """
         with self._cond:
-            while len(self) >= self.retention:
+            while self.end - self.start >= self.retention:
                 if self.closed:
                     return False
                 self._cond.wait()
@@ -60,8 +74,9 @@ class ExportLog:
         with self._cond:
             if start < self.start:
                 raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
+            end = self.end
             first = self._head + (start - self.start)
-            return self._records[first : first + limit], self.end
+            return self._records[first : first + max(0, min(limit, end - start))], end
 
     def commit(self, offset: int) -> int:
         """Forget records below ``offset``; returns the new start."""
@@ -79,4 +94,50 @@ class ExportLog:
         """Stop waiting for room: appends to a full log fail from now on. Any thread."""
         with self._cond:
             self.closed = True
+            self._cond.notify_all()
+
+    # -- as checkpointed state ---------------------------------------------------------------
+    def hold_back(self) -> None:
+        """From now on a record is readable only once a checkpoint holding it commits."""
+        with self._cond:
+            if self._readable is None:
+                self._readable = self.start + len(self)
+
+    def mark(self, checkpoint: int) -> list[Any]:
+        """The log as the part of ``checkpoint``: ``[epoch, start, records]`` (retained records,
+        held-back ones included); ``checkpoint_committed`` makes them readable."""
+        with self._cond:
+            self._marks[checkpoint] = self.start + len(self)
+            return [self.epoch, self.start, self._records[self._head :]]
+
+    def checkpoint_committed(self, checkpoint: int) -> None:
+        """Records up to the mark of ``checkpoint`` become readable."""
+        with self._cond:
+            end = self._marks.pop(checkpoint, None)
+            for older in [n for n in self._marks if n < checkpoint]:
+                del self._marks[older]  # abandoned checkpoints: their marks never commit
+            if end is not None and self._readable is not None and end > self._readable:
+                self._readable = end
+                self._cond.notify_all()
+
+    def restore(self, part: list[Any] | None) -> None:
+        """Go back to the committed checkpoint whose ``mark`` was ``part`` (None: no checkpoint).
+
+        Records it does not hold were never readable and are dropped (the replay writes them
+        again). A log of the same epoch keeps its own records up to there (a reader may have
+        committed past the checkpoint's start); any other log takes the checkpoint's epoch,
+        offsets and records: the log of a restarted worker continues where readers left it.
+        """
+        with self._cond:
+            self._marks.clear()
+            if part is None:
+                end = self.start if self._readable is None else self._readable
+                end = min(end, self.start + len(self))
+            else:
+                epoch, start, records = part
+                end = start + len(records)
+                if epoch != self.epoch or end < self.start:
+                    self.epoch, self.start, self._records, self._head = epoch, start, list(records), 0
+            del self._records[self._head + (end - self.start) :]
+            self._readable = end
             self._cond.notify_all()

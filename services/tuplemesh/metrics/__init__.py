@@ -138,7 +138,7 @@ def _samples(
                 continue
             key = (str(getattr(item, naming)),)
             before = samples.get(key)
-            samples[key] = value if before is None else _add(before, value)
+            samples[key] = value if before is None else _add(before, value, export)
         return [label], samples
     value = _leaf(snapshot, path, export)
     if isinstance(value, dict):
@@ -148,10 +148,15 @@ def _samples(
 
 
 def _leaf(item: Any, path: str, export: Export) -> Any:
+    """The field at ``path``; None when it, or an optional part on the way, is absent."""
     for name in path.split("."):
+        if item is None:
+            return None
         item = getattr(item, name)
     return export.value(item) if export.value is not None and item is not None else item
 
 
-def _add(a: Any, b: Any) -> Any:
-    return a.merged(b) if isinstance(a, HistogramSnapshot) else a + b
+def _add(a: Any, b: Any, export: Export) -> Any:
+    if isinstance(a, HistogramSnapshot):
+        return a.merged(b)
+    return max(a, b) if export.combine == "max" else a + b

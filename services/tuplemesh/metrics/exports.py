@@ -3,8 +3,9 @@
 The collector builds every worker metric from this table and nothing else, and a test walks the
 snapshot's fields against it: a field is either here or listed as Admin-only in
 docs/operations.md. Where the field sits decides the labels besides ``worker``: fields of
-``executors`` are summed by ``component``, of ``queues`` labelled by ``queue``, of ``peers`` by
-``peer``; a mapping field is labelled by its key (``Export.key``).
+``executors`` are summed by ``component`` (or their maximum taken, ``Export.combine``), of
+``queues`` labelled by ``queue``, of ``peers`` by ``peer``; a mapping field is labelled by its
+key (``Export.key``). An optional part that is absent (None) gives no sample.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Export:
     key: str | None = None
     #: Turns the field's value into the sample (e.g. a state into 1 or 0).
     value: Callable[[Any], float] | None = None
+    #: How the values of one component's executors make its sample: a high-water mark takes the max.
+    combine: Literal["sum", "max"] = "sum"
 
 
 def _ready(state: str) -> float:
@@ -76,6 +79,28 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_inbox_wait_seconds",
         "Time a batch waited in an executor inbox before its first tuple ran.",
         "histogram",
+    ),
+    # checkpoint alignment, by (stateful or downstream-of-state) bolt component
+    "executors.alignment.stale_dropped": Export(
+        "tuplemesh_checkpoint_stale_tuples_dropped_total",
+        "Tuples of an earlier attempt dropped after a rollback (the rewound spouts send them again).",
+    ),
+    "executors.alignment.alignments_given_up": Export(
+        "tuplemesh_checkpoint_alignments_given_up_total",
+        "Checkpoints a task stopped aligning for (hold-back buffer full, or a newer barrier came).",
+    ),
+    "executors.alignment.parts_stored": Export(
+        "tuplemesh_checkpoint_parts_stored_total", "Task state parts of checkpoints stored."
+    ),
+    "executors.alignment.parts_failed": Export(
+        "tuplemesh_checkpoint_parts_failed_total",
+        "Task state parts the store refused or that could not be serialized (each abandons its checkpoint).",
+    ),
+    "executors.alignment.held_max": Export(
+        "tuplemesh_checkpoint_held_tuples_max",
+        "The most tuples one task held back at once while aligning barriers.",
+        "gauge",
+        combine="max",
     ),
     # queues, by queue
     "queues.depth": Export("tuplemesh_queue_depth_slots", "Slots in use (each holds a batch).", "gauge"),
@@ -167,6 +192,34 @@ EXPORTS: dict[str, Export] = {
     ),
     "transfer.batch_sizes": Export(
         "tuplemesh_transfer_batch_size_tuples", "Tuples per batch handed to the transport.", "histogram"
+    ),
+    # the checkpoint coordinator, on the worker that runs it
+    "checkpoints.attempt": Export(
+        "tuplemesh_checkpoint_attempt",
+        "The attempt the mesh runs: worker starts counted in the state store.",
+        "gauge",
+    ),
+    "checkpoints.rollbacks": Export(
+        "tuplemesh_checkpoint_rollbacks_total", "Rollbacks to the last committed checkpoint started."
+    ),
+    "checkpoints.committed": Export("tuplemesh_checkpoints_committed_total", "Checkpoints committed."),
+    "checkpoints.abandoned": Export(
+        "tuplemesh_checkpoints_abandoned_total",
+        "Checkpoints abandoned: timed out, a part not stored, or the store failing.",
+    ),
+    "checkpoints.store_errors": Export(
+        "tuplemesh_checkpoint_store_errors_total",
+        "State store calls of the coordinator that failed (checkpointing pauses meanwhile).",
+    ),
+    "checkpoints.last_committed": Export(
+        "tuplemesh_checkpoint_last_committed",
+        "The number of the newest committed checkpoint (-1 before the first).",
+        "gauge",
+    ),
+    "checkpoints.last_duration_seconds": Export(
+        "tuplemesh_checkpoint_last_duration_seconds",
+        "Trigger to commit of the newest committed checkpoint.",
+        "gauge",
     ),
     # gateway and discovery
     "export_lost": Export(

@@ -7,11 +7,16 @@ the same fields the same way whether the workers run in this process or behind g
 
 from __future__ import annotations
 
+from dataclasses import fields
+from typing import Any, TypeVar
+
 from tuplemesh.discovery.base import DiscoveryStats
 from tuplemesh.transport.stats import BindingStats, ConnectionStats
 from tuplemesh.v1 import admin_pb2
 from tuplemesh.worker.stats import (
     EXECUTOR_COUNTERS,
+    AlignmentSnapshot,
+    CheckpointSnapshot,
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -22,6 +27,9 @@ from tuplemesh.worker.stats import (
 )
 
 __all__ = ["snapshot_from_proto", "snapshot_to_proto"]
+
+M = TypeVar("M")
+S = TypeVar("S")
 
 
 def snapshot_to_proto(
@@ -45,6 +53,7 @@ def snapshot_to_proto(
                 finished=e.finished,
                 execute_seconds=_histogram_to_proto(e.execute_seconds),
                 inbox_wait=_histogram_to_proto(e.inbox_wait),
+                alignment=_fields_to_proto(e.alignment, admin_pb2.AlignmentStatus),
                 **e.counters(),
             )
             for e in s.executors
@@ -103,6 +112,7 @@ def snapshot_to_proto(
             api_errors=s.discovery.api_errors,
             endpoint_problems=s.discovery.endpoint_problems,
         ),
+        checkpoints=_fields_to_proto(s.checkpoints, admin_pb2.CheckpointStatus),
         consumed=s.consumed,
         delivered=s.delivered,
         injected=s.injected,
@@ -132,6 +142,9 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                 finished=e.finished,
                 execute_seconds=_histogram_from_proto(e.execute_seconds),
                 inbox_wait=_histogram_from_proto(e.inbox_wait),
+                alignment=(
+                    _fields_from_proto(e.alignment, AlignmentSnapshot) if e.HasField("alignment") else None
+                ),
                 **{name: getattr(e, name) for name in EXECUTOR_COUNTERS},
             )
             for e in status.executors
@@ -195,6 +208,11 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
             api_errors=status.discovery.api_errors,
             endpoint_problems=status.discovery.endpoint_problems,
         ),
+        checkpoints=(
+            _fields_from_proto(status.checkpoints, CheckpointSnapshot)
+            if status.HasField("checkpoints")
+            else None
+        ),
         consumed=status.consumed,
         delivered=status.delivered,
         injected=status.injected,
@@ -209,3 +227,14 @@ def _histogram_to_proto(histogram: HistogramSnapshot) -> admin_pb2.Histogram:
 
 def _histogram_from_proto(histogram: admin_pb2.Histogram) -> HistogramSnapshot:
     return HistogramSnapshot(tuple(histogram.bounds), tuple(histogram.counts), histogram.sum)
+
+
+def _fields_to_proto(snapshot: Any, message: type[M]) -> M | None:
+    """A flat snapshot (every field a number) as the proto message of the same field names."""
+    return (
+        None if snapshot is None else message(**{f.name: getattr(snapshot, f.name) for f in fields(snapshot)})
+    )
+
+
+def _fields_from_proto(message: Any, snapshot: type[S]) -> S:
+    return snapshot(**{f.name: getattr(message, f.name) for f in fields(snapshot)})  # type: ignore[arg-type]

@@ -14,6 +14,9 @@ Per task and per input channel (an upstream task), in arrival order:
   state as its part of ``n``, forwards barrier ``n`` and executes the held tuples. Holding is
   bounded (``topology.state.alignment.buffer.size``): past it the task gives ``n`` up.
 
+A stateful task's ``pre_checkpoint(n)`` runs just before its state is stored as its part of
+``n``, and ``checkpoint_committed(n)`` when the coordinator's ``[COMMIT, n, attempt]`` arrives.
+
 Tuples from tasks that are not inputs (Admin.Emit) run at once; they are outside any checkpoint.
 """
 
@@ -34,6 +37,8 @@ from tuplemesh.state.parts import load_part
 from tuplemesh.state.protocol import (
     BARRIER,
     BARRIER_STREAM,
+    COMMIT,
+    CONTROL_STREAM,
     NO_CHECKPOINT,
     REPORT_STREAM,
     ROLLBACK,
@@ -41,6 +46,7 @@ from tuplemesh.state.protocol import (
 )
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.tuple import AnchoredTuple, Tuple
+from tuplemesh.worker.stats import AlignmentSnapshot
 
 __all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
 
@@ -158,6 +164,16 @@ class AlignedInput:
         if self._store is not None:
             self._store.close()
 
+    def snapshot(self) -> AlignmentSnapshot:
+        """Its counts now, for metrics and Admin. Any thread: each is one read of an int."""
+        return AlignmentSnapshot(
+            stale_dropped=self.stale_dropped,
+            alignments_given_up=self.alignments_given_up,
+            parts_stored=self.parts_stored,
+            parts_failed=self.parts_failed,
+            held_max=self.held_max,
+        )
+
     def tasks(self) -> dict[int, TaskAlignment]:
         return self._tasks
 
@@ -181,12 +197,18 @@ class AlignedInput:
     def _feed_one(self, task: int | None, item: Tuple) -> None:
         """One tuple: a barrier or marker acts; data runs, is held behind a barrier, or is dropped."""
         counters = self._counters
-        if item.source_stream == BARRIER_STREAM:
+        stream = item.source_stream
+        if stream == BARRIER_STREAM:
             self._flush()  # everything before the signal runs before it acts
             counters.received += 1
             if task is not None:
                 self._on_signal(self._tasks[task], item)
             self._steady = all(t.steady for t in self._tasks.values())
+        elif stream == CONTROL_STREAM:
+            self._flush()
+            counters.received += 1
+            if task is not None:
+                self._on_commit(self._tasks[task], item)
         elif self._steady:
             self._run.append((task, item))  # not cached: a flush replaces the list
         elif task is not None:
@@ -254,6 +276,17 @@ class AlignedInput:
         if ta.arrived >= ta.inputs:
             self._complete(ta)
 
+    def _on_commit(self, ta: TaskAlignment, notice: Tuple) -> None:
+        """The coordinator committed a checkpoint this task stored a part of: tell the bolt."""
+        kind, checkpoint, attempt = notice.values
+        if kind != COMMIT or not ta.stateful or attempt != ta.attempt or ta.restore_error is not None:
+            return  # of an earlier attempt: the rollback since then decided what counts
+        try:
+            ta.bolt.checkpoint_committed(checkpoint)
+        except Exception as exc:
+            self._counters.errors += 1
+            log.error("checkpoint_committed of %s raised %r", ta.key, exc, exc_info=exc)
+
     def _complete(self, ta: TaskAlignment) -> None:
         """Barrier ``n`` arrived on every input: store the part, forward ``n``, run what was held."""
         checkpoint = ta.aligning
@@ -272,6 +305,13 @@ class AlignedInput:
 
     def _store_part(self, ta: TaskAlignment, checkpoint: int) -> bool:
         assert ta.state is not None
+        try:
+            ta.bolt.pre_checkpoint(checkpoint)
+        except Exception as exc:
+            self._counters.errors += 1
+            self.parts_failed += 1
+            log.error("pre_checkpoint of %s raised %r", ta.key, exc, exc_info=exc)
+            return False
         try:
             self._store_now().put_part(ta.key, checkpoint, ta.state.snapshot())
         except (StoreUnavailable, SerializationError) as exc:

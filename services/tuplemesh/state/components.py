@@ -19,8 +19,20 @@ class StatefulBolt(Bolt):
     the last checkpoint are discarded by a rollback and made again by the replay.
     """
 
+    #: Whether having this bolt makes a topology checkpointed. A bolt that only keeps state when
+    #: its topology is checkpointed anyway (the Gateway's ExportBolt) says False.
+    checkpoints_topology = True
+
     def init_state(self, state: KeyValueState) -> None:
         raise NotImplementedError
+
+    def pre_checkpoint(self, checkpoint: int) -> None:
+        """Called just before the state is stored as this task's part of ``checkpoint``: put
+        anything kept outside the state into it now (Storm 2's ``preCommit``)."""
+
+    def checkpoint_committed(self, checkpoint: int) -> None:
+        """``checkpoint`` (one this task stored a part of) is committed: what it holds can no
+        longer be rolled back, so its effects may be released to the outside world."""
 
 
 class ReplayableSpout(Spout):
@@ -38,3 +50,7 @@ class ReplayableSpout(Spout):
     def rewind(self, position: Any) -> None:
         """Continue from ``position`` (one ``position`` returned); None: from the very beginning."""
         raise NotImplementedError
+
+    def committed(self, position: Any) -> None:
+        """The checkpoint that stored ``position`` is committed: nothing emitted before it will
+        be asked for again (a source may release it, as a Kafka consumer commits its offset)."""

@@ -12,7 +12,8 @@ One task per topology (``__checkpoint``), driven by ticks its worker puts into i
 - a checkpoint older than the timeout is abandoned.
 
 Checkpoint ``n`` is committed when every spout task and every stateful bolt task reported its
-part of ``n`` stored, in the current attempt; older parts are then pruned. A part that could not
+part of ``n`` stored, in the current attempt; older parts are then pruned, and each of those
+tasks gets ``[COMMIT, n, attempt]``. A part that could not
 be stored (`StoreUnavailable`) abandons ``n``; the next interval tries again.
 """
 
@@ -27,6 +28,7 @@ from tuplemesh.config import as_config
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
 from tuplemesh.state.protocol import (
+    COMMIT,
     CONTROL_STREAM,
     NO_CHECKPOINT,
     REPORT_STREAM,
@@ -38,6 +40,7 @@ from tuplemesh.state.protocol import (
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.components import Bolt, BoltCollector, TaskContext
 from tuplemesh.topology.tuple import Tuple
+from tuplemesh.worker.stats import CheckpointSnapshot
 
 __all__ = ["ATTEMPT_COUNTER", "CHECKPOINT_COUNTER", "CoordinatorBolt", "register_attempt"]
 
@@ -64,6 +67,15 @@ class CoordinatorBolt(Bolt):
     def __init__(self, spouts: tuple[str, ...], reporters: tuple[str, ...]) -> None:
         self.spouts = spouts
         self.reporters = reporters
+        # counts, read by the worker's snapshot from any time on (before prepare too)
+        self.attempt = 0
+        self.restored_from = NO_CHECKPOINT
+        self.committed = 0
+        self.last_committed = NO_CHECKPOINT
+        self.last_duration = 0.0  # seconds from trigger to commit of the last committed one
+        self.abandoned = 0  # timed out, or a task could not store its part
+        self.store_errors = 0
+        self.rollbacks = 0
 
     def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: BoltCollector) -> None:
         self._collector = collector
@@ -76,17 +88,10 @@ class CoordinatorBolt(Bolt):
         self._store: StateStore | None = None
         interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
         self._errors = RateLimitedLog(log, interval, logging.ERROR)
-        self.attempt = 0
-        self.restored_from = NO_CHECKPOINT
         self._pending: int | None = None  # the checkpoint under way
         self._pending_since = 0.0
         self._stored: set[int] = set()
         self._next_start = 0.0  # monotonic time the next checkpoint may start
-        self.committed = 0
-        self.last_committed = NO_CHECKPOINT
-        self.abandoned = 0  # timed out, or a task could not store its part
-        self.store_errors = 0
-        self.rollbacks = 0
 
     def execute(self, tup: Tuple) -> None:
         stream = tup.source_stream
@@ -154,10 +159,16 @@ class CoordinatorBolt(Bolt):
             store = self._store_now()
             store.commit(self._topology, checkpoint)
             store.prune(self._topology, checkpoint)
+            now = time.monotonic()
             self.committed += 1
             self.last_committed = checkpoint
+            self.last_duration = now - self._pending_since
             self._pending = None
-            self._next_start = time.monotonic() + self._settings.interval_seconds
+            self._next_start = now + self._settings.interval_seconds
+            for reporter in sorted(self._expected):
+                self._collector.emit_direct(
+                    reporter, [COMMIT, checkpoint, self.attempt], stream=CONTROL_STREAM
+                )
 
     def _abandon(self, why: str) -> None:
         self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)
@@ -169,12 +180,25 @@ class CoordinatorBolt(Bolt):
         if self._store is not None:
             self._store.close()
 
+    def snapshot(self) -> CheckpointSnapshot:
+        """Its counts now, for metrics and Admin. Any thread: each is one read of an int."""
+        return CheckpointSnapshot(
+            attempt=self.attempt,
+            rollbacks=self.rollbacks,
+            committed=self.committed,
+            abandoned=self.abandoned,
+            store_errors=self.store_errors,
+            last_committed=self.last_committed,
+            last_duration_seconds=self.last_duration,
+        )
+
     def report(self) -> Any:
         return {
             "attempt": self.attempt,
             "restored_from": self.restored_from,
             "committed": self.committed,
             "last_committed": self.last_committed,
+            "last_duration_seconds": self.last_duration,
             "abandoned": self.abandoned,
             "store_errors": self.store_errors,
             "rollbacks": self.rollbacks,

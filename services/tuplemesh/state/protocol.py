@@ -4,8 +4,11 @@ A topology with a `StatefulBolt` gets, like the acker, system parts that every w
 identically:
 
 - a coordinator bolt ``__checkpoint`` (one task) that starts checkpoints and commits them;
-- ``__checkpoint_control`` (coordinator -> every spout task): ``[TRIGGER, n, attempt]`` starts
-  checkpoint ``n``; ``[ROLLBACK, c, attempt]`` rewinds to committed checkpoint ``c`` (-1: none);
+- ``__checkpoint_control`` (coordinator -> every spout task and stateful bolt task):
+  ``[TRIGGER, n, attempt]`` starts checkpoint ``n`` (spouts); ``[ROLLBACK, c, attempt]`` rewinds
+  to committed checkpoint ``c`` (-1: none, spouts); ``[COMMIT, n, attempt]`` says ``n`` is
+  committed (all), so a task can release what only ``n`` had to keep (a source's acks, an
+  export log's records held back from readers);
 - ``__barrier`` (every spout and bolt -> every task of every bolt subscribed to it, on any
   stream): ``[BARRIER, n, attempt]`` and the rollback marker ``[ROLLBACK, c, attempt]``. They
   are emitted through the same Outbox as the data, so on every path from one task to another
@@ -35,6 +38,7 @@ __all__ = [
     "BARRIER",
     "BARRIER_STREAM",
     "CHECKPOINT_STREAMS",
+    "COMMIT",
     "CONTROL_STREAM",
     "COORDINATOR",
     "NO_CHECKPOINT",
@@ -57,6 +61,7 @@ CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM, T
 #: kinds (first value) on the control and barrier streams
 TRIGGER = BARRIER = 0
 ROLLBACK = 1
+COMMIT = 2
 #: the checkpoint of a rollback when none was ever committed: start from the beginning
 NO_CHECKPOINT = -1
 

@@ -2,8 +2,9 @@
 
 It wraps the user's spout: it emits nothing until the coordinator has said which checkpoint
 the mesh starts from (and a `ReplayableSpout` has rewound to its position there), stores the
-spout's position and emits the barrier when a checkpoint starts, and emits the rollback marker
-when an attempt begins. Everything else is the user's spout, called as is.
+spout's position and emits the barrier when a checkpoint starts, emits the rollback marker
+when an attempt begins, and hands a `ReplayableSpout` the position of each checkpoint that
+commits (``committed``). Everything else is the user's spout, called as is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tuplemesh.state.parts import load_part
 from tuplemesh.state.protocol import (
     BARRIER,
     BARRIER_STREAM,
+    COMMIT,
     NO_CHECKPOINT,
     REPORT_STREAM,
     ROLLBACK,
@@ -66,6 +68,7 @@ class CheckpointedSpout(Spout):
         self._wanted: tuple[int, int] | None = None  # (checkpoint, attempt) a failed rewind retries
         self._retry_at = 0.0
         self.checkpoints = 0  # parts stored
+        self._positions: dict[int, Any] = {}  # checkpoint -> position stored, until it commits
         self.failed_parts = 0
         self.restore_error: str | None = None
         self.spout.open(conf, context, collector)
@@ -79,6 +82,8 @@ class CheckpointedSpout(Spout):
             return self._roll_back(checkpoint, attempt)
         if kind == TRIGGER:
             self._checkpoint(checkpoint, attempt)
+        elif kind == COMMIT:
+            self._committed(checkpoint, attempt)
         return False
 
     def _store_now(self) -> StateStore:
@@ -104,6 +109,7 @@ class CheckpointedSpout(Spout):
             self._retry_at = time.monotonic() + _RETRY_SECONDS
             return True
         self.attempt, self.ready, self._wanted, self.restore_error = attempt, True, None, None
+        self._positions.clear()  # checkpoints of the attempt that ended never commit
         for task in self._downstream:
             self._collector.emit_direct(task, [ROLLBACK, checkpoint, attempt], stream=BARRIER_STREAM)
         return True
@@ -116,6 +122,8 @@ class CheckpointedSpout(Spout):
             position = self.spout.position() if self.replayable else None  # type: ignore[attr-defined]
             self._store_now().put_part(self._key, checkpoint, encode_value(position))
             self.checkpoints += 1
+            if self.replayable:
+                self._positions[checkpoint] = position
         except (StoreUnavailable, SerializationError) as exc:
             stored = False
             self.failed_parts += 1
@@ -127,6 +135,17 @@ class CheckpointedSpout(Spout):
         self._collector.emit_direct(
             self._coordinator, [checkpoint, attempt, self._task, stored], stream=REPORT_STREAM
         )
+
+    def _committed(self, checkpoint: int, attempt: int) -> None:
+        if attempt != self.attempt or checkpoint not in self._positions:
+            return  # of an earlier attempt, or a part this task did not store
+        position = self._positions.pop(checkpoint)
+        for older in [n for n in self._positions if n < checkpoint]:
+            del self._positions[older]  # abandoned: never committed
+        try:
+            self.spout.committed(position)  # type: ignore[attr-defined]
+        except Exception as exc:  # user code: its errors must not stop the protocol
+            self._errors.log("spout %s: committed(%r) raised %r", self._key, position, exc)
 
     # -- the user's spout -------------------------------------------------------------------
     def next_tuple(self) -> None:

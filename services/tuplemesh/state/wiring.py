@@ -28,8 +28,11 @@ REPORT_OUT = {REPORT_STREAM: StreamDef(REPORT_FIELDS, direct=True)}
 
 
 def is_stateful(topology: Topology) -> bool:
-    """Whether ``topology`` is checkpointed: it has at least one StatefulBolt."""
-    return any(isinstance(spec.prototype, StatefulBolt) for spec in topology.components.values())
+    """Whether ``topology`` is checkpointed: it has at least one StatefulBolt that asks for it."""
+    return any(
+        isinstance(spec.prototype, StatefulBolt) and spec.prototype.checkpoints_topology
+        for spec in topology.components.values()
+    )
 
 
 def with_checkpointing(topology: Topology) -> Topology:
@@ -58,6 +61,7 @@ def with_checkpointing(topology: Topology) -> Topology:
             continue
         if name in stateful:
             streams.update(REPORT_OUT)
+            inputs = (*inputs, Subscription(COORDINATOR, CONTROL_STREAM, direct))  # COMMIT notices
         components[name] = replace(spec, streams=streams, inputs=inputs)
     components[COORDINATOR] = ComponentSpec(
         name=COORDINATOR,

@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self, include_reports: _Optional[bool] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait")
+    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait", "alignment")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
@@ -32,6 +32,7 @@ class ExecutorStatus(_message.Message):
     SPOUT_ERRORS_FIELD_NUMBER: _ClassVar[int]
     EXECUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     INBOX_WAIT_FIELD_NUMBER: _ClassVar[int]
+    ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
     name: str
     component: str
     tasks: _containers.RepeatedScalarFieldContainer[int]
@@ -50,7 +51,40 @@ class ExecutorStatus(_message.Message):
     spout_errors: int
     execute_seconds: Histogram
     inbox_wait: Histogram
-    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+    alignment: AlignmentStatus
+    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ..., alignment: _Optional[_Union[AlignmentStatus, _Mapping]] = ...) -> None: ...
+
+class AlignmentStatus(_message.Message):
+    __slots__ = ("stale_dropped", "alignments_given_up", "parts_stored", "parts_failed", "held_max")
+    STALE_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    ALIGNMENTS_GIVEN_UP_FIELD_NUMBER: _ClassVar[int]
+    PARTS_STORED_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    HELD_MAX_FIELD_NUMBER: _ClassVar[int]
+    stale_dropped: int
+    alignments_given_up: int
+    parts_stored: int
+    parts_failed: int
+    held_max: int
+    def __init__(self, stale_dropped: _Optional[int] = ..., alignments_given_up: _Optional[int] = ..., parts_stored: _Optional[int] = ..., parts_failed: _Optional[int] = ..., held_max: _Optional[int] = ...) -> None: ...
+
+class CheckpointStatus(_message.Message):
+    __slots__ = ("attempt", "rollbacks", "committed", "abandoned", "store_errors", "last_committed", "last_duration_seconds")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    ROLLBACKS_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    ABANDONED_FIELD_NUMBER: _ClassVar[int]
+    STORE_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    LAST_COMMITTED_FIELD_NUMBER: _ClassVar[int]
+    LAST_DURATION_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    rollbacks: int
+    committed: int
+    abandoned: int
+    store_errors: int
+    last_committed: int
+    last_duration_seconds: float
+    def __init__(self, attempt: _Optional[int] = ..., rollbacks: _Optional[int] = ..., committed: _Optional[int] = ..., abandoned: _Optional[int] = ..., store_errors: _Optional[int] = ..., last_committed: _Optional[int] = ..., last_duration_seconds: _Optional[float] = ...) -> None: ...
 
 class Histogram(_message.Message):
     __slots__ = ("bounds", "counts", "sum")
@@ -147,7 +181,7 @@ class DiscoveryStatus(_message.Message):
     def __init__(self, relists: _Optional[int] = ..., watch_restarts: _Optional[int] = ..., api_errors: _Optional[int] = ..., endpoint_problems: _Optional[int] = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
-    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes")
+    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints")
     class ExportLostEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -185,6 +219,7 @@ class WorkerStatus(_message.Message):
     INJECTED_FIELD_NUMBER: _ClassVar[int]
     LOCAL_QUEUES_EMPTY_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
     topology: str
     worker: int
     workers: int
@@ -215,7 +250,8 @@ class WorkerStatus(_message.Message):
     injected: int
     local_queues_empty: bool
     batch_sizes: Histogram
-    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ...) -> None: ...
+    checkpoints: CheckpointStatus
+    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ...) -> None: ...
 
 class GetAssignmentRequest(_message.Message):
     __slots__ = ()

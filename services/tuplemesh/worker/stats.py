@@ -19,6 +19,8 @@ from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = [
     "EXECUTOR_COUNTERS",
+    "AlignmentSnapshot",
+    "CheckpointSnapshot",
     "ExecutorSnapshot",
     "HistogramSnapshot",
     "PeerSnapshot",
@@ -62,6 +64,39 @@ class HistogramSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class AlignmentSnapshot:
+    """A bolt executor's side of checkpointing (barrier alignment), summed over its tasks."""
+
+    #: Tuples sent in an earlier attempt (before a rollback), dropped: the rewound spouts resend them.
+    stale_dropped: int = 0
+    #: Checkpoints a task stopped aligning for (its hold-back buffer filled, or a newer barrier came).
+    alignments_given_up: int = 0
+    #: Parts of checkpoints stored, and parts the store refused (each abandons its checkpoint).
+    parts_stored: int = 0
+    parts_failed: int = 0
+    #: The most tuples one task held back at once while aligning (a high-water mark).
+    held_max: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointSnapshot:
+    """The checkpoint coordinator's counts (on the worker that runs it) since its worker started."""
+
+    #: The attempt it runs (worker starts counted in the store) and rollbacks it started.
+    attempt: int = 0
+    rollbacks: int = 0
+    committed: int = 0
+    #: Checkpoints given up: timed out, a part not stored, or the store failing mid-checkpoint.
+    abandoned: int = 0
+    #: Store calls that failed (each tick with the store down counts one).
+    store_errors: int = 0
+    #: The number of the newest checkpoint it committed, -1 before its first.
+    last_committed: int = -1
+    #: From trigger to commit of the newest committed checkpoint.
+    last_duration_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutorSnapshot:
     """One executor: who it is and every counter of its ``ExecutorCounters``."""
 
@@ -90,6 +125,8 @@ class ExecutorSnapshot:
     execute_seconds: HistogramSnapshot = HistogramSnapshot()
     #: Time a batch waited in the inbox before its first tuple ran.
     inbox_wait: HistogramSnapshot = HistogramSnapshot()
+    #: Bolts of a checkpointed topology that align barriers; None for every other executor.
+    alignment: AlignmentSnapshot | None = None
 
     def counters(self) -> dict[str, int]:
         """The integer counters by name (what a component total sums)."""
@@ -172,6 +209,8 @@ class WorkerSnapshot:
     #: Records ExportBolt tasks could not export at stop (their log was full), by component.
     export_lost: dict[str, int] = field(default_factory=dict)
     discovery: DiscoveryStats = field(default_factory=DiscoveryStats)
+    #: The checkpoint coordinator's counts, on the one worker that runs it; None elsewhere.
+    checkpoints: CheckpointSnapshot | None = None
     #: Tuples this worker consumed (executed, undecodable, unknown task, lost in transfer).
     consumed: int = 0
     #: Tuple deliveries made here: executors' emits and Admin.Emit injections.
@@ -216,10 +255,15 @@ def field_paths(cls: type[Any] = WorkerSnapshot, prefix: str = "") -> Iterator[s
 
 
 def _nested_dataclass(cls: type[Any], name: str) -> type[Any] | None:
-    """The dataclass a field holds (directly or as ``tuple[X, ...]``), else None."""
+    """The dataclass a field holds (directly, as ``tuple[X, ...]`` or as ``X | None``), else None."""
     hint = typing.get_type_hints(cls)[name]
     args = typing.get_args(hint)
-    candidate = args[0] if typing.get_origin(hint) is tuple and args else hint
+    if typing.get_origin(hint) is tuple and args:
+        candidate = args[0]
+    elif type(None) in args:  # optional: the dataclass it holds when present
+        candidate = next(a for a in args if a is not type(None))
+    else:
+        candidate = hint
     if candidate is HistogramSnapshot or not (isinstance(candidate, type) and is_dataclass(candidate)):
         return None
     return candidate

@@ -21,6 +21,7 @@ from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import Serializer, load_serializer
+from tuplemesh.state.coordinator import CoordinatorBolt
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Binding, Context
@@ -31,6 +32,8 @@ from tuplemesh.worker.markers import FLUSH
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.stats import (
+    AlignmentSnapshot,
+    CheckpointSnapshot,
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -268,6 +271,7 @@ class Worker:
                 delivered=e.outbox.delivered,
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
+                alignment=_alignment(e),
                 **c,
             )
             for e, c in counters
@@ -312,6 +316,7 @@ class Worker:
             ),
             export_lost=self._export_lost(),
             discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
+            checkpoints=self._checkpoints(),
             consumed=consumed,
             delivered=delivered,
             injected=injected,
@@ -333,6 +338,14 @@ class Worker:
                 if isinstance(bolt, ExportBolt):
                     lost[executor.spec.component] = lost.get(executor.spec.component, 0) + bolt.lost
         return lost
+
+    def _checkpoints(self) -> CheckpointSnapshot | None:
+        """The checkpoint coordinator's counts when it runs here."""
+        for executor in self.bolt_executors:
+            for bolt in executor.bolts.values():
+                if isinstance(bolt, CoordinatorBolt):
+                    return bolt.snapshot()
+        return None
 
     def peers_connected(self) -> bool:
         """Every other worker has a connection that is up."""
@@ -359,3 +372,9 @@ class Worker:
         for executor in self.executors:
             out.setdefault(executor.spec.component, {}).update(executor.final_reports)
         return out
+
+
+def _alignment(executor: Executor) -> AlignmentSnapshot | None:
+    """An executor's checkpoint alignment counts when it aligns barriers."""
+    aligned = getattr(executor, "checkpoints", None)
+    return None if aligned is None else aligned.snapshot()

@@ -1,0 +1,192 @@
+"""The Gateway's components as checkpointed state: an ExportLog that holds records back until
+their checkpoint commits and restores with its epoch and offsets, and an IngestSpout that
+acknowledges rows when their checkpoint commits and replays them after a rollback."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tuplemesh.gateway.components import IngestSpout
+from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.gateway.ticket import PublishTicket
+
+_names = itertools.count()
+
+
+def held_back(*values: int) -> ExportLog:
+    log = ExportLog(100)
+    log.hold_back()
+    for value in values:
+        assert log.append([value])
+    return log
+
+
+def test_records_become_readable_when_the_checkpoint_holding_them_commits():
+    log = held_back(0, 1, 2)
+    assert log.fetch(0, 10) == ([], 0) and log.end == 0  # nothing committed yet
+    part = log.mark(1)
+    assert part == [log.epoch, 0, [[0], [1], [2]]]
+    log.append([3])  # after the barrier: belongs to the next checkpoint
+    log.checkpoint_committed(1)
+    assert log.fetch(0, 10) == ([[0], [1], [2]], 3)
+    assert log.fetch(1, 1) == ([[1]], 3)
+    assert log.commit(10) == 3  # a reader cannot commit past what it may read
+
+
+def test_an_abandoned_checkpoint_never_makes_its_records_readable():
+    log = held_back(0)
+    log.mark(1)  # abandoned: never commits
+    log.append([1])
+    log.mark(2)
+    log.checkpoint_committed(2)
+    assert log.fetch(0, 10) == ([[0], [1]], 2)
+    log.checkpoint_committed(1)  # a late notice of an older checkpoint changes nothing
+    assert log.end == 2
+
+
+def test_held_back_records_do_not_count_against_the_retention():
+    log = ExportLog(2)
+    log.hold_back()
+    for i in range(5):  # would block a plain log at 2: here the barrier behind them must pass
+        assert log.append([i])
+    log.mark(1)
+    log.checkpoint_committed(1)
+    assert log.end - log.start == 5
+    log.close()
+    assert log.append([5]) is False  # readable ones do: full, and closed
+
+
+def test_a_rollback_in_the_same_log_drops_what_the_checkpoint_does_not_hold():
+    log = held_back(0, 1)
+    part = log.mark(1)
+    log.checkpoint_committed(1)
+    assert log.commit(1) == 1  # a reader went on past the checkpoint's start
+    log.append([2])
+    log.append([3])
+    epoch = log.epoch
+    log.restore(part)
+    assert (log.epoch, log.start, log.end, len(log)) == (epoch, 1, 2, 1)
+    assert log.fetch(1, 10) == ([[1]], 2)
+    log.append(["replayed"])
+    log.mark(2)
+    log.checkpoint_committed(2)
+    assert log.fetch(1, 10) == ([[1], ["replayed"]], 3)
+
+
+def test_a_new_log_restores_the_checkpoint_with_its_epoch_and_offsets():
+    old = held_back(0, 1, 2)
+    old.mark(1)
+    old.checkpoint_committed(1)
+    old.commit(1)
+    part = old.mark(2)  # [epoch, 1, [[1], [2]]]
+    fresh = ExportLog(100)  # the restarted worker's
+    fresh.hold_back()
+    fresh.restore(part)
+    assert (fresh.epoch, fresh.start, fresh.end) == (old.epoch, 1, 3)
+    assert fresh.fetch(2, 10) == ([[2]], 3)  # a reader's offset in the old log is valid here
+
+
+def test_a_rollback_to_no_checkpoint_drops_every_held_back_record():
+    log = held_back(0, 1)
+    log.restore(None)
+    assert (log.start, log.end, len(log)) == (0, 0, 0)
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.emitted: list[Any] = []
+
+    def emit(self, values: list[Any], msg_id: Any = None) -> None:
+        assert msg_id is None  # checkpointed: replayed by rollback, not by acking
+        self.emitted.append(values[0])
+
+    def take(self) -> list[Any]:
+        emitted, self.emitted = self.emitted, []
+        return emitted
+
+
+@pytest.fixture
+def ingest() -> Iterator[tuple[IngestSpout, Collector]]:
+    topology = f"ingest-{next(_names)}"
+    registry = GatewayRegistry.attach(topology, 0)
+    spout = IngestSpout("rows", ["row"], capacity=4, per_call=3)
+    collector = Collector()
+    context = SimpleNamespace(topology_name=topology, worker_index=0)
+    spout.open({"topology.acker.executors": 1}, context, collector)  # type: ignore[arg-type]
+    spout.rewind(None)  # the runtime's first rollback: the topology is checkpointed
+    yield spout, collector
+    registry.close()
+
+
+def publish(spout: IngestSpout, *rows: str) -> PublishTicket:
+    ticket = PublishTicket(len(rows))
+    assert spout.queue.put(ticket, [[row] for row in rows], timeout=1.0)
+    return ticket
+
+
+def test_rows_are_acknowledged_when_the_checkpoint_with_their_effect_commits(ingest):
+    spout, collector = ingest
+    first = publish(spout, "a", "b")
+    spout.next_tuple()
+    assert collector.take() == ["a", "b"]
+    position = spout.position()  # checkpoint 1 stores it: a and b are before its barrier
+    second = publish(spout, "c")
+    spout.next_tuple()
+    assert collector.take() == ["c"]
+    assert not first.settled and not second.settled
+    spout.committed(position)
+    assert first.held and not second.settled  # c's effect is not in checkpoint 1
+    spout.committed(spout.position())
+    assert second.held
+
+
+def test_a_rollback_emits_again_every_row_after_the_checkpoint(ingest):
+    spout, collector = ingest
+    ticket = publish(spout, "a", "b", "c")
+    spout.next_tuple()
+    position = spout.position()
+    spout.next_tuple()  # nothing new
+    more = publish(spout, "d")
+    spout.next_tuple()
+    assert collector.take() == ["a", "b", "c", "d"]
+    spout.rewind(position)  # rolled back to the checkpoint holding a, b, c
+    assert ticket.held  # their checkpoint is the committed one resumed from
+    assert spout.pending() == 1
+    spout.next_tuple()
+    assert collector.take() == ["d"]
+    assert not more.settled
+    spout.rewind(None)  # nothing committed at all: d again
+    spout.next_tuple()
+    assert collector.take() == ["d"]
+
+
+def test_a_position_of_another_process_replays_everything_uncommitted(ingest):
+    spout, collector = ingest
+    publish(spout, "a")
+    spout.next_tuple()
+    collector.take()
+    spout.rewind(["another-process", 10])
+    spout.next_tuple()
+    assert collector.take() == ["a"]
+
+
+def test_at_most_capacity_rows_wait_for_a_commit(ingest):
+    spout, collector = ingest
+    tickets = [publish(spout, f"r{i}") for i in range(4)]
+    spout.next_tuple()
+    spout.next_tuple()
+    assert collector.take() == ["r0", "r1", "r2", "r3"]
+    late = publish(spout, "r4")
+    spout.next_tuple()
+    assert collector.take() == []  # four rows wait for a commit: the fifth stays queued
+    assert len(spout.queue) == 1
+    spout.committed(spout.position())
+    assert all(t.held for t in tickets)
+    spout.next_tuple()
+    assert collector.take() == ["r4"] and not late.settled
