@@ -1,0 +1,217 @@
+"""`WindowEngine`: which tuples form which window, and when a tuple is no longer needed.
+
+Pure bookkeeping, no clock and no I/O: the windowed bolt feeds it tuples with their timestamps
+and tells it how far time has got (the watermark under event time, the clock under processing
+time); the engine calls back with each window to evaluate and with the tuples no later window
+needs (to be acked).
+
+- Count windows: every ``slide`` tuples, the last ``length`` tuples form a window. Under event
+  time tuples count in timestamp order, once the watermark has passed them.
+- Duration windows: window ``k`` is ``[k*slide - length, k*slide)``; it is evaluated when time
+  reaches its end, if it holds any tuple. Bounds are computed as multiples of the slide, never
+  accumulated, so an edge falls on the same timestamp in every task and every run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from tuplemesh.topology.tuple import Tuple
+from tuplemesh.windowing.spec import WindowSpec
+from tuplemesh.windowing.window import Window
+
+__all__ = ["Entry", "EntryStore", "WindowEngine"]
+
+#: (timestamp, key, tuple): key is the tuple's arrival number in this task
+Entry = tuple[float, int, Tuple]
+
+
+def _timestamp(entry: Entry) -> float:
+    return entry[0]
+
+
+class EntryStore:
+    """Keeps the engine's tuples as plain values (for a checkpoint): key -> ``[timestamp, values,
+    source task, component, stream, release]``, ``release`` being the order in which a count
+    window counted it (None: not yet)."""
+
+    def __init__(self, entries: dict[int, list[Any]] | None = None) -> None:
+        self.entries: dict[int, list[Any]] = {} if entries is None else entries
+
+    def added(self, entry: Entry) -> None:
+        ts, key, tup = entry
+        self.entries[key] = [
+            ts,
+            list(tup.values),
+            tup.source_task,
+            tup.source_component,
+            tup.source_stream,
+            None,
+        ]
+
+    def released(self, key: int, order: int) -> None:
+        self.entries[key][5] = order
+
+    def removed(self, entries: list[Entry]) -> None:
+        for entry in entries:
+            self.entries.pop(entry[1], None)
+
+
+class WindowEngine:
+    """One task's windows. Executor thread only."""
+
+    def __init__(
+        self,
+        spec: WindowSpec,
+        on_window: Callable[[Window], None],
+        on_evict: Callable[[list[Tuple]], None],
+        store: EntryStore | None = None,
+    ) -> None:
+        self.spec = spec
+        self._on_window = on_window
+        self._on_evict = on_evict
+        self.store = store
+        self._length = spec.length_size
+        self._slide = spec.slide_size
+        self._count_only = spec.by_count and not spec.event_time
+        #: duration windows: every tuple held; event-time count windows: the tuples not yet counted
+        self.buffer: list[Entry] = []
+        self.counted: list[Entry] = []  # count windows: the tuples counted, the last ``length``
+        self.since_fire = 0
+        self.releases = 0  # count windows: tuples counted so far
+        self.next_k: int | None = None  # duration windows: the next window to evaluate
+        self.time: float | None = None  # how far time has got (the watermark under event time)
+        self.next_key = 0
+        self.previous: list[Tuple] = []
+        self.windows = 0  # windows evaluated
+
+    def __len__(self) -> int:
+        return len(self.buffer) + len(self.counted)
+
+    def is_late(self, timestamp: float) -> bool:
+        """Under event time, whether a tuple of this timestamp is behind the watermark."""
+        return self.time is not None and timestamp < self.time
+
+    def add(self, timestamp: float, tup: Tuple) -> None:
+        """Take ``tup`` (not late) into the windows."""
+        entry = (timestamp, self.next_key, tup)
+        self.next_key += 1
+        if self.store is not None:
+            self.store.added(entry)
+        if self._count_only:
+            self._count(entry)
+        else:
+            self.buffer.append(entry)
+
+    def advance(self, now: float) -> None:
+        """Time (the watermark, or the clock) reached ``now``: evaluate every window that ends
+        at or before it."""
+        if self.time is not None and now <= self.time:
+            return
+        self.time = now
+        if self._count_only:
+            return
+        if self.spec.by_count:  # event-time count windows: count what the watermark passed, in order
+            ready = [e for e in self.buffer if e[0] < now]
+            if ready:
+                self.buffer = [e for e in self.buffer if e[0] >= now]
+                ready.sort(key=_timestamp)
+                for entry in ready:
+                    self._count(entry)
+            return
+        self._fire_until(now)
+
+    # -- count windows ---------------------------------------------------------------------------
+    def _count(self, entry: Entry) -> None:
+        if self.store is not None:
+            self.store.released(entry[1], self.releases)
+        self.releases += 1
+        counted = self.counted
+        counted.append(entry)
+        self.since_fire += 1
+        if self.since_fire < self._slide:
+            return
+        self.since_fire = 0
+        self._evaluate(counted, None, None)
+        keep = int(self._length - self._slide)
+        gone = counted[: len(counted) - keep]
+        self.counted = counted[len(counted) - keep :]
+        self._evict(gone)
+
+    # -- duration windows ------------------------------------------------------------------------
+    def _first_window(self, timestamp: float) -> int:
+        """The first window holding ``timestamp``: the smallest k with k * slide > timestamp."""
+        slide = self._slide
+        k = math.floor(timestamp / slide) + 1
+        while k * slide <= timestamp:  # float division can land one window off
+            k += 1
+        while (k - 1) * slide > timestamp:
+            k -= 1
+        return k
+
+    def _fire_until(self, now: float) -> None:
+        slide, length = self._slide, self._length
+        sort = self.spec.event_time
+        while True:
+            if self.next_k is None:
+                if not self.buffer:
+                    return
+                self.next_k = self._first_window(min(e[0] for e in self.buffer))
+            end = self.next_k * slide
+            if end > now:
+                return
+            start = end - length
+            next_start = (self.next_k + 1) * slide - length
+            inside: list[Entry] = []
+            keep: list[Entry] = []
+            gone: list[Entry] = []
+            for entry in self.buffer:
+                ts = entry[0]
+                if start <= ts < end:
+                    inside.append(entry)
+                if ts < next_start:
+                    gone.append(entry)
+                else:
+                    keep.append(entry)
+            self.buffer = keep
+            if inside:
+                if sort:
+                    inside.sort(key=_timestamp)
+                self._evaluate(inside, start, end)
+            self._evict(gone)
+            self.next_k += 1
+            if not keep:
+                self.next_k = None
+            else:
+                first = self._first_window(min(e[0] for e in keep))
+                if first > self.next_k:
+                    self.next_k = first  # skip the empty windows of a gap
+
+    # -- both ------------------------------------------------------------------------------------
+    def _evaluate(self, entries: list[Entry], start: float | None, end: float | None) -> None:
+        tuples = [e[2] for e in entries]
+        self.windows += 1
+        window = Window(tuples, start, end, self.previous)
+        self.previous = tuples
+        self._on_window(window)
+
+    def _evict(self, entries: list[Entry]) -> None:
+        if not entries:
+            return
+        if self.store is not None:
+            self.store.removed(entries)
+        self._on_evict([e[2] for e in entries])
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    def export(self) -> list[Any]:
+        """The engine's counters as plain values (its tuples are in the EntryStore)."""
+        return [self.next_k, self.since_fire, self.releases, self.time, self.next_key, self.windows]
+
+    def restore(self, exported: list[Any], entries: list[Entry], released: dict[int, int]) -> None:
+        """Rebuild from ``export`` and the EntryStore's tuples (``released``: key -> count order)."""
+        self.next_k, self.since_fire, self.releases, self.time, self.next_key, self.windows = exported
+        self.buffer = [e for e in entries if e[1] not in released]
+        self.counted = sorted((e for e in entries if e[1] in released), key=lambda e: released[e[1]])
+        self.previous = []
