@@ -316,7 +316,7 @@ class StatefulWindowedBoltRunner(WindowedBoltRunner, StatefulBolt):
         return super()._new_engine(EntryStore() if store is None else store)
 
     def init_state(self, state: KeyValueState) -> None:
-        for _ts, _key, tup in (*self.engine.buffer, *self.engine.counted):
+        for _ts, _key, tup in self.engine.entries():
             if isinstance(tup, AnchoredTuple):  # of the attempt a rollback ended: its spout replays it
                 self.collector.fail(tup)
         self.failed.clear()

@@ -7,9 +7,10 @@ needs (to be acked).
 
 - Count windows: every ``slide`` tuples, the last ``length`` tuples form a window. Under event
   time tuples count in timestamp order, once the watermark has passed them.
-- Duration windows: window ``k`` is ``[k*slide - length, k*slide)``; it is evaluated when time
-  reaches its end, if it holds any tuple. Bounds are computed as multiples of the slide, never
-  accumulated, so an edge falls on the same timestamp in every task and every run.
+- Duration windows: time is cut into slide-long slots (slot ``s`` is ``[s*slide, (s+1)*slide)``);
+  window ``k`` is the ``length / slide`` slots before ``k*slide``. It is evaluated when time
+  reaches its end, if it holds any tuple. A tuple's slot is computed once, from its timestamp,
+  so an edge falls on the same tuple in every task and every run.
 """
 
 from __future__ import annotations
@@ -76,8 +77,12 @@ class WindowEngine:
         self._length = spec.length_size
         self._slide = spec.slide_size
         self._count_only = spec.by_count and not spec.event_time
-        #: duration windows: every tuple held; event-time count windows: the tuples not yet counted
+        #: event-time count windows: the tuples not yet counted
         self.buffer: list[Entry] = []
+        #: duration windows: the tuples held, by slot (a slide-long stretch of time)
+        self.slots: dict[int, list[Entry]] = {}
+        #: duration windows: how many slots a window spans
+        self._span = round(self._length / self._slide)
         self.counted: list[Entry] = []  # count windows: the tuples counted, the last ``length``
         self.since_fire = 0
         self.releases = 0  # count windows: tuples counted so far
@@ -88,11 +93,21 @@ class WindowEngine:
         self.windows = 0  # windows evaluated
 
     def __len__(self) -> int:
-        return len(self.buffer) + len(self.counted)
+        return len(self.buffer) + len(self.counted) + sum(len(s) for s in self.slots.values())
+
+    def entries(self) -> list[Entry]:
+        """Every tuple held, in no particular order."""
+        return [*self.buffer, *self.counted, *(e for s in self.slots.values() for e in s)]
 
     def is_late(self, timestamp: float) -> bool:
-        """Under event time, whether a tuple of this timestamp is behind the watermark."""
-        return self.time is not None and timestamp < self.time
+        """Under event time, whether a tuple of this timestamp came too late to be counted: it is
+        behind the watermark (count windows), or the first window it belongs to was evaluated
+        already (duration windows: its slot is behind the watermark's)."""
+        if self.time is None:
+            return False
+        if self.spec.by_count:
+            return timestamp < self.time
+        return self.slot(timestamp) < self.slot(self.time)
 
     def add(self, timestamp: float, tup: Tuple) -> None:
         """Take ``tup`` (not late) into the windows."""
@@ -102,8 +117,15 @@ class WindowEngine:
             self.store.added(entry)
         if self._count_only:
             self._count(entry)
-        else:
+        elif self.spec.by_count:
             self.buffer.append(entry)
+        else:
+            slot = self.slot(timestamp)
+            held = self.slots.get(slot)
+            if held is None:
+                self.slots[slot] = [entry]
+            else:
+                held.append(entry)
 
     def advance(self, now: float) -> None:
         """Time (the watermark, or the clock) reached ``now``: evaluate every window that ends
@@ -141,53 +163,37 @@ class WindowEngine:
         self._evict(gone)
 
     # -- duration windows ------------------------------------------------------------------------
-    def _first_window(self, timestamp: float) -> int:
-        """The first window holding ``timestamp``: the smallest k with k * slide > timestamp."""
-        slide = self._slide
-        k = math.floor(timestamp / slide) + 1
-        while k * slide <= timestamp:  # float division can land one window off
-            k += 1
-        while (k - 1) * slide > timestamp:
-            k -= 1
-        return k
+    def slot(self, timestamp: float) -> int:
+        """The slide-long slot ``timestamp`` falls in: slot ``s`` is ``[s*slide, (s+1)*slide)``.
+        Rounded first, so 0.3 s is in slot 3 of a 0.1 s slide although 0.3 / 0.1 < 3 in floats."""
+        return math.floor(round(timestamp / self._slide, 9))
 
     def _fire_until(self, now: float) -> None:
-        slide, length = self._slide, self._length
+        slots = self.slots
+        span = self._span
+        last = self.slot(now)  # window k (slots k-span .. k-1) ends at k*slide: due once k <= last
         sort = self.spec.event_time
         while True:
             if self.next_k is None:
-                if not self.buffer:
+                if not slots:
                     return
-                self.next_k = self._first_window(min(e[0] for e in self.buffer))
-            end = self.next_k * slide
-            if end > now:
+                self.next_k = min(slots) + 1
+            k = self.next_k
+            if k > last:
                 return
-            start = end - length
-            next_start = (self.next_k + 1) * slide - length
-            inside: list[Entry] = []
-            keep: list[Entry] = []
-            gone: list[Entry] = []
-            for entry in self.buffer:
-                ts = entry[0]
-                if start <= ts < end:
-                    inside.append(entry)
-                if ts < next_start:
-                    gone.append(entry)
-                else:
-                    keep.append(entry)
-            self.buffer = keep
+            if span == 1:
+                inside = slots.get(k - 1, [])
+            else:
+                inside = [e for s in range(k - span, k) for e in slots.get(s, ())]
             if inside:
                 if sort:
                     inside.sort(key=_timestamp)
-                self._evaluate(inside, start, end)
-            self._evict(gone)
-            self.next_k += 1
-            if not keep:
+                self._evaluate(inside, (k - span) * self._slide, k * self._slide)
+            self._evict(slots.pop(k - span, []))
+            if not slots:
                 self.next_k = None
-            else:
-                first = self._first_window(min(e[0] for e in keep))
-                if first > self.next_k:
-                    self.next_k = first  # skip the empty windows of a gap
+                return
+            self.next_k = max(k + 1, min(slots) + 1)  # skip the empty windows of a gap
 
     # -- both ------------------------------------------------------------------------------------
     def _evaluate(self, entries: list[Entry], start: float | None, end: float | None) -> None:
@@ -212,6 +218,12 @@ class WindowEngine:
     def restore(self, exported: list[Any], entries: list[Entry], released: dict[int, int]) -> None:
         """Rebuild from ``export`` and the EntryStore's tuples (``released``: key -> count order)."""
         self.next_k, self.since_fire, self.releases, self.time, self.next_key, self.windows = exported
-        self.buffer = [e for e in entries if e[1] not in released]
+        waiting = [e for e in entries if e[1] not in released]
+        self.buffer, self.slots = [], {}
+        if self.spec.by_count:
+            self.buffer = waiting
+        else:
+            for entry in waiting:
+                self.slots.setdefault(self.slot(entry[0]), []).append(entry)
         self.counted = sorted((e for e in entries if e[1] in released), key=lambda e: released[e[1]])
         self.previous = []

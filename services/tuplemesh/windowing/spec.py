@@ -56,6 +56,10 @@ class WindowSpec:
             )
         if self.slide_size > self.length_size:
             raise ValueError(f"window slide {self.slide} is longer than its length {self.length}")
+        if isinstance(self.length, Duration):
+            span = round(self.length_size / self.slide_size)
+            if abs(span * self.slide_size - self.length_size) > 1e-9 * self.length_size:
+                raise ValueError(f"window length {self.length} must be a whole number of slides {self.slide}")
         if self.lag < 0:
             raise ValueError(f"lag must be >= 0 seconds, got {self.lag!r}")
         if self.watermark_interval <= 0:
