@@ -209,13 +209,19 @@ def check(reports: Mapping[str, list[Any]]) -> tuple[bool, str]:
         averages.update(report["averages"])
     late = sorted(item for report in reports["late"] for item in report["late"])
     if late != want_late:
-        return False, f"late readings differ: got {len(late)}, want {len(want_late)}"
+        missing = [r for r in want_late if r not in late]
+        extra = [r for r in late if r not in want_late]
+        return (
+            False,
+            f"late readings differ: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}",
+        )
     wrong = {k for k in want_averages.keys() | averages.keys() if averages.get(k) != want_averages.get(k)}
     if wrong:
         key = sorted(wrong)[0]
         return (
             False,
-            f"{len(wrong)} averages differ, e.g. {key}: got {averages.get(key)}, want {want_averages.get(key)}",
+            f"{len(wrong)} averages differ, e.g. {key}: got {averages.get(key)}, "
+            f"want {want_averages.get(key)}",
         )
     return True, f"{len(averages)} window averages and {len(late)} late readings as expected"
 

@@ -110,6 +110,13 @@ class WindowedBolt:
         """The Bolt that runs this windowed bolt (``TopologyBuilder.set_bolt`` calls it)."""
         return WindowedBoltRunner(self)
 
+    @property
+    def watermark(self) -> float | None:
+        """This task's event-time watermark: None before every input task has sent (and under
+        processing time). Read it in ``execute_window`` or ``report``."""
+        runner = getattr(self, "_runner", None)
+        return None if runner is None else runner.watermark
+
 
 class StatefulWindowedBolt(WindowedBolt):
     """A windowed bolt whose windows in flight, watermark and ``init_state`` state are checkpointed
@@ -185,6 +192,7 @@ class WindowedBoltRunner(Bolt):
             if spec.idle_timeout is not None:
                 self._idle_ticks = max(1, math.ceil(spec.idle_timeout / spec.watermark_interval))
             self._timestamp_at = self._timestamp_positions(context)
+        self.user._runner = self  # type: ignore[attr-defined]  # for WindowedBolt.watermark
         self.user.prepare(conf, context, collector)
 
     def _timestamp_positions(self, context: TaskContext) -> dict[tuple[str, str], int]:
