@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, transport, wordcount
+from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, transport, windows, wordcount
 from bench.records import Record, format_table
 
 
@@ -24,6 +24,7 @@ PARTS = {
     "wordcount": wordcount.run,
     "costs": costs.run,
     "spark": spark.run,
+    "windows": windows.run,
 }
 
 

@@ -208,21 +208,21 @@ def check(reports: Mapping[str, list[Any]]) -> tuple[bool, str]:
     for report in reports["averages"]:
         averages.update(report["averages"])
     late = sorted(item for report in reports["late"] for item in report["late"])
+    problems = []
     if late != want_late:
         missing = [r for r in want_late if r not in late]
         extra = [r for r in late if r not in want_late]
-        return (
-            False,
-            f"late readings differ: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}",
+        problems.append(
+            f"late readings: {len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}"
         )
-    wrong = {k for k in want_averages.keys() | averages.keys() if averages.get(k) != want_averages.get(k)}
+    wrong = sorted(
+        k for k in want_averages.keys() | averages.keys() if averages.get(k) != want_averages.get(k)
+    )
     if wrong:
-        key = sorted(wrong)[0]
-        return (
-            False,
-            f"{len(wrong)} averages differ, e.g. {key}: got {averages.get(key)}, "
-            f"want {want_averages.get(key)}",
-        )
+        examples = ", ".join(f"{k}: got {averages.get(k)}, want {want_averages.get(k)}" for k in wrong[:3])
+        problems.append(f"{len(wrong)} averages differ ({examples})")
+    if problems:
+        return False, "; ".join(problems)
     return True, f"{len(averages)} window averages and {len(late)} late readings as expected"
 
 
