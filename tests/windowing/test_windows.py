@@ -340,3 +340,19 @@ def test_a_restored_checkpoint_evaluates_the_same_windows(length: Any, slide: An
 
 def original_watermark_at(cut: int) -> float:
     return max(ts for _, ts in EVENTS[:cut]) - 2
+
+
+def test_a_rollback_to_the_beginning_forgets_the_windows_and_the_watermark():
+    bolt = StatefulRecorder(Duration(10), timestamp_field="ts", lag=2)
+    runner, collector, _, (source,) = task(bolt)
+    assert isinstance(runner, StatefulWindowedBoltRunner)
+    runner.init_state(DictState())
+    for n, ts in EVENTS:
+        runner.execute(data(n, ts, source))
+    runner.init_state(DictState())  # rolled back to no checkpoint: the replay starts over
+    assert runner.watermark is None
+    for n, ts in EVENTS:
+        runner.execute(data(n, ts, source))
+    windows = user(runner).windows
+    assert windows[3:] == windows[:3] == [(0, 10, [1, 2, 4]), (10, 20, [3, 5]), (20, 30, [7])]
+    assert late_of(collector) == [6, 8, 6, 8]

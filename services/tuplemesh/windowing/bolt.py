@@ -176,24 +176,26 @@ class WindowedBoltRunner(Bolt):
         self.failed: set[int] = set()  # ids of tuples in a window whose evaluation raised
         self.engine = self._new_engine()
         spec = self.spec
-        self.tracker: WatermarkTracker | None = None
         self._sent_watermark: float | None = None
         self._ticks = 0
         self._heard: dict[int, int] = {}  # channel -> tick count when it last sent (idle_timeout)
         self._idle_ticks = 0
+        self._channels = frozenset(
+            task
+            for source, stream in context.sources()
+            if not stream.startswith("__") or stream == WATERMARK_STREAM
+            for task in context.tasks_of(source)
+        )
+        self.tracker = self._new_tracker()
         if spec.event_time:
-            channels = {
-                task
-                for source, stream in context.sources()
-                if not stream.startswith("__") or stream == WATERMARK_STREAM
-                for task in context.tasks_of(source)
-            }
-            self.tracker = WatermarkTracker(channels, spec.lag)
             if spec.idle_timeout is not None:
                 self._idle_ticks = max(1, math.ceil(spec.idle_timeout / spec.watermark_interval))
             self._timestamp_at = self._timestamp_positions(context)
         self.user._runner = self  # type: ignore[attr-defined]  # for WindowedBolt.watermark
         self.user.prepare(conf, context, collector)
+
+    def _new_tracker(self) -> WatermarkTracker | None:
+        return WatermarkTracker(self._channels, self.spec.lag) if self.spec.event_time else None
 
     def _timestamp_positions(self, context: TaskContext) -> dict[tuple[str, str], int]:
         """(component, stream) -> index of the timestamp field, for every data input."""
@@ -331,7 +333,10 @@ class StatefulWindowedBoltRunner(WindowedBoltRunner, StatefulBolt):
         entries: dict[int, list[Any]] = state.get(ENTRIES_KEY) or {}
         store = EntryStore(entries)
         state[ENTRIES_KEY] = store.entries  # kept current as tuples come and go
+        # a restore replaces everything the windows knew: their tuples, time and watermark
         self.engine = self._new_engine(store)
+        self.tracker = self._new_tracker()
+        self._sent_watermark = None
         meta = state.get(META_KEY)
         if meta is not None:
             restored: list[Entry] = []
@@ -345,7 +350,6 @@ class StatefulWindowedBoltRunner(WindowedBoltRunner, StatefulBolt):
             self.engine.restore(meta[0], restored, released)
             if self.tracker is not None and meta[1] is not None:
                 self.tracker.restore(meta[1])
-                self._sent_watermark = None
         self.state = state
         self.user.init_state(state)  # type: ignore[attr-defined]
 
