@@ -356,3 +356,27 @@ def test_a_rollback_to_the_beginning_forgets_the_windows_and_the_watermark():
     windows = user(runner).windows
     assert windows[3:] == windows[:3] == [(0, 10, [1, 2, 4]), (10, 20, [3, 5]), (20, 30, [7])]
     assert late_of(collector) == [6, 8, 6, 8]
+
+
+def test_a_batch_moves_the_watermark_once_after_all_of_its_tuples():
+    one_by_one, collector, _, (source,) = task(Recorder(Duration(10), timestamp_field="ts", lag=2))
+    for n, ts in EVENTS:
+        one_by_one.execute_batch([data(n, ts, source)])
+    assert user(one_by_one).windows == [(0, 10, [1, 2, 4]), (10, 20, [3, 5]), (20, 30, [7])]
+    assert late_of(collector) == [6, 8]
+
+    whole, collector, _, (source,) = task(Recorder(Duration(10), timestamp_field="ts", lag=2))
+    whole.execute_batch([data(n, ts, source) for n, ts in EVENTS])
+    # judged against the watermark before the batch, 6 and 8 are in time for their windows
+    assert user(whole).windows == [(0, 10, [1, 2, 6, 4]), (10, 20, [3, 5, 8]), (20, 30, [7])]
+    assert late_of(collector) == []
+    assert whole.watermark == 38
+
+
+def test_a_tuple_without_a_usable_timestamp_fails_alone():
+    runner, collector, _, (source,) = task(Recorder(Count(2), timestamp_field="ts"))
+    runner.execute_batch([data(1, 5, source), data(2, "soon", source), data(3, 7, source)])  # type: ignore[arg-type]
+    assert collector.failed == [2]
+    assert runner.bad_timestamps == 1
+    runner.execute_batch([data(4, 9, source)])
+    assert [w for _, _, w in user(runner).windows] == [[1, 3]]

@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 LATE_FIELDS = ("values", "component", "stream", "timestamp")
 #: Keys a checkpointed windowed bolt keeps its windows under, in the state it shares with the user.
 ENTRIES_KEY = "__window.entries"
+_TIMESTAMP_TYPES = frozenset({int, float})
+_CLOCK_STREAMS = frozenset({TICK_STREAM, WATERMARK_STREAM})
 META_KEY = "__window.meta"
 
 
@@ -155,6 +157,7 @@ class WindowedBoltRunner(Bolt):
         self.clock: Callable[[], float] = time.time
         self.late = 0  # tuples emitted on the late stream
         self.window_errors = 0  # execute_window calls that raised
+        self.bad_timestamps = 0  # event-time tuples without a usable timestamp (failed)
 
     # -- Bolt ------------------------------------------------------------------------------------
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -225,7 +228,7 @@ class WindowedBoltRunner(Bolt):
         tracker = self.tracker
         if tracker is None:
             if self.spec.by_count:
-                self.engine.add(0.0, tup)
+                self.engine.add(0, tup)
             else:
                 now = self.clock()
                 self.engine.advance(now)
@@ -238,14 +241,65 @@ class WindowedBoltRunner(Bolt):
             if tracker.on_watermark(source, tup.values[0]):
                 self._advance()
             return
-        at = self._timestamp_at.get((tup.source_component, stream))
-        timestamp = tup.values[at] if at is not None else tup.get(self.spec.timestamp_field)  # type: ignore[arg-type]
-        if self.engine.is_late(timestamp):
-            self._emit_late(tup, timestamp)
-            return
-        self.engine.add(timestamp, tup)
-        if tracker.on_timestamp(source, timestamp):
+        timestamp = self._take(tup)
+        if timestamp is not None and tracker.on_timestamp(source, timestamp):
             self._advance()
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        """Under event time, the watermark moves once per batch (after every tuple of it is in
+        its windows), not once per tuple: the per-tuple work stays a few operations."""
+        tracker = self.tracker
+        if tracker is None:
+            for tup in tuples:
+                self.execute(tup)
+            return
+        newest: dict[int, float] = {}  # input task -> its newest timestamp in this batch
+        take = self._take
+        heard = self._heard if self._idle_ticks else None
+        for tup in tuples:
+            if tup.source_stream in _CLOCK_STREAMS:  # a tick or a watermark acts in its place
+                self._catch_up(newest)
+                newest = {}
+                self.execute(tup)
+                continue
+            timestamp = take(tup)
+            if timestamp is None:
+                continue
+            source = tup.source_task
+            if heard is not None:
+                heard[source] = self._ticks
+            if timestamp > newest.get(source, timestamp - 1):
+                newest[source] = timestamp
+        self._catch_up(newest)
+
+    def _catch_up(self, newest: dict[int, float]) -> None:
+        assert self.tracker is not None
+        advanced = False
+        for source, timestamp in newest.items():
+            advanced = self.tracker.on_timestamp(source, timestamp) or advanced
+        if advanced:
+            self._advance()
+
+    def _take(self, tup: Tuple) -> float | None:
+        """Put an event-time tuple into its windows; its timestamp, or None when it was late (it
+        went out on the late stream) or had no usable timestamp (it failed)."""
+        at = self._timestamp_at.get((tup.source_component, tup.source_stream))
+        try:
+            timestamp = tup.values[at] if at is not None else tup.get(self.spec.timestamp_field)  # type: ignore[arg-type]
+            if timestamp.__class__ not in _TIMESTAMP_TYPES:
+                raise TypeError(f"timestamp {timestamp!r} is not a number of seconds")
+            taken = self.engine.add(timestamp, tup)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            self.bad_timestamps += 1
+            log.warning(
+                "windowed bolt %s: %r has no usable timestamp: %r", self.context.component_id, tup, exc
+            )
+            self.collector.fail(tup)
+            return None
+        if not taken:
+            self._emit_late(tup, timestamp)
+            return None
+        return timestamp
 
     def cleanup(self) -> None:
         self.user.cleanup()
@@ -358,6 +412,15 @@ class StatefulWindowedBoltRunner(WindowedBoltRunner, StatefulBolt):
 
     def execute(self, tup: Tuple) -> None:
         super().execute(tup)
+        self._keep_meta()
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        super().execute_batch(tuples)
+        self._keep_meta()
+
+    def _keep_meta(self) -> None:
+        """The engine's and the watermark's counters into the state, current at every barrier
+        (barriers are aligned between the executor's calls, never inside one)."""
         if self.state is not None:
             self.state[META_KEY] = [
                 self.engine.export(),

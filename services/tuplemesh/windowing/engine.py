@@ -29,6 +29,11 @@ __all__ = ["Entry", "EntryStore", "WindowEngine"]
 Entry = tuple[float, int, Tuple]
 
 
+_floor = math.floor
+#: the slot of "no time yet": every slot is at or after it
+_NO_SLOT = -(1 << 62)
+
+
 def _timestamp(entry: Entry) -> float:
     return entry[0]
 
@@ -77,6 +82,8 @@ class WindowEngine:
         self._length = spec.length_size
         self._slide = spec.slide_size
         self._count_only = spec.by_count and not spec.event_time
+        self._by_count = spec.by_count
+        self._sorted = spec.event_time  # window tuples in timestamp order
         #: event-time count windows: the tuples not yet counted
         self.buffer: list[Entry] = []
         #: duration windows: the tuples held, by slot (a slide-long stretch of time)
@@ -88,6 +95,7 @@ class WindowEngine:
         self.releases = 0  # count windows: tuples counted so far
         self.next_k: int | None = None  # duration windows: the next window to evaluate
         self.time: float | None = None  # how far time has got (the watermark under event time)
+        self._time_slot = _NO_SLOT  # duration windows: the slot of ``time``
         self.next_key = 0
         self.previous: list[Tuple] = []
         self.windows = 0  # windows evaluated
@@ -99,33 +107,40 @@ class WindowEngine:
         """Every tuple held, in no particular order."""
         return [*self.buffer, *self.counted, *(e for s in self.slots.values() for e in s)]
 
-    def is_late(self, timestamp: float) -> bool:
-        """Under event time, whether a tuple of this timestamp came too late to be counted: it is
-        behind the watermark (count windows), or the first window it belongs to was evaluated
-        already (duration windows: its slot is behind the watermark's)."""
-        if self.time is None:
-            return False
-        if self.spec.by_count:
-            return timestamp < self.time
-        return self.slot(timestamp) < self.slot(self.time)
-
-    def add(self, timestamp: float, tup: Tuple) -> None:
-        """Take ``tup`` (not late) into the windows."""
-        entry = (timestamp, self.next_key, tup)
-        self.next_key += 1
-        if self.store is not None:
-            self.store.added(entry)
-        if self._count_only:
-            self._count(entry)
-        elif self.spec.by_count:
-            self.buffer.append(entry)
-        else:
-            slot = self.slot(timestamp)
+    def add(self, timestamp: float, tup: Tuple) -> bool:
+        """Take ``tup`` into the windows, unless it came too late to be counted (event time): it
+        is behind the watermark (count windows), or the first window it belongs to was evaluated
+        already (duration windows: its slot is behind the watermark's). False when late."""
+        if not self._by_count:  # first: the common case, kept to a few operations
+            slot = _floor(timestamp / self._slide + 1e-9)
+            if slot < self._time_slot:
+                return False
+            key = self.next_key
+            self.next_key = key + 1
+            entry = (timestamp, key, tup)
+            if self.store is not None:
+                self.store.added(entry)
             held = self.slots.get(slot)
             if held is None:
                 self.slots[slot] = [entry]
             else:
                 held.append(entry)
+            return True
+        if self._count_only:
+            entry = (timestamp, self.next_key, tup)
+            self.next_key += 1
+            if self.store is not None:
+                self.store.added(entry)
+            self._count(entry)
+            return True
+        if self.time is not None and timestamp < self.time:
+            return False
+        entry = (timestamp, self.next_key, tup)
+        self.next_key += 1
+        if self.store is not None:
+            self.store.added(entry)
+        self.buffer.append(entry)
+        return True
 
     def advance(self, now: float) -> None:
         """Time (the watermark, or the clock) reached ``now``: evaluate every window that ends
@@ -135,7 +150,9 @@ class WindowEngine:
         self.time = now
         if self._count_only:
             return
-        if self.spec.by_count:  # event-time count windows: count what the watermark passed, in order
+        if not self._by_count:
+            self._time_slot = self.slot(now)
+        if self._by_count:  # event-time count windows: count what the watermark passed, in order
             ready = [e for e in self.buffer if e[0] < now]
             if ready:
                 self.buffer = [e for e in self.buffer if e[0] >= now]
@@ -165,14 +182,15 @@ class WindowEngine:
     # -- duration windows ------------------------------------------------------------------------
     def slot(self, timestamp: float) -> int:
         """The slide-long slot ``timestamp`` falls in: slot ``s`` is ``[s*slide, (s+1)*slide)``.
-        Rounded first, so 0.3 s is in slot 3 of a 0.1 s slide although 0.3 / 0.1 < 3 in floats."""
-        return math.floor(round(timestamp / self._slide, 9))
+        A billionth of a slot of tolerance, so 0.3 s is in slot 3 of a 0.1 s slide although
+        0.3 / 0.1 < 3 in floats."""
+        return _floor(timestamp / self._slide + 1e-9)
 
     def _fire_until(self, now: float) -> None:
         slots = self.slots
         span = self._span
-        last = self.slot(now)  # window k (slots k-span .. k-1) ends at k*slide: due once k <= last
-        sort = self.spec.event_time
+        last = self._time_slot  # window k (slots k-span .. k-1) ends at k*slide: due once k <= last
+        sort = self._sorted
         while True:
             if self.next_k is None:
                 if not slots:
@@ -218,9 +236,10 @@ class WindowEngine:
     def restore(self, exported: list[Any], entries: list[Entry], released: dict[int, int]) -> None:
         """Rebuild from ``export`` and the EntryStore's tuples (``released``: key -> count order)."""
         self.next_k, self.since_fire, self.releases, self.time, self.next_key, self.windows = exported
+        self._time_slot = _NO_SLOT if self.time is None or self._by_count else self.slot(self.time)
         waiting = [e for e in entries if e[1] not in released]
         self.buffer, self.slots = [], {}
-        if self.spec.by_count:
+        if self._by_count:
             self.buffer = waiting
         else:
             for entry in waiting:
