@@ -285,7 +285,8 @@ class WindowedBoltRunner(Bolt):
         went out on the late stream) or had no usable timestamp (it failed)."""
         at = self._timestamp_at.get((tup.source_component, tup.source_stream))
         try:
-            timestamp = tup.values[at] if at is not None else tup.get(self.spec.timestamp_field)  # type: ignore[arg-type]
+            field = self.spec.timestamp_field
+            timestamp: float = tup.values[at] if at is not None else tup.get(field)  # type: ignore[arg-type]
             if timestamp.__class__ not in _TIMESTAMP_TYPES:
                 raise TypeError(f"timestamp {timestamp!r} is not a number of seconds")
             taken = self.engine.add(timestamp, tup)
