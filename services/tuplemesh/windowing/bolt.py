@@ -246,20 +246,19 @@ class WindowedBoltRunner(Bolt):
             self._advance()
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
-        """Under event time, the watermark moves once per batch (after every tuple of it is in
-        its windows), not once per tuple: the per-tuple work stays a few operations."""
+        """Under event time, the watermark moves with every tuple (lateness is exactly as with
+        ``execute``), but the windows it passed are evaluated once, after the batch."""
         tracker = self.tracker
         if tracker is None:
             for tup in tuples:
                 self.execute(tup)
             return
-        newest: dict[int, float] = {}  # input task -> its newest timestamp in this batch
+        engine = self.engine
         take = self._take
+        on_timestamp = tracker.on_timestamp
         heard = self._heard if self._idle_ticks else None
         for tup in tuples:
-            if tup.source_stream in _CLOCK_STREAMS:  # a tick or a watermark acts in its place
-                self._catch_up(newest)
-                newest = {}
+            if tup.source_stream in _CLOCK_STREAMS:  # a tick or a watermark: acts in its place
                 self.execute(tup)
                 continue
             timestamp = take(tup)
@@ -268,17 +267,9 @@ class WindowedBoltRunner(Bolt):
             source = tup.source_task
             if heard is not None:
                 heard[source] = self._ticks
-            if timestamp > newest.get(source, timestamp - 1):
-                newest[source] = timestamp
-        self._catch_up(newest)
-
-    def _catch_up(self, newest: dict[int, float]) -> None:
-        assert self.tracker is not None
-        advanced = False
-        for source, timestamp in newest.items():
-            advanced = self.tracker.on_timestamp(source, timestamp) or advanced
-        if advanced:
-            self._advance()
+            if on_timestamp(source, timestamp):
+                engine.set_time(tracker.watermark)  # type: ignore[arg-type]
+        engine.evaluate()
 
     def _take(self, tup: Tuple) -> float | None:
         """Put an event-time tuple into its windows; its timestamp, or None when it was late (it

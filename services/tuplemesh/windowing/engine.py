@@ -145,13 +145,23 @@ class WindowEngine:
     def advance(self, now: float) -> None:
         """Time (the watermark, or the clock) reached ``now``: evaluate every window that ends
         at or before it."""
-        if self.time is not None and now <= self.time:
+        self.set_time(now)
+        self.evaluate()
+
+    def set_time(self, now: float) -> None:
+        """Time reached ``now``: from here on, tuples behind it are late. The windows it passed
+        are evaluated by the next ``evaluate`` (their contents are settled already: a tuple
+        that would still fall in one is late)."""
+        if self.time is None or now > self.time:
+            self.time = now
+            if not self._by_count:
+                self._time_slot = _floor(now / self._slide + 1e-9)
+
+    def evaluate(self) -> None:
+        """Evaluate every window that time has passed."""
+        now = self.time
+        if now is None or self._count_only:
             return
-        self.time = now
-        if self._count_only:
-            return
-        if not self._by_count:
-            self._time_slot = self.slot(now)
         if self._by_count:  # event-time count windows: count what the watermark passed, in order
             ready = [e for e in self.buffer if e[0] < now]
             if ready:
@@ -160,7 +170,7 @@ class WindowEngine:
                 for entry in ready:
                     self._count(entry)
             return
-        self._fire_until(now)
+        self._fire_until()
 
     # -- count windows ---------------------------------------------------------------------------
     def _count(self, entry: Entry) -> None:
@@ -186,7 +196,7 @@ class WindowEngine:
         0.3 / 0.1 < 3 in floats."""
         return _floor(timestamp / self._slide + 1e-9)
 
-    def _fire_until(self, now: float) -> None:
+    def _fire_until(self) -> None:
         slots = self.slots
         span = self._span
         last = self._time_slot  # window k (slots k-span .. k-1) ends at k*slide: due once k <= last

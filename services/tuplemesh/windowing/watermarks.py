@@ -27,7 +27,11 @@ class WatermarkTracker:
 
     def on_timestamp(self, channel: int, timestamp: float) -> bool:
         """A data tuple's event time from ``channel``; True when the watermark advanced."""
-        return self.on_watermark(channel, timestamp - self.lag)
+        mark = timestamp - self.lag
+        current = self.marks.get(channel)
+        if current is not None and mark <= current and not self.idle:
+            return False  # the common case: not newer than what the channel sent before
+        return self.on_watermark(channel, mark)
 
     def on_watermark(self, channel: int, mark: float) -> bool:
         """``channel`` will send nothing older than ``mark``; True when the watermark advanced."""
@@ -49,6 +53,14 @@ class WatermarkTracker:
         return self._recompute()
 
     def _recompute(self) -> bool:
+        if len(self.channels) == 1 and not self.idle:  # one input task: its mark is the minimum
+            (only,) = self.channels
+            floor_of_one = self.marks.get(only)
+            self._floor = floor_of_one
+            if floor_of_one is not None and (self.watermark is None or floor_of_one > self.watermark):
+                self.watermark = floor_of_one
+                return True
+            return False
         counted = [self.marks.get(c) for c in self.channels if c not in self.idle]
         if not counted or any(m is None for m in counted):
             self._floor = None
