@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 LATE_FIELDS = ("values", "component", "stream", "timestamp")
 #: Keys a checkpointed windowed bolt keeps its windows under, in the state it shares with the user.
 ENTRIES_KEY = "__window.entries"
-_TIMESTAMP_TYPES = frozenset({int, float})
+_TIMESTAMP_TYPES: frozenset[Any] = frozenset({int, float})
 _CLOCK_STREAMS = frozenset({TICK_STREAM, WATERMARK_STREAM})
 META_KEY = "__window.meta"
 
@@ -254,16 +254,32 @@ class WindowedBoltRunner(Bolt):
                 self.execute(tup)
             return
         engine = self.engine
-        take = self._take
+        add = engine.add
         on_timestamp = tracker.on_timestamp
         heard = self._heard if self._idle_ticks else None
+        positions = self._timestamp_at
+        component = stream = None
+        at: int | None = None
+        timestamp: Any
         for tup in tuples:
-            if tup.source_stream in _CLOCK_STREAMS:  # a tick or a watermark: acts in its place
-                self.execute(tup)
-                continue
-            timestamp = take(tup)
-            if timestamp is None:
-                continue
+            if tup.source_stream is not stream or tup.source_component is not component:
+                stream, component = tup.source_stream, tup.source_component
+                at = None if stream in _CLOCK_STREAMS else positions.get((component, stream))
+            if at is None:  # a tick, a watermark, or a stream without a known timestamp position
+                if stream in _CLOCK_STREAMS:
+                    self.execute(tup)
+                    continue
+                timestamp = self._take(tup)
+                if timestamp is None:
+                    continue
+            else:
+                timestamp = tup.values[at]
+                if timestamp.__class__ not in _TIMESTAMP_TYPES:
+                    self._take(tup)  # fails it, and says why
+                    continue
+                if not add(timestamp, tup):
+                    self._emit_late(tup, timestamp)
+                    continue
             source = tup.source_task
             if heard is not None:
                 heard[source] = self._ticks

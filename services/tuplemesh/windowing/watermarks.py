@@ -29,9 +29,15 @@ class WatermarkTracker:
         """A data tuple's event time from ``channel``; True when the watermark advanced."""
         mark = timestamp - self.lag
         current = self.marks.get(channel)
-        if current is not None and mark <= current and not self.idle:
-            return False  # the common case: not newer than what the channel sent before
-        return self.on_watermark(channel, mark)
+        if current is None or self.idle:
+            return self.on_watermark(channel, mark)
+        if mark <= current:
+            return False  # not newer than what the channel sent before
+        self.marks[channel] = mark
+        floor = self._floor
+        if floor is None or current <= floor:  # this channel held the minimum
+            return self._recompute()
+        return False
 
     def on_watermark(self, channel: int, mark: float) -> bool:
         """``channel`` will send nothing older than ``mark``; True when the watermark advanced."""
