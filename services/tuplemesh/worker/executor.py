@@ -338,9 +338,11 @@ class BoltExecutor(Executor):
         self.ticks.pending = False
         tick = tick_tuple()
         for task, bolt in self.bolts.items():
+            # the bolt's own methods: a tick is neither acked (BasicBolt) nor failed on an error
+            execute_batch = getattr(bolt, "execute_batch", None) if task in self._execute_batches else None
             try:
-                if task in self._execute_batches:
-                    bolt.execute_batch([tick])  # type: ignore[attr-defined]
+                if execute_batch is not None:
+                    execute_batch([tick])
                 else:
                     bolt.execute(tick)
             except AlertError:
