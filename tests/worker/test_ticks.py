@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import eventually
 from tuplemesh.errors import TopologyError
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
 from tuplemesh.worker.ticks import TICK
 
@@ -158,3 +158,34 @@ def test_a_backpressured_bolt_never_has_more_than_one_tick_pending():
     finally:
         Blocked.release.set()
         cluster.stop()
+
+
+class BatchTicks(BasicBolt):
+    """A batch bolt: ticks come as one-tuple batches; acked for it (its data only) by BasicBolt."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.ticks = 0
+        self.data = 0
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        for tup in tuples:
+            if tup.is_tick():
+                assert len(tuples) == 1
+                self.ticks += 1
+            else:
+                self.data += 1
+
+    def report(self) -> Any:
+        return {"ticks": self.ticks, "data": self.data}
+
+
+def test_a_batch_bolt_gets_ticks_as_batches_and_ticks_are_never_acked():
+    builder = TopologyBuilder("batch-ticks")
+    builder.set_spout("numbers", Numbers(200))
+    builder.set_bolt("batched", BatchTicks()).shuffle_grouping("numbers").tick_every(0.02)
+    cluster = run_until_ticks(builder.build(), "batched", 3, {"topology.acker.executors": 1})
+    counters = cluster.counters()
+    cluster.stop()
+    assert cluster.reports()["batched"][0]["data"] == 200
+    assert counters["batched"]["acked"] == 200 and counters["batched"]["executed"] == 200
+    assert counters["numbers"]["acked"] == 200
