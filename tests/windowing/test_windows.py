@@ -380,3 +380,27 @@ def test_a_tuple_without_a_usable_timestamp_fails_alone():
     assert runner.bad_timestamps == 1
     runner.execute_batch([data(4, 9, source)])
     assert [w for _, _, w in user(runner).windows] == [[1, 3]]
+
+
+class Emitting(Recorder):
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.collector = collector
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["start", "count", "ts"])
+
+    def execute_window(self, window: Window) -> None:
+        self.collector.emit([window.start, len(window), window.start])
+
+
+def test_a_watermark_goes_downstream_only_after_the_windows_it_closed():
+    runner, collector, _, (source,) = task(Emitting(Duration(10), timestamp_field="ts"))
+    runner.execute_batch([data(1, 3, source), data(2, 12, source), tick_tuple(), data(3, 25, source)])
+    runner.execute(tick_tuple())
+    assert collector.emitted == [
+        ("default", [0, 1, 0]),
+        (WATERMARK_STREAM, [12]),
+        ("default", [10, 1, 10]),
+        (WATERMARK_STREAM, [25]),
+    ]

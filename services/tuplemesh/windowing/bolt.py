@@ -331,6 +331,7 @@ class WindowedBoltRunner(Bolt):
             silent = [c for c in tracker.channels if self._ticks - self._heard.get(c, 0) >= self._idle_ticks]
             if silent and tracker.mark_idle(silent):
                 self._advance()
+        self.engine.evaluate()  # every window the watermark passed goes out before the watermark
         watermark = tracker.watermark
         if watermark is not None and watermark != self._sent_watermark:
             self._sent_watermark = watermark
