@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, state, transport, wordcount
+from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, state, transport, windows, wordcount
 from bench.records import Record, format_table
 
 
@@ -25,6 +25,7 @@ PARTS = {
     "costs": costs.run,
     "spark": spark.run,
     "state": state.run,
+    "windows": windows.run,
 }
 
 

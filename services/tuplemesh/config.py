@@ -177,6 +177,16 @@ KEYS: dict[str, ConfigKey] = {
             unit="executors",
         ),
         ConfigKey(
+            "topology.tick.tuple.freq.secs",
+            float,
+            0.0,
+            "Every bolt task gets a tick tuple (stream __tick, Tuple.is_tick()) this often; 0: no ticks. "
+            "A component may set its own (TopologyBuilder: .tick_every(secs)). At most one tick waits "
+            "in a task's inbox at a time.",
+            _non_negative,
+            unit="secs",
+        ),
+        ConfigKey(
             "topology.message.timeout.secs",
             float,
             30.0,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tuplemesh.errors import TopologyError
-from tuplemesh.topology.components import Bolt, OutputFieldsDeclarer, Spout, StreamDef
+from tuplemesh.topology.components import Bolt, BoltSource, OutputFieldsDeclarer, Spout, StreamDef
 from tuplemesh.topology.groupings import (
     AllGrouping,
     CustomGrouping,
@@ -24,9 +24,20 @@ from tuplemesh.topology.groupings import (
     NoneGrouping,
     ShuffleGrouping,
 )
-from tuplemesh.topology.tuple import DEFAULT_STREAM
+from tuplemesh.topology.tuple import DEFAULT_STREAM, WATERMARK_STREAM
 
-__all__ = ["BoltDeclarer", "ComponentSpec", "ResultCheck", "Subscription", "Topology", "TopologyBuilder"]
+#: The per-component key of tick tuples' period (also a topology-wide key).
+TICK_FREQ_KEY = "topology.tick.tuple.freq.secs"
+
+__all__ = [
+    "TICK_FREQ_KEY",
+    "BoltDeclarer",
+    "ComponentSpec",
+    "ResultCheck",
+    "Subscription",
+    "Topology",
+    "TopologyBuilder",
+]
 
 #: A topology's optional result check: component -> per-task reports, to (matched, message).
 ResultCheck = Callable[[Mapping[str, list[Any]]], tuple[bool, str]]
@@ -51,6 +62,8 @@ class ComponentSpec:
     num_tasks: int
     streams: Mapping[str, StreamDef]
     inputs: tuple[Subscription, ...] = ()
+    #: configuration set for this component only (``component_config`` and ``tick_every``)
+    conf: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_spout(self) -> bool:
@@ -128,6 +141,14 @@ class BoltDeclarer:
     def custom_grouping(self, source: str, grouping: Any, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
         return self._add(source, stream, CustomGrouping(grouping))
 
+    def tick_every(self, seconds: float) -> BoltDeclarer:
+        """Give every task of this bolt a tick tuple each ``seconds`` (overrides the topology's
+        ``topology.tick.tuple.freq.secs`` and the bolt's own ``component_config``); 0: none."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise TopologyError(f"component {self._name!r}: tick_every needs seconds >= 0, got {seconds!r}")
+        self._builder._conf[self._name][TICK_FREQ_KEY] = float(seconds)
+        return self
+
 
 class TopologyBuilder:
     """Declares spouts and bolts, then ``build()`` validates and freezes them into a Topology."""
@@ -138,6 +159,7 @@ class TopologyBuilder:
         self.name = name
         self._components: dict[str, tuple[Spout | Bolt, int, int | None]] = {}
         self._inputs: dict[str, list[Subscription]] = {}
+        self._conf: dict[str, dict[str, Any]] = {}
 
     def _declare(self, name: str, obj: Spout | Bolt, parallelism: int, tasks: int | None) -> None:
         if not isinstance(name, str) or not name:
@@ -154,6 +176,7 @@ class TopologyBuilder:
             raise TopologyError(f"component {name!r}: task count must be an integer >= 1, got {tasks!r}")
         self._components[name] = (obj, parallelism, tasks)
         self._inputs[name] = []
+        self._conf[name] = {}
 
     def set_spout(self, name: str, spout: Spout, parallelism: int = 1, tasks: int | None = None) -> None:
         """Add a spout with ``parallelism`` executors and ``tasks`` tasks (default: one per executor)."""
@@ -161,8 +184,14 @@ class TopologyBuilder:
             raise TopologyError(f"component {name!r}: set_spout needs a Spout, got {type(spout).__name__}")
         self._declare(name, spout, parallelism, tasks)
 
-    def set_bolt(self, name: str, bolt: Bolt, parallelism: int = 1, tasks: int | None = None) -> BoltDeclarer:
-        """Add a bolt; subscribe it with the grouping methods of the returned declarer."""
+    def set_bolt(
+        self, name: str, bolt: Bolt | BoltSource, parallelism: int = 1, tasks: int | None = None
+    ) -> BoltDeclarer:
+        """Add a bolt (or a windowed bolt); subscribe it with the grouping methods of the returned
+        declarer."""
+        as_bolt = getattr(bolt, "as_bolt", None)
+        if not isinstance(bolt, Bolt) and callable(as_bolt):
+            bolt = as_bolt()
         if not isinstance(bolt, Bolt):
             raise TopologyError(f"component {name!r}: set_bolt needs a Bolt, got {type(bolt).__name__}")
         self._declare(name, bolt, parallelism, tasks)
@@ -193,9 +222,34 @@ class TopologyBuilder:
                 parallelism=min(parallelism, num_tasks),
                 num_tasks=num_tasks,
                 streams=streams[name],
-                inputs=tuple(self._inputs[name]),
+                inputs=tuple(self._inputs[name]) + self._watermark_inputs(obj, name, streams),
+                conf=self._component_conf(name, obj),
             )
         return Topology(self.name, specs, dict(conf or {}), check)
+
+    def _watermark_inputs(
+        self, obj: Spout | Bolt, name: str, streams: dict[str, dict[str, StreamDef]]
+    ) -> tuple[Subscription, ...]:
+        """An event-time windowed bolt hears the watermarks of every input that sends them (every
+        task of it: they are broadcast, like checkpoint barriers)."""
+        if not getattr(obj, "follows_watermarks", False):
+            return ()
+        sources = sorted({sub.source for sub in self._inputs[name]})
+        return tuple(
+            Subscription(source, WATERMARK_STREAM, AllGrouping())
+            for source in sources
+            if WATERMARK_STREAM in streams[source]
+        )
+
+    def _component_conf(self, name: str, obj: Spout | Bolt) -> dict[str, Any]:
+        conf: dict[str, Any] = {}
+        if isinstance(obj, Bolt):
+            conf.update(obj.component_config())
+        conf.update(self._conf[name])
+        tick = conf.get(TICK_FREQ_KEY)
+        if tick is not None and (isinstance(tick, bool) or not isinstance(tick, int | float) or tick < 0):
+            raise TopologyError(f"component {name!r}: {TICK_FREQ_KEY} must be seconds >= 0, got {tick!r}")
+        return conf
 
     def _check_subscription(
         self, name: str, sub: Subscription, streams: dict[str, dict[str, StreamDef]]

@@ -12,6 +12,7 @@ __all__ = [
     "BasicBolt",
     "Bolt",
     "BoltCollector",
+    "BoltSource",
     "MetricCounter",
     "MetricGauge",
     "MetricHistogram",
@@ -250,8 +251,16 @@ class Bolt:
         """Called once in the task's executor thread before the first ``execute``."""
 
     def execute(self, tup: Tuple) -> None:
-        """Process one tuple. An exception is counted, logged and fails the tuple; the bolt lives on."""
+        """Process one tuple. An exception is counted, logged and fails the tuple; the bolt lives on.
+
+        With ticks on (``topology.tick.tuple.freq.secs``) it also gets tick tuples
+        (``tup.is_tick()``): the bolt's clock, not data, so never ack, fail or anchor to them."""
         raise NotImplementedError
+
+    def component_config(self) -> Mapping[str, Any]:
+        """Configuration this component sets for itself (Storm's getComponentConfiguration), for
+        now ``topology.tick.tuple.freq.secs``; a declarer's ``tick_every`` overrides it."""
+        return {}
 
     def cleanup(self) -> None:
         """Called once when the worker shuts down."""
@@ -259,6 +268,13 @@ class Bolt:
     def report(self) -> Any:
         """JSON-serialisable state for the run summary and the topology's result check."""
         return None
+
+
+class BoltSource(Protocol):
+    """Something ``set_bolt`` accepts in place of a Bolt because it knows the Bolt that runs it
+    (a windowed bolt is run by a bolt that keeps its windows)."""
+
+    def as_bolt(self) -> Bolt: ...
 
 
 class BasicBolt(Bolt):

@@ -5,9 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_STREAM", "AnchoredTuple", "Fields", "Tuple"]
+__all__ = [
+    "DEFAULT_STREAM",
+    "SYSTEM_COMPONENT",
+    "TICK_STREAM",
+    "WATERMARK_STREAM",
+    "AnchoredTuple",
+    "Fields",
+    "Tuple",
+    "tick_tuple",
+]
 
 DEFAULT_STREAM = "default"
+#: Where the runtime's own tuples come from (Storm's ``__system``).
+SYSTEM_COMPONENT = "__system"
+#: Tick tuples (``topology.tick.tuple.freq.secs``): a bolt task's clock, never user data.
+TICK_STREAM = "__tick"
+#: Event-time watermarks a windowed bolt sends every task downstream of it: ``[timestamp]``.
+WATERMARK_STREAM = "__watermark"
 
 
 class Fields:
@@ -87,6 +102,10 @@ class Tuple:
     def __iter__(self) -> Iterator[Any]:
         return iter(self.values)
 
+    def is_tick(self) -> bool:
+        """Whether this is a tick tuple (the runtime's clock, not data: never ack or anchor it)."""
+        return self.source_stream == TICK_STREAM and self.source_component == SYSTEM_COMPONENT
+
     def __repr__(self) -> str:
         return (
             f"Tuple({list(self.values)!r}, from={self.source_component}:{self.source_task}, "
@@ -122,3 +141,11 @@ class AnchoredTuple(Tuple):
         self.fields = fields
         self.anchors = anchors
         self.ack_val = 0
+
+
+_NO_FIELDS = Fields([])
+
+
+def tick_tuple() -> Tuple:
+    """A tick tuple as a bolt task receives it (Storm's ``__system``/``__tick``)."""
+    return Tuple([], -1, SYSTEM_COMPONENT, TICK_STREAM, _NO_FIELDS)

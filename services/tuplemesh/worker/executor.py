@@ -29,12 +29,14 @@ from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
+from tuplemesh.topology.tuple import tick_tuple
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.sampling import TupleWatch
+from tuplemesh.worker.ticks import TICK, TickTimer, tick_period
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -337,12 +339,16 @@ class BoltExecutor(Executor):
         self.checkpoints = AlignedInput.attach(
             self, wiring.plan.checkpointing, self._execute_batch, self._unpack
         )
+        period = tick_period(wiring.plan.topology.components[spec.component].conf, self.conf)
+        self.ticks = TickTimer(self.name, self.inbox, period) if period > 0 else None
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")
+        if self.ticks is not None:
+            self.ticks.start()
 
     def request_stop(self) -> None:
         """Finish everything already in the inbox, flush, clean up, exit."""
@@ -353,6 +359,8 @@ class BoltExecutor(Executor):
 
     def halt(self) -> None:
         """Stop now, abandoning whatever is still in the inbox."""
+        if self.ticks is not None:
+            self.ticks.stop()
         self.processor.halt()
 
     # -- EventHandler ---------------------------------------------------------------------------
@@ -363,6 +371,8 @@ class BoltExecutor(Executor):
             )
 
     def on_shutdown(self) -> None:
+        if self.ticks is not None:
+            self.ticks.stop()
         if self.checkpoints is not None:
             self.checkpoints.close()
         self._final_flush()
@@ -403,6 +413,8 @@ class BoltExecutor(Executor):
                 and time.monotonic() - self.outbox.last_flush >= self.flush_interval
             ):
                 self.outbox.flush()
+        elif batch is TICK:
+            self._tick()
         elif batch is FLUSH:
             self.flush_requested = False
             self.outbox.flush()
@@ -410,6 +422,28 @@ class BoltExecutor(Executor):
             self.processor.halt()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, batch)
+
+    def _tick(self) -> None:
+        """Hand every task a tick tuple: straight to the bolt (no acking wrapper, no alignment,
+        not counted as received or executed: it is the task's clock, not data)."""
+        assert self.ticks is not None  # only a TickTimer queues TICK
+        self.ticks.pending = False
+        tick = tick_tuple()
+        for task, bolt in self.bolts.items():
+            # the bolt's own methods: a tick is neither acked (BasicBolt) nor failed on an error
+            execute_batch = getattr(bolt, "execute_batch", None) if task in self._execute_batches else None
+            try:
+                if execute_batch is not None:
+                    execute_batch([tick])
+                else:
+                    bolt.execute(tick)
+            except AlertError:
+                raise
+            except Exception as exc:
+                self.counters.errors += 1
+                self.errors_log.log("bolt %s task %s raised %r on a tick", self.spec.component, task, exc)
+        if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
+            self.outbox.flush()
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._execute_batches:
