@@ -6,7 +6,8 @@ reflection; ``/metrics`` is served on its own HTTP port.
 Start-up: the Worker is built and its executors start; the gRPC server (one port, Storm's 6700 by
 default) starts serving; health turns SERVING once every peer connection is up. SIGTERM drains:
 health NOT_SERVING, spouts stop, emit buffers flush, in-flight batches are delivered and
-acknowledged, then the server stops with a grace period. A second SIGTERM exits at once.
+acknowledged (across the whole mesh when every worker stops: `tuplemesh.server.stopping`), then
+the server stops with a grace period. A second SIGTERM exits at once.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections
 from tuplemesh.server.admin import AdminServicer
 from tuplemesh.server.metrics_http import MetricsEndpoint
+from tuplemesh.server.peer_admin import PeerAdmins
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
 from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.signals import TerminationSignals
+from tuplemesh.server.stopping import MeshDrain
 from tuplemesh.topology import Topology
 from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
@@ -45,10 +48,6 @@ log = logging.getLogger(__name__)
 #: again while draining. "tuplemesh.v1.Admin" means "alive" (liveness) and is SERVING as long as
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
 READINESS = ("", "tuplemesh.v1.Transfer")
-
-
-#: How long shutdown waits for queues that make no progress at all.
-STALL_SECS = 3.0
 
 
 class WorkerProcess:
@@ -86,6 +85,7 @@ class WorkerProcess:
         )
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
+        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -168,32 +168,23 @@ class WorkerProcess:
 
     def shutdown(self, grace: float = 2.0) -> bool:
         """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
-        self.drain()
-        # Refuse (never acknowledge) new batches: their senders keep them for our successor.
-        self.worker.receive.refusing = True
         deadline = time.monotonic() + self.settings.shutdown_timeout_seconds
-        # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
-        # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
-        # close, and whatever is still unacknowledged then is counted and logged.
-        # Stop waiting when nothing moves for STALL_SECS: when the whole mesh is stopped at once,
-        # tuples queued for peers that refuse them (they drain too) can never leave.
-        last: tuple[int, int] | None = None
-        moved_at = time.monotonic()
-        while time.monotonic() < deadline:
-            snapshot = self.worker.snapshot()
-            if snapshot.local_queues_empty:
-                break
-            progress = (snapshot.consumed, snapshot.transfer.sent_tuples)
-            if progress != last:
-                last, moved_at = progress, time.monotonic()
-            elif time.monotonic() - moved_at > STALL_SECS:
-                log.warning(
-                    "worker %d: queues not empty but nothing moved for %.0fs; stopping",
-                    self.worker.index,
-                    STALL_SECS,
-                )
-                break
-            time.sleep(0.01)
+        self.drain()
+        # Batches from peers that still run are refused (never acknowledged): their senders keep
+        # them for our successor. Peers that drain too are served until the mesh is idle.
+        drain = MeshDrain(
+            self.worker.index, self.worker.transfer.expected, self.worker.snapshot, self.peer_admins
+        )
+        self.worker.admit(drain.admission)
+        outcome = drain.wait(deadline)
+        log.info(
+            "worker %d stops: %s (%.1fs left; %d batch(es) refused from running peers)",
+            self.worker.index,
+            outcome,
+            max(0.0, deadline - time.monotonic()),
+            drain.refused_batches,
+        )
+        self.peer_admins.close()
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable
         # message on a stream (seen with random bytes on Transfer and Publish), and a worker

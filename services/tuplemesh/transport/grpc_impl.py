@@ -33,7 +33,14 @@ from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
-from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
+from tuplemesh.transport.base import (
+    Admission,
+    Capabilities,
+    CongestedTasks,
+    OnBatch,
+    OnCongestion,
+    TaskMessage,
+)
 from tuplemesh.transport.framing import unpack_batch
 from tuplemesh.transport.session import ReceiverSession, StreamState
 from tuplemesh.transport.settings import TransportSettings
@@ -151,6 +158,9 @@ class GrpcBinding:
 
     def stats(self) -> BindingStats:
         return self.session.stats()
+
+    def admit(self, admission: Admission | None) -> None:
+        self.session.admission = admission
 
     def close(self, grace: float = 1.0) -> None:
         self.session.stopping = True

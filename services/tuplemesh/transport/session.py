@@ -1,6 +1,7 @@
 """`ReceiverSession`: the receive rules every network transport shares; a plugin only frames.
 
-Per batch, in this order: refuse while stopping, drop a duplicate (a resend after a reconnect),
+Per batch, in this order: refuse while stopping or when the admission says no (a draining
+worker takes batches only from peers that drain too), drop a duplicate (a resend after a reconnect),
 apply the sequence-gap rule, deliver to ``on_batch``, honour the shutdown notice, and decide
 whether to acknowledge now. The plugin decodes its frames, calls `ReceiverSession.receive`,
 and writes the `Ack` it gets back in its own wire format.
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 
 from tuplemesh.errors import ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.transport.base import CongestedTasks, OnBatch, TaskMessage, split_shutdown
+from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.stats import BindingStats
 
@@ -87,6 +88,8 @@ class ReceiverSession:
         self.filter = DuplicateFilter()
         #: Set by ``close`` or a shutdown notice: every batch is refused (not acknowledged).
         self.stopping = False
+        #: Asked before every batch (``Binding.admit``); None takes every batch.
+        self.admission: Admission | None = None
         self._lock = threading.Lock()  # guards the counters below
         self._batches = 0
         self._tuples = 0
@@ -139,6 +142,11 @@ class ReceiverSession:
         """
         if self.stopping:
             raise ReceiverStoppedError(f"topology {self.topology_id!r} is not receiving (shutting down)")
+        admission = self.admission
+        if admission is not None:
+            refusal = admission(sender)
+            if refusal is not None:
+                raise ReceiverStoppedError(refusal)
         key = (sender, session)
         with self.filter.lock(key):
             verdict, last = self.filter.judge(key, sequence, first_unacked)

@@ -22,7 +22,7 @@ from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
-from tuplemesh.transport.base import Binding, Context
+from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
@@ -169,6 +169,11 @@ class Worker:
         with self._inject_lock:
             self.injected += 1
         self.local_inbox_of_task[task].put([(task, tup)])
+
+    def admit(self, admission: Admission | None) -> None:
+        """Ask ``admission`` about every batch received from now on (None: take every batch)."""
+        if self._binding is not None:
+            self._binding.admit(admission)
 
     def deactivate_spouts(self) -> None:
         for executor in self.spout_executors:
