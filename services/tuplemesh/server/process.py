@@ -173,7 +173,11 @@ class WorkerProcess:
         # Batches from peers that still run are refused (never acknowledged): their senders keep
         # them for our successor. Peers that drain too are served until the mesh is idle.
         drain = MeshDrain(
-            self.worker.index, self.worker.transfer.expected, self.worker.snapshot, self.peer_admins
+            self.worker.index,
+            self.worker.transfer.expected,
+            self.worker.snapshot,
+            self.peer_admins,
+            self.worker.stop_checkpoint(),
         )
         self.worker.admit(drain.admission)
         outcome = drain.wait(deadline)

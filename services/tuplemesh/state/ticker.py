@@ -9,12 +9,13 @@ from typing import Any, Protocol
 
 from tuplemesh.errors import AlertError
 from tuplemesh.state.coordinator import register_attempt
-from tuplemesh.state.protocol import TICK_STREAM
+from tuplemesh.state.protocol import CHECKPOINT_NOW, TICK_STREAM
 from tuplemesh.topology.tuple import Fields, Tuple
 
 __all__ = ["CheckpointTicker", "TickedWorker"]
 
 _TICK_FIELDS = Fields([])
+_REQUEST_FIELDS = Fields(["request"])
 
 
 class TickedWorker(Protocol):
@@ -63,6 +64,10 @@ class CheckpointTicker:
                 self._worker.inject(self._task, tick)
             except AlertError:
                 return  # the coordinator's executor stopped
+
+    def checkpoint_now(self) -> None:
+        """Ask the coordinator for a checkpoint at once (or right after the one under way)."""
+        self._worker.inject(self._task, Tuple([CHECKPOINT_NOW], -1, "__system", TICK_STREAM, _REQUEST_FIELDS))
 
     def stop(self) -> None:
         self._stop.set()

@@ -20,6 +20,7 @@ from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
+from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Admission, Binding, Context
@@ -174,6 +175,15 @@ class Worker:
         """Ask ``admission`` about every batch received from now on (None: take every batch)."""
         if self._binding is not None:
             self._binding.admit(admission)
+
+    def stop_checkpoint(self) -> StopCheckpoint | None:
+        """The final checkpoint of a whole-mesh stop; None when the topology keeps no state."""
+        plan = self.plan.checkpointing
+        if plan is None:
+            return None
+        coordinator_worker = self.assignment.worker_of_task()[plan.coordinator_task]
+        ticker = self._checkpoint_ticker if coordinator_worker == self.index else None
+        return StopCheckpoint(self.conf, plan.topology, coordinator_worker, ticker)
 
     def deactivate_spouts(self) -> None:
         for executor in self.spout_executors:
