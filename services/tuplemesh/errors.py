@@ -6,7 +6,9 @@
     ├── PluginError              a transport/serializer name does not resolve (lists known ones)
     ├── SerializationError       a payload could not be encoded or decoded
     ├── TransportError           a transport plugin failed (backend errors are translated to this)
-    │   └── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    │   ├── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    │   └── ReceiverStoppedError the receiver did not take a batch (stopping): the sender resends
+    │       └── AssignmentEpochError  the sender routes by another assignment epoch
     ├── GatewayError             a Gateway call failed (names the worker, the call and the status)
     │   └── EpochMismatchError   an export partition's log restarted: the reader's offsets are void
     └── DisruptorError
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlertError",
+    "AssignmentEpochError",
     "ConfigError",
     "DisruptorError",
     "EpochMismatchError",
@@ -76,6 +79,11 @@ class MessageTooLargeError(TransportError):
 
 class ReceiverStoppedError(TransportError):
     """The receiving worker is shutting down; the batch was not (wholly) accepted: resend it."""
+
+
+class AssignmentEpochError(ReceiverStoppedError):
+    """The sender routes by another assignment epoch than the receiver: the batch was not taken
+    (its tasks may have moved); the sender keeps it until the two agree."""
 
 
 class GatewayError(TuplemeshError):

@@ -140,6 +140,10 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_sequence_gap_batches_total",
         "Batches that arrived after a missing one: neither delivered nor acknowledged (resent).",
     ),
+    "binding.epoch_refused_batches": Export(
+        "tuplemesh_epoch_refused_batches_total",
+        "Batches refused because their sender routes by another assignment epoch (it keeps them).",
+    ),
     "binding.broadcast_messages": Export(
         "tuplemesh_broadcast_messages_total",
         "Messages with no task (broadcasts), where the transport counts them.",

@@ -78,6 +78,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     ) -> admin_pb2.AssignmentInfo:
         assignment = self.worker.assignment
         return admin_pb2.AssignmentInfo(
+            epoch=str(self.worker.epoch),
             workers=assignment.num_workers,
             executors=[
                 admin_pb2.AssignedExecutor(

@@ -34,6 +34,7 @@ from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.signals import TerminationSignals
 from tuplemesh.server.stopping import MeshDrain
 from tuplemesh.topology import Topology
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
@@ -67,6 +68,9 @@ class WorkerProcess:
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
         )
+        # every Transfer stream names the epoch it routes by; a receiver refuses another one
+        epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
+        self.conf = self.conf.with_overrides({"worker.epoch": str(epoch)})
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
         self.transport = settings.transport

@@ -35,6 +35,7 @@ def snapshot_to_proto(
         topology=s.topology,
         worker=s.worker,
         workers=s.workers,
+        epoch=s.epoch,
         uptime_seconds=s.uptime_seconds,
         executors=[
             admin_pb2.ExecutorStatus(
@@ -84,6 +85,7 @@ def snapshot_to_proto(
             sequence_gaps=binding.sequence_gaps,
             broadcast_messages=binding.broadcast_messages,
             shutdown_messages=binding.shutdown_messages,
+            epoch_refused_batches=binding.epoch_refused_batches,
         ),
         duplicate_batches=binding.duplicate_batches,
         received_messages=s.receive.messages,
@@ -122,6 +124,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         topology=status.topology,
         worker=status.worker,
         workers=status.workers,
+        epoch=status.epoch,
         uptime_seconds=status.uptime_seconds,
         executors=tuple(
             ExecutorSnapshot(
@@ -173,6 +176,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                 binding.broadcast_messages if binding.HasField("broadcast_messages") else None
             ),
             shutdown_messages=binding.shutdown_messages,
+            epoch_refused_batches=binding.epoch_refused_batches,
         ),
         receive=ReceiveSnapshot(
             messages=status.received_messages,

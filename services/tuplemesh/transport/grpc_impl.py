@@ -29,7 +29,7 @@ from typing import Any
 import grpc
 
 from tuplemesh.client import peer_channel as secure_channel
-from tuplemesh.errors import ReceiverStoppedError, TransportError
+from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
@@ -93,6 +93,17 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
     return messages, sum(1 for m in batch.messages if m.broadcast)
 
 
+#: Stream metadata (the handshake) naming the assignment epoch the sender routes by.
+EPOCH_METADATA = "tuplemesh-epoch"
+
+
+def _stream_epoch(context: grpc.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == EPOCH_METADATA:
+            return str(value)
+    return ""
+
+
 class _TransferServicer(transfer_pb2_grpc.TransferServicer):
     """Frames the Transfer service for one bound topology; the rules are the session's."""
 
@@ -108,6 +119,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
     ) -> Iterator[messages_pb2.TransferAck]:
         session = self.session
         stream = StreamState()
+        epoch = _stream_epoch(context)
         for batch in request_iterator:
             wrong = session.wrong_topology(batch.topology_id, batch.sender)
             if wrong is not None:
@@ -128,7 +140,11 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     len(batch.packed),
                     batch.ack_requested,
                     broadcasts=broadcasts,
+                    epoch=epoch,
                 )
+            except AssignmentEpochError as exc:
+                # no ack: the sender keeps the batch and offers it again until the epochs agree
+                context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             except ReceiverStoppedError as exc:
                 # no ack: the sender keeps the batch and resends it after reconnecting
                 context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
@@ -201,6 +217,7 @@ class GrpcConnection(WindowedConnection):
         self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
         self._conf = conf  # its tls.* keys: a retarget opens a new channel
         self._options = channel_options(settings)
+        self._handshake = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else None
         self._channel = secure_channel(self.address, conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stub = transfer_pb2_grpc.TransferStub(self._channel)
@@ -256,7 +273,9 @@ class GrpcConnection(WindowedConnection):
         while not self._closed:
             attempt = _Attempt()
             try:
-                call = self._stub.Stream(self._requests(attempt), wait_for_ready=True)
+                call = self._stub.Stream(
+                    self._requests(attempt), wait_for_ready=True, metadata=self._handshake
+                )
                 self._call = call
                 if self._closed:
                     call.cancel()
@@ -339,7 +358,12 @@ class GrpcContext:
     ) -> GrpcBinding:
         settings = self.settings
         session = ReceiverSession(
-            topology_id, on_batch, settings.window_batches, settings.log_interval_seconds, congestion
+            topology_id,
+            on_batch,
+            settings.window_batches,
+            settings.log_interval_seconds,
+            congestion,
+            settings.epoch,
         )
         servicer = _TransferServicer(session)
         if self._shared_server is not None:

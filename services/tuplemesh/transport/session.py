@@ -27,7 +27,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from tuplemesh.errors import ReceiverStoppedError
+from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
@@ -78,8 +78,11 @@ class ReceiverSession:
         credit: int,
         log_interval: float,
         congestion: CongestedTasks | None = None,
+        epoch: str = "",
     ) -> None:
         self.topology_id = topology_id
+        #: The assignment epoch this worker routes by; a stream that names another is refused.
+        self.epoch = epoch
         self.on_batch = on_batch
         self.credit = credit
         # An ack per batch costs a stream message per batch, measured as the transport's limit.
@@ -100,6 +103,7 @@ class ReceiverSession:
         self._rejected_frames = 0
         self._broadcasts = 0
         self._shutdowns = 0
+        self._epoch_refused = 0
         self._reject_log = RateLimitedLog(log, log_interval)
 
     def reject_batch(self, where: str, reason: str) -> None:
@@ -133,15 +137,31 @@ class ReceiverSession:
         ack_requested: bool,
         first_unacked: int = 0,
         broadcasts: int = 0,
+        epoch: str = "",
     ) -> Ack | None:
         """Judge and deliver one batch; the ack to send now, or None.
 
         ``size`` is its framed bytes, ``broadcasts`` how many of its messages have no task,
-        ``first_unacked`` the sender's oldest unacknowledged sequence where the framing has it.
-        Raises ReceiverStoppedError (send no ack: the sender keeps the batch) while stopping.
+        ``first_unacked`` the sender's oldest unacknowledged sequence where the framing has it,
+        ``epoch`` the assignment epoch the sender routes by (named in its stream's handshake).
+        Raises ReceiverStoppedError (send no ack: the sender keeps the batch) while stopping, and
+        AssignmentEpochError for a batch routed by another epoch: delivering it could hand tuples
+        to tasks that moved, so the sender keeps it until the two agree.
         """
         if self.stopping:
             raise ReceiverStoppedError(f"topology {self.topology_id!r} is not receiving (shutting down)")
+        if epoch and self.epoch and epoch != self.epoch:
+            with self._lock:
+                self._epoch_refused += 1
+            self._reject_log.log(
+                "worker %d routes by epoch %s, this worker by %s: batch refused (kept by the sender)",
+                sender,
+                epoch,
+                self.epoch,
+            )
+            raise AssignmentEpochError(
+                f"worker {sender} routes by assignment epoch {epoch}; this worker routes by {self.epoch}"
+            )
         admission = self.admission
         if admission is not None:
             refusal = admission(sender)
@@ -203,4 +223,5 @@ class ReceiverSession:
                 sequence_gaps=self.filter.gaps,
                 broadcast_messages=self._broadcasts,
                 shutdown_messages=self._shutdowns,
+                epoch_refused_batches=self._epoch_refused,
             )

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tuplemesh/v1/admin.proto\x12\x0ctuplemesh.v1\"+\n\x10GetStatusRequest\x12\x17\n\x0finclude_reports\x18\x01 \x01(\x08\"\x95\x03\n\x0e\x45xecutorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\r\n\x05tasks\x18\x03 \x03(\x05\x12\r\n\x05spout\x18\x04 \x01(\x08\x12\x0f\n\x07\x65mitted\x18\x05 \x01(\x04\x12\x10\n\x08\x65xecuted\x18\x06 \x01(\x04\x12\x10\n\x08received\x18\x07 \x01(\x04\x12\r\n\x05\x61\x63ked\x18\x08 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\t \x01(\x04\x12\x0e\n\x06\x65rrors\x18\n \x01(\x04\x12\x11\n\tdelivered\x18\x0b \x01(\x04\x12\x10\n\x08\x66inished\x18\x0c \x01(\x08\x12\x11\n\ttimed_out\x18\r \x01(\x04\x12\x1a\n\x12\x64\x65serialize_errors\x18\x0e \x01(\x04\x12\x17\n\x0f\x64ropped_on_stop\x18\x0f \x01(\x04\x12\x14\n\x0cspout_errors\x18\x10 \x01(\x04\x12\x30\n\x0f\x65xecute_seconds\x18\x11 \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\x12+\n\ninbox_wait\x18\x12 \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\"8\n\tHistogram\x12\x0e\n\x06\x62ounds\x18\x01 \x03(\x01\x12\x0e\n\x06\x63ounts\x18\x02 \x03(\x04\x12\x0b\n\x03sum\x18\x03 \x01(\x01\"\xd1\x02\n\nPeerStatus\x12\x0e\n\x06worker\x18\x01 \x01(\r\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x14\n\x0csent_batches\x18\x04 \x01(\x04\x12\x17\n\x0funacked_batches\x18\x05 \x01(\x04\x12\x12\n\nreconnects\x18\x06 \x01(\x04\x12\x16\n\x0eresent_batches\x18\x07 \x01(\x04\x12\x15\n\rchannel_state\x18\x08 \x01(\t\x12\x13\n\x0bsent_tuples\x18\t \x01(\x04\x12\x12\n\nsent_bytes\x18\n \x01(\x04\x12\x11\n\tretargets\x18\x0b \x01(\x04\x12\x15\n\rlost_on_close\x18\x0c \x01(\x04\x12\x15\n\runknown_tasks\x18\r \x01(\x04\x12\x1a\n\x12transferred_tuples\x18\x0e \x01(\x04\x12\x1b\n\x13transferred_batches\x18\x0f \x01(\x04\"\x90\x04\n\rBindingStatus\x12\x18\n\x10received_batches\x18\x01 \x01(\x04\x12\x17\n\x0freceived_tuples\x18\x02 \x01(\x04\x12\x16\n\x0ereceived_bytes\x18\x03 \x01(\x04\x12Q\n\x14received_tuples_from\x18\x04 \x03(\x0b\x32\x33.tuplemesh.v1.BindingStatus.ReceivedTuplesFromEntry\x12O\n\x13received_bytes_from\x18\x05 \x03(\x0b\x32\x32.tuplemesh.v1.BindingStatus.ReceivedBytesFromEntry\x12\x18\n\x10rejected_batches\x18\x06 \x01(\x04\x12\x17\n\x0frejected_frames\x18\x07 \x01(\x04\x12\x15\n\rsequence_gaps\x18\x08 \x01(\x04\x12\x1f\n\x12\x62roadcast_messages\x18\t \x01(\x04H\x00\x88\x01\x01\x12\x19\n\x11shutdown_messages\x18\n \x01(\x04\x1a\x39\n\x17ReceivedTuplesFromEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a\x38\n\x16ReceivedBytesFromEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x42\x15\n\x13_broadcast_messages\"i\n\x0f\x44iscoveryStatus\x12\x0f\n\x07relists\x18\x01 \x01(\x04\x12\x16\n\x0ewatch_restarts\x18\x02 \x01(\x04\x12\x12\n\napi_errors\x18\x03 \x01(\x04\x12\x19\n\x11\x65ndpoint_problems\x18\x04 \x01(\x04\"\xa2\x07\n\x0cWorkerStatus\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x0e\n\x06worker\x18\x02 \x01(\r\x12\x0f\n\x07workers\x18\x03 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x11\n\ttransport\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12/\n\texecutors\x18\x07 \x03(\x0b\x32\x1c.tuplemesh.v1.ExecutorStatus\x12\'\n\x05peers\x18\x08 \x03(\x0b\x32\x18.tuplemesh.v1.PeerStatus\x12\x10\n\x08\x63onsumed\x18\t \x01(\x04\x12\x11\n\tdelivered\x18\n \x01(\x04\x12\x1d\n\x15unknown_task_messages\x18\x0b \x01(\x04\x12\x19\n\x11\x64uplicate_batches\x18\x0c \x01(\x04\x12\x17\n\x0fspouts_finished\x18\r \x01(\x08\x12\x14\n\x0creports_json\x18\x0e \x01(\t\x12\x1a\n\x12transferred_tuples\x18\x0f \x01(\x04\x12\x13\n\x0blost_tuples\x18\x10 \x01(\x04\x12\x1b\n\x13transferred_batches\x18\x11 \x01(\x04\x12\x0c\n\x04idle\x18\x12 \x01(\x08\x12\'\n\x06queues\x18\x13 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\x12\x17\n\x0fstranded_tuples\x18\x14 \x01(\x04\x12\x1a\n\x12transfer_retargets\x18\x15 \x01(\x04\x12\x19\n\x11received_messages\x18\x16 \x01(\x04\x12\x1e\n\x16undeliverable_messages\x18\x17 \x01(\x04\x12\x18\n\x10overflow_batches\x18\x18 \x01(\x04\x12?\n\x0b\x65xport_lost\x18\x19 \x03(\x0b\x32*.tuplemesh.v1.WorkerStatus.ExportLostEntry\x12\x30\n\tdiscovery\x18\x1a \x01(\x0b\x32\x1d.tuplemesh.v1.DiscoveryStatus\x12,\n\x07\x62inding\x18\x1b \x01(\x0b\x32\x1b.tuplemesh.v1.BindingStatus\x12\x10\n\x08injected\x18\x1c \x01(\x04\x12\x1a\n\x12local_queues_empty\x18\x1d \x01(\x08\x12,\n\x0b\x62\x61tch_sizes\x18\x1e \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\x1a\x31\n\x0f\x45xportLostEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x16\n\x14GetAssignmentRequest\"S\n\x10\x41ssignedExecutor\x12\r\n\x05index\x18\x01 \x01(\r\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\r\n\x05tasks\x18\x03 \x03(\x05\x12\x0e\n\x06worker\x18\x04 \x01(\r\"T\n\x0e\x41ssignmentInfo\x12\x0f\n\x07workers\x18\x01 \x01(\r\x12\x31\n\texecutors\x18\x02 \x03(\x0b\x32\x1e.tuplemesh.v1.AssignedExecutor\"\x13\n\x11ListQueuesRequest\"c\n\tQueueInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\x04\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x04\x12\x14\n\x0cpublish_rate\x18\x04 \x01(\x01\x12\x11\n\tpublished\x18\x05 \x01(\x04\"4\n\tQueueList\x12\'\n\x06queues\x18\x01 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\"-\n\x11WatchStatsRequest\x12\x18\n\x10interval_seconds\x18\x01 \x01(\x01\"\x7f\n\x0e\x43omponentStats\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x65mitted\x18\x02 \x01(\x04\x12\x10\n\x08\x65xecuted\x18\x03 \x01(\x04\x12\x1b\n\x13\x65xecuted_per_second\x18\x04 \x01(\x01\x12\x1a\n\x12\x65mitted_per_second\x18\x05 \x01(\x01\"\xbc\x01\n\x0bWorkerStats\x12\x0e\n\x06worker\x18\x01 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x02 \x01(\x01\x12\x30\n\ncomponents\x18\x03 \x03(\x0b\x32\x1c.tuplemesh.v1.ComponentStats\x12\'\n\x06queues\x18\x04 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\x12*\n\x06status\x18\x05 \x01(\x0b\x32\x1a.tuplemesh.v1.WorkerStatus\"m\n\x0b\x45mitRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\x05\x12\x13\n\x0bvalues_json\x18\x03 \x01(\t\x12\x0e\n\x06stream\x18\x04 \x01(\t\x12\x18\n\x10source_component\x18\x05 \x01(\t\"\x1c\n\x0c\x45mitResponse\x12\x0c\n\x04task\x18\x01 \x01(\x05\"\x0e\n\x0c\x44rainRequest\"\x1e\n\rDrainResponse\x12\r\n\x05state\x18\x01 \x01(\t2\xb8\x03\n\x05\x41\x64min\x12G\n\tGetStatus\x12\x1e.tuplemesh.v1.GetStatusRequest\x1a\x1a.tuplemesh.v1.WorkerStatus\x12Q\n\rGetAssignment\x12\".tuplemesh.v1.GetAssignmentRequest\x1a\x1c.tuplemesh.v1.AssignmentInfo\x12\x46\n\nListQueues\x12\x1f.tuplemesh.v1.ListQueuesRequest\x1a\x17.tuplemesh.v1.QueueList\x12J\n\nWatchStats\x12\x1f.tuplemesh.v1.WatchStatsRequest\x1a\x19.tuplemesh.v1.WorkerStats0\x01\x12=\n\x04\x45mit\x12\x19.tuplemesh.v1.EmitRequest\x1a\x1a.tuplemesh.v1.EmitResponse\x12@\n\x05\x44rain\x12\x1a.tuplemesh.v1.DrainRequest\x1a\x1b.tuplemesh.v1.DrainResponseB\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18tuplemesh/v1/admin.proto\x12\x0ctuplemesh.v1\"+\n\x10GetStatusRequest\x12\x17\n\x0finclude_reports\x18\x01 \x01(\x08\"\x95\x03\n\x0e\x45xecutorStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\r\n\x05tasks\x18\x03 \x03(\x05\x12\r\n\x05spout\x18\x04 \x01(\x08\x12\x0f\n\x07\x65mitted\x18\x05 \x01(\x04\x12\x10\n\x08\x65xecuted\x18\x06 \x01(\x04\x12\x10\n\x08received\x18\x07 \x01(\x04\x12\r\n\x05\x61\x63ked\x18\x08 \x01(\x04\x12\x0e\n\x06\x66\x61iled\x18\t \x01(\x04\x12\x0e\n\x06\x65rrors\x18\n \x01(\x04\x12\x11\n\tdelivered\x18\x0b \x01(\x04\x12\x10\n\x08\x66inished\x18\x0c \x01(\x08\x12\x11\n\ttimed_out\x18\r \x01(\x04\x12\x1a\n\x12\x64\x65serialize_errors\x18\x0e \x01(\x04\x12\x17\n\x0f\x64ropped_on_stop\x18\x0f \x01(\x04\x12\x14\n\x0cspout_errors\x18\x10 \x01(\x04\x12\x30\n\x0f\x65xecute_seconds\x18\x11 \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\x12+\n\ninbox_wait\x18\x12 \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\"8\n\tHistogram\x12\x0e\n\x06\x62ounds\x18\x01 \x03(\x01\x12\x0e\n\x06\x63ounts\x18\x02 \x03(\x04\x12\x0b\n\x03sum\x18\x03 \x01(\x01\"\xd1\x02\n\nPeerStatus\x12\x0e\n\x06worker\x18\x01 \x01(\r\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\x14\n\x0csent_batches\x18\x04 \x01(\x04\x12\x17\n\x0funacked_batches\x18\x05 \x01(\x04\x12\x12\n\nreconnects\x18\x06 \x01(\x04\x12\x16\n\x0eresent_batches\x18\x07 \x01(\x04\x12\x15\n\rchannel_state\x18\x08 \x01(\t\x12\x13\n\x0bsent_tuples\x18\t \x01(\x04\x12\x12\n\nsent_bytes\x18\n \x01(\x04\x12\x11\n\tretargets\x18\x0b \x01(\x04\x12\x15\n\rlost_on_close\x18\x0c \x01(\x04\x12\x15\n\runknown_tasks\x18\r \x01(\x04\x12\x1a\n\x12transferred_tuples\x18\x0e \x01(\x04\x12\x1b\n\x13transferred_batches\x18\x0f \x01(\x04\"\xaf\x04\n\rBindingStatus\x12\x18\n\x10received_batches\x18\x01 \x01(\x04\x12\x17\n\x0freceived_tuples\x18\x02 \x01(\x04\x12\x16\n\x0ereceived_bytes\x18\x03 \x01(\x04\x12Q\n\x14received_tuples_from\x18\x04 \x03(\x0b\x32\x33.tuplemesh.v1.BindingStatus.ReceivedTuplesFromEntry\x12O\n\x13received_bytes_from\x18\x05 \x03(\x0b\x32\x32.tuplemesh.v1.BindingStatus.ReceivedBytesFromEntry\x12\x18\n\x10rejected_batches\x18\x06 \x01(\x04\x12\x17\n\x0frejected_frames\x18\x07 \x01(\x04\x12\x15\n\rsequence_gaps\x18\x08 \x01(\x04\x12\x1f\n\x12\x62roadcast_messages\x18\t \x01(\x04H\x00\x88\x01\x01\x12\x19\n\x11shutdown_messages\x18\n \x01(\x04\x12\x1d\n\x15\x65poch_refused_batches\x18\x14 \x01(\x04\x1a\x39\n\x17ReceivedTuplesFromEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x1a\x38\n\x16ReceivedBytesFromEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\x42\x15\n\x13_broadcast_messages\"i\n\x0f\x44iscoveryStatus\x12\x0f\n\x07relists\x18\x01 \x01(\x04\x12\x16\n\x0ewatch_restarts\x18\x02 \x01(\x04\x12\x12\n\napi_errors\x18\x03 \x01(\x04\x12\x19\n\x11\x65ndpoint_problems\x18\x04 \x01(\x04\"\xb1\x07\n\x0cWorkerStatus\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x0e\n\x06worker\x18\x02 \x01(\r\x12\x0f\n\x07workers\x18\x03 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x04 \x01(\x01\x12\x11\n\ttransport\x18\x05 \x01(\t\x12\r\n\x05state\x18\x06 \x01(\t\x12/\n\texecutors\x18\x07 \x03(\x0b\x32\x1c.tuplemesh.v1.ExecutorStatus\x12\'\n\x05peers\x18\x08 \x03(\x0b\x32\x18.tuplemesh.v1.PeerStatus\x12\x10\n\x08\x63onsumed\x18\t \x01(\x04\x12\x11\n\tdelivered\x18\n \x01(\x04\x12\x1d\n\x15unknown_task_messages\x18\x0b \x01(\x04\x12\x19\n\x11\x64uplicate_batches\x18\x0c \x01(\x04\x12\x17\n\x0fspouts_finished\x18\r \x01(\x08\x12\x14\n\x0creports_json\x18\x0e \x01(\t\x12\x1a\n\x12transferred_tuples\x18\x0f \x01(\x04\x12\x13\n\x0blost_tuples\x18\x10 \x01(\x04\x12\x1b\n\x13transferred_batches\x18\x11 \x01(\x04\x12\x0c\n\x04idle\x18\x12 \x01(\x08\x12\'\n\x06queues\x18\x13 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\x12\x17\n\x0fstranded_tuples\x18\x14 \x01(\x04\x12\x1a\n\x12transfer_retargets\x18\x15 \x01(\x04\x12\x19\n\x11received_messages\x18\x16 \x01(\x04\x12\x1e\n\x16undeliverable_messages\x18\x17 \x01(\x04\x12\x18\n\x10overflow_batches\x18\x18 \x01(\x04\x12?\n\x0b\x65xport_lost\x18\x19 \x03(\x0b\x32*.tuplemesh.v1.WorkerStatus.ExportLostEntry\x12\x30\n\tdiscovery\x18\x1a \x01(\x0b\x32\x1d.tuplemesh.v1.DiscoveryStatus\x12,\n\x07\x62inding\x18\x1b \x01(\x0b\x32\x1b.tuplemesh.v1.BindingStatus\x12\x10\n\x08injected\x18\x1c \x01(\x04\x12\x1a\n\x12local_queues_empty\x18\x1d \x01(\x08\x12,\n\x0b\x62\x61tch_sizes\x18\x1e \x01(\x0b\x32\x17.tuplemesh.v1.Histogram\x12\r\n\x05\x65poch\x18( \x01(\t\x1a\x31\n\x0f\x45xportLostEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x16\n\x14GetAssignmentRequest\"S\n\x10\x41ssignedExecutor\x12\r\n\x05index\x18\x01 \x01(\r\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\r\n\x05tasks\x18\x03 \x03(\x05\x12\x0e\n\x06worker\x18\x04 \x01(\r\"c\n\x0e\x41ssignmentInfo\x12\x0f\n\x07workers\x18\x01 \x01(\r\x12\x31\n\texecutors\x18\x02 \x03(\x0b\x32\x1e.tuplemesh.v1.AssignedExecutor\x12\r\n\x05\x65poch\x18\n \x01(\t\"\x13\n\x11ListQueuesRequest\"c\n\tQueueInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05\x64\x65pth\x18\x02 \x01(\x04\x12\x10\n\x08\x63\x61pacity\x18\x03 \x01(\x04\x12\x14\n\x0cpublish_rate\x18\x04 \x01(\x01\x12\x11\n\tpublished\x18\x05 \x01(\x04\"4\n\tQueueList\x12\'\n\x06queues\x18\x01 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\"-\n\x11WatchStatsRequest\x12\x18\n\x10interval_seconds\x18\x01 \x01(\x01\"\x7f\n\x0e\x43omponentStats\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0f\n\x07\x65mitted\x18\x02 \x01(\x04\x12\x10\n\x08\x65xecuted\x18\x03 \x01(\x04\x12\x1b\n\x13\x65xecuted_per_second\x18\x04 \x01(\x01\x12\x1a\n\x12\x65mitted_per_second\x18\x05 \x01(\x01\"\xbc\x01\n\x0bWorkerStats\x12\x0e\n\x06worker\x18\x01 \x01(\r\x12\x16\n\x0euptime_seconds\x18\x02 \x01(\x01\x12\x30\n\ncomponents\x18\x03 \x03(\x0b\x32\x1c.tuplemesh.v1.ComponentStats\x12\'\n\x06queues\x18\x04 \x03(\x0b\x32\x17.tuplemesh.v1.QueueInfo\x12*\n\x06status\x18\x05 \x01(\x0b\x32\x1a.tuplemesh.v1.WorkerStatus\"m\n\x0b\x45mitRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0c\n\x04task\x18\x02 \x01(\x05\x12\x13\n\x0bvalues_json\x18\x03 \x01(\t\x12\x0e\n\x06stream\x18\x04 \x01(\t\x12\x18\n\x10source_component\x18\x05 \x01(\t\"\x1c\n\x0c\x45mitResponse\x12\x0c\n\x04task\x18\x01 \x01(\x05\"\x0e\n\x0c\x44rainRequest\"\x1e\n\rDrainResponse\x12\r\n\x05state\x18\x01 \x01(\t\"2\n\x10RebalanceRequest\x12\x0f\n\x07workers\x18\x01 \x01(\r\x12\r\n\x05\x65poch\x18\x02 \x01(\t\"\"\n\x11RebalanceResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\t2\x86\x04\n\x05\x41\x64min\x12G\n\tGetStatus\x12\x1e.tuplemesh.v1.GetStatusRequest\x1a\x1a.tuplemesh.v1.WorkerStatus\x12Q\n\rGetAssignment\x12\".tuplemesh.v1.GetAssignmentRequest\x1a\x1c.tuplemesh.v1.AssignmentInfo\x12\x46\n\nListQueues\x12\x1f.tuplemesh.v1.ListQueuesRequest\x1a\x17.tuplemesh.v1.QueueList\x12J\n\nWatchStats\x12\x1f.tuplemesh.v1.WatchStatsRequest\x1a\x19.tuplemesh.v1.WorkerStats0\x01\x12=\n\x04\x45mit\x12\x19.tuplemesh.v1.EmitRequest\x1a\x1a.tuplemesh.v1.EmitResponse\x12@\n\x05\x44rain\x12\x1a.tuplemesh.v1.DrainRequest\x1a\x1b.tuplemesh.v1.DrainResponse\x12L\n\tRebalance\x12\x1e.tuplemesh.v1.RebalanceRequest\x1a\x1f.tuplemesh.v1.RebalanceResponseB\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -47,43 +47,47 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PEERSTATUS']._serialized_start=554
   _globals['_PEERSTATUS']._serialized_end=891
   _globals['_BINDINGSTATUS']._serialized_start=894
-  _globals['_BINDINGSTATUS']._serialized_end=1422
-  _globals['_BINDINGSTATUS_RECEIVEDTUPLESFROMENTRY']._serialized_start=1284
-  _globals['_BINDINGSTATUS_RECEIVEDTUPLESFROMENTRY']._serialized_end=1341
-  _globals['_BINDINGSTATUS_RECEIVEDBYTESFROMENTRY']._serialized_start=1343
-  _globals['_BINDINGSTATUS_RECEIVEDBYTESFROMENTRY']._serialized_end=1399
-  _globals['_DISCOVERYSTATUS']._serialized_start=1424
-  _globals['_DISCOVERYSTATUS']._serialized_end=1529
-  _globals['_WORKERSTATUS']._serialized_start=1532
-  _globals['_WORKERSTATUS']._serialized_end=2462
-  _globals['_WORKERSTATUS_EXPORTLOSTENTRY']._serialized_start=2413
-  _globals['_WORKERSTATUS_EXPORTLOSTENTRY']._serialized_end=2462
-  _globals['_GETASSIGNMENTREQUEST']._serialized_start=2464
-  _globals['_GETASSIGNMENTREQUEST']._serialized_end=2486
-  _globals['_ASSIGNEDEXECUTOR']._serialized_start=2488
-  _globals['_ASSIGNEDEXECUTOR']._serialized_end=2571
-  _globals['_ASSIGNMENTINFO']._serialized_start=2573
-  _globals['_ASSIGNMENTINFO']._serialized_end=2657
-  _globals['_LISTQUEUESREQUEST']._serialized_start=2659
-  _globals['_LISTQUEUESREQUEST']._serialized_end=2678
-  _globals['_QUEUEINFO']._serialized_start=2680
-  _globals['_QUEUEINFO']._serialized_end=2779
-  _globals['_QUEUELIST']._serialized_start=2781
-  _globals['_QUEUELIST']._serialized_end=2833
-  _globals['_WATCHSTATSREQUEST']._serialized_start=2835
-  _globals['_WATCHSTATSREQUEST']._serialized_end=2880
-  _globals['_COMPONENTSTATS']._serialized_start=2882
-  _globals['_COMPONENTSTATS']._serialized_end=3009
-  _globals['_WORKERSTATS']._serialized_start=3012
-  _globals['_WORKERSTATS']._serialized_end=3200
-  _globals['_EMITREQUEST']._serialized_start=3202
-  _globals['_EMITREQUEST']._serialized_end=3311
-  _globals['_EMITRESPONSE']._serialized_start=3313
-  _globals['_EMITRESPONSE']._serialized_end=3341
-  _globals['_DRAINREQUEST']._serialized_start=3343
-  _globals['_DRAINREQUEST']._serialized_end=3357
-  _globals['_DRAINRESPONSE']._serialized_start=3359
-  _globals['_DRAINRESPONSE']._serialized_end=3389
-  _globals['_ADMIN']._serialized_start=3392
-  _globals['_ADMIN']._serialized_end=3832
+  _globals['_BINDINGSTATUS']._serialized_end=1453
+  _globals['_BINDINGSTATUS_RECEIVEDTUPLESFROMENTRY']._serialized_start=1315
+  _globals['_BINDINGSTATUS_RECEIVEDTUPLESFROMENTRY']._serialized_end=1372
+  _globals['_BINDINGSTATUS_RECEIVEDBYTESFROMENTRY']._serialized_start=1374
+  _globals['_BINDINGSTATUS_RECEIVEDBYTESFROMENTRY']._serialized_end=1430
+  _globals['_DISCOVERYSTATUS']._serialized_start=1455
+  _globals['_DISCOVERYSTATUS']._serialized_end=1560
+  _globals['_WORKERSTATUS']._serialized_start=1563
+  _globals['_WORKERSTATUS']._serialized_end=2508
+  _globals['_WORKERSTATUS_EXPORTLOSTENTRY']._serialized_start=2459
+  _globals['_WORKERSTATUS_EXPORTLOSTENTRY']._serialized_end=2508
+  _globals['_GETASSIGNMENTREQUEST']._serialized_start=2510
+  _globals['_GETASSIGNMENTREQUEST']._serialized_end=2532
+  _globals['_ASSIGNEDEXECUTOR']._serialized_start=2534
+  _globals['_ASSIGNEDEXECUTOR']._serialized_end=2617
+  _globals['_ASSIGNMENTINFO']._serialized_start=2619
+  _globals['_ASSIGNMENTINFO']._serialized_end=2718
+  _globals['_LISTQUEUESREQUEST']._serialized_start=2720
+  _globals['_LISTQUEUESREQUEST']._serialized_end=2739
+  _globals['_QUEUEINFO']._serialized_start=2741
+  _globals['_QUEUEINFO']._serialized_end=2840
+  _globals['_QUEUELIST']._serialized_start=2842
+  _globals['_QUEUELIST']._serialized_end=2894
+  _globals['_WATCHSTATSREQUEST']._serialized_start=2896
+  _globals['_WATCHSTATSREQUEST']._serialized_end=2941
+  _globals['_COMPONENTSTATS']._serialized_start=2943
+  _globals['_COMPONENTSTATS']._serialized_end=3070
+  _globals['_WORKERSTATS']._serialized_start=3073
+  _globals['_WORKERSTATS']._serialized_end=3261
+  _globals['_EMITREQUEST']._serialized_start=3263
+  _globals['_EMITREQUEST']._serialized_end=3372
+  _globals['_EMITRESPONSE']._serialized_start=3374
+  _globals['_EMITRESPONSE']._serialized_end=3402
+  _globals['_DRAINREQUEST']._serialized_start=3404
+  _globals['_DRAINREQUEST']._serialized_end=3418
+  _globals['_DRAINRESPONSE']._serialized_start=3420
+  _globals['_DRAINRESPONSE']._serialized_end=3450
+  _globals['_REBALANCEREQUEST']._serialized_start=3452
+  _globals['_REBALANCEREQUEST']._serialized_end=3502
+  _globals['_REBALANCERESPONSE']._serialized_start=3504
+  _globals['_REBALANCERESPONSE']._serialized_end=3538
+  _globals['_ADMIN']._serialized_start=3541
+  _globals['_ADMIN']._serialized_end=4059
 # @@protoc_insertion_point(module_scope)

@@ -182,6 +182,8 @@ class WorkerSnapshot:
     #: buffers, accepted spout input (sends peers have not acknowledged are not looked at).
     local_queues_empty: bool = True
     spouts_finished: bool = True
+    #: The assignment epoch the worker routes by (counter/workers/code).
+    epoch: str = ""
 
     @property
     def unacked_batches(self) -> int:

@@ -23,6 +23,7 @@ from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
@@ -70,6 +71,8 @@ class Worker:
         self.port = port
         self.topology_id = topology_id or topology.name
         self.assignment = plan.assignment
+        #: The assignment this worker routes by, as every Transfer stream names it.
+        self.epoch = Epoch.of(topology, num_workers, int(conf.get("topology.epoch", 0)))
         self.stream_ids = plan.stream_ids
         self.stream_info = plan.stream_info
         queues = self.queue_settings = plan.queue_settings
@@ -326,6 +329,7 @@ class Worker:
             and not received.overflow_batches
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
+            epoch=str(self.epoch),
         )
 
     def _rings(self) -> list[tuple[str, RingBuffer[Any]]]:
