@@ -9,6 +9,7 @@
     │   ├── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
     │   └── ReceiverStoppedError the receiver did not take a batch (stopping): the sender resends
     │       └── AssignmentEpochError  the sender routes by another assignment epoch
+    ├── RescaleRefusedError      a rescale cannot start (the worker stops, a peer is unreachable)
     ├── GatewayError             a Gateway call failed (names the worker, the call and the status)
     │   └── EpochMismatchError   an export partition's log restarted: the reader's offsets are void
     └── DisruptorError
@@ -33,6 +34,7 @@ __all__ = [
     "MessageTooLargeError",
     "PluginError",
     "ReceiverStoppedError",
+    "RescaleRefusedError",
     "SerializationError",
     "TopologyError",
     "TransportError",
@@ -84,6 +86,11 @@ class ReceiverStoppedError(TransportError):
 class AssignmentEpochError(ReceiverStoppedError):
     """The sender routes by another assignment epoch than the receiver: the batch was not taken
     (its tasks may have moved); the sender keeps it until the two agree."""
+
+
+class RescaleRefusedError(TuplemeshError):
+    """A rescale (``Admin.Rebalance``) cannot start; the message says why (a stopping worker, a
+    peer that did not accept, an epoch of another topology)."""
 
 
 class GatewayError(TuplemeshError):

@@ -4,12 +4,15 @@ without a coordinator (a whole-mesh stop, a rescale)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import grpc
 
 from tuplemesh.client.channel import open_channel_from_config
+from tuplemesh.errors import TransportError
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 __all__ = ["PeerAdmins"]
@@ -19,7 +22,7 @@ log = logging.getLogger(__name__)
 
 class PeerAdmins:
     """One Admin stub per peer worker, opened on first use at the address discovery gives.
-    Thread-safe for one caller at a time (the worker process's shutdown or rescale thread)."""
+    Thread-safe."""
 
     def __init__(
         self, conf: Mapping[str, Any], own_index: int, addresses: Callable[[], Mapping[int, tuple[str, int]]]
@@ -28,8 +31,13 @@ class PeerAdmins:
         self._own = own_index
         self._addresses = addresses
         self._stubs: dict[int, tuple[str, grpc.Channel, admin_pb2_grpc.AdminStub]] = {}
+        self._lock = threading.Lock()
 
     def _stub(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
+        with self._lock:
+            return self._stub_locked(worker, address)
+
+    def _stub_locked(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
         target = f"{address[0]}:{address[1]}"
         known = self._stubs.get(worker)
         if known is not None and known[0] == target:
@@ -58,7 +66,43 @@ class PeerAdmins:
                 out[worker] = None
         return out
 
+    def epochs(self, timeout: float) -> list[Epoch]:
+        """The assignment epoch of every peer that answers within ``timeout``."""
+        request = admin_pb2.GetAssignmentRequest()
+        calls = [
+            self._stub(worker, address).GetAssignment.future(request, timeout=timeout)
+            for worker, address in sorted(self._addresses().items())
+            if worker != self._own
+        ]
+        found = []
+        for call in calls:
+            try:
+                found.append(Epoch.parse(call.result().epoch))
+            except (grpc.RpcError, ValueError):
+                continue  # not up yet, or a worker that names no epoch
+        return found
+
+    def rebalance(self, workers: range, epoch: Epoch, timeout: float) -> None:
+        """Ask each of ``workers`` (not this one) to switch to ``epoch``; TransportError naming
+        the first that did not accept."""
+        request = admin_pb2.RebalanceRequest(workers=epoch.workers, epoch=str(epoch))
+        addresses = self._addresses()
+        calls = {}
+        for worker in workers:
+            if worker == self._own:
+                continue
+            if worker not in addresses:
+                raise TransportError(f"worker {worker} has no known address; the mesh cannot rescale")
+            calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(request, timeout=timeout)
+        for worker, call in calls.items():
+            try:
+                call.result()
+            except grpc.RpcError as exc:
+                why = f"{exc.code().name} {exc.details()}"
+                raise TransportError(f"worker {worker} did not accept the rescale to {epoch}: {why}") from exc
+
     def close(self) -> None:
-        for _, channel, _ in self._stubs.values():
-            channel.close()
-        self._stubs.clear()
+        with self._lock:
+            for _, channel, _ in self._stubs.values():
+                channel.close()
+            self._stubs.clear()

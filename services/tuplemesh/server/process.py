@@ -21,7 +21,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory
-from tuplemesh.errors import TransportError
+from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
 READINESS = ("", "tuplemesh.v1.Transfer")
 
+#: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
+EPOCH_POLL_SECS = 0.5
+
 
 class WorkerProcess:
     """Owns the gRPC server and the Worker of this process."""
@@ -63,14 +66,18 @@ class WorkerProcess:
         num_workers: int,
         port: int,
         directory: PeerDirectory,
+        signals: TerminationSignals | None = None,
     ) -> None:
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
         )
         # every Transfer stream names the epoch it routes by; a receiver refuses another one
-        epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
-        self.conf = self.conf.with_overrides({"worker.epoch": str(epoch)})
+        self.epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
+        self.conf = self.conf.with_overrides({"worker.epoch": str(self.epoch)})
+        #: Set by a rescale: the epoch this worker's successor (a new process) starts at.
+        self.next_epoch: Epoch | None = None
+        self._rescale_lock = threading.Lock()
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
         self.transport = settings.transport
@@ -96,7 +103,8 @@ class WorkerProcess:
         self.health.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         admin_pb2_grpc.add_AdminServicer_to_server(
-            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
+            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state, self.rebalance),
+            self.server,
         )
         gateway_pb2_grpc.add_GatewayServicer_to_server(
             GatewayServicer(self.worker.gateway, index, accepting=lambda: self._state != "NOT_SERVING"),
@@ -105,7 +113,7 @@ class WorkerProcess:
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
         self.metrics: MetricsEndpoint | None = None
-        self.signals = TerminationSignals()
+        self.signals = signals or TerminationSignals()
         self._stop = self.signals.requested
 
     def _set_health(self, status: Any) -> None:
@@ -136,12 +144,28 @@ class WorkerProcess:
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
+        threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
         interval = self.settings.refresh_poll_seconds
         while not self._stop.wait(interval):
             self.worker.transfer.update_peers(self.directory.snapshot())
+
+    def _follow_epoch(self) -> None:
+        """A worker that missed a rescale (it started just before one, or was down during it)
+        sees its peers at a newer epoch and rescales itself to it."""
+        while not self._stop.wait(EPOCH_POLL_SECS):
+            epochs = [e for e in self.peer_admins.epochs(timeout=1.0) if e.code == self.epoch.code]
+            newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
+            if newest.counter > self.epoch.counter:
+                try:
+                    self.rebalance(newest.workers, str(newest))
+                except RescaleRefusedError as exc:
+                    log.warning(
+                        "worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc
+                    )
+                return
 
     def _watch_readiness(self) -> None:
         """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
@@ -161,6 +185,37 @@ class WorkerProcess:
             self.worker.deactivate_spouts()
             log.info("worker %d draining", self.worker.index)
         return self._state
+
+    def rebalance(self, workers: int, epoch: str) -> str:
+        """Rescale the mesh to ``workers`` (Admin.Rebalance); returns the new epoch's text.
+
+        Without ``epoch`` this worker starts the rescale: the next epoch is one counter up, and
+        every other worker of the current assignment is asked first. Then this worker drains
+        with the mesh (spouts pause, in-flight tuples drain, the final checkpoint is taken) and
+        ends, so its successor starts at the new epoch (see ``next_epoch``). Any thread.
+        """
+        with self._rescale_lock:
+            if self._state == "NOT_SERVING" or self._stop.is_set():
+                raise RescaleRefusedError(f"worker {self.worker.index} is stopping; rescale it afterwards")
+            if epoch:
+                try:
+                    target = Epoch.parse(epoch)
+                except ValueError as exc:
+                    raise RescaleRefusedError(str(exc)) from None
+                if target.code != self.epoch.code:
+                    raise RescaleRefusedError(
+                        f"epoch {target} is of another topology code than this worker's {self.epoch}"
+                    )
+            else:
+                target = Epoch(workers, self.epoch.code, self.epoch.counter + 1)
+                try:
+                    self.peer_admins.rebalance(range(self.epoch.workers), target, timeout=10.0)
+                except TransportError as exc:
+                    raise RescaleRefusedError(str(exc)) from None
+            log.warning("worker %d: rescale from %s to %s", self.worker.index, self.epoch, target)
+            self.next_epoch = target
+            self._stop.set()  # serve() drains with the mesh, and the process hands over
+            return str(target)
 
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""

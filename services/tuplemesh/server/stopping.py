@@ -93,7 +93,8 @@ class MeshDrain:
         self._snapshot = snapshot
         self._peers = peers
         self._final = final or NoFinalCheckpoint()
-        self._draining: set[int] = set()  # peers seen draining (they may be gone since)
+        #: peers seen draining (they may have stopped since), with the epoch they drained in
+        self._draining: dict[int, str] = {}
         #: Batches refused from peers that still run (their senders keep them).
         self.refused_batches = 0
 
@@ -120,11 +121,18 @@ class MeshDrain:
             statuses = self._peers.statuses(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
             for worker, status in statuses.items():
                 if status is not None and status.state == DRAINING:
-                    self._draining.add(worker)
+                    self._draining.setdefault(worker, status.epoch)
             own = self._snapshot()
-            # a peer seen draining that no longer answers has stopped: it found the mesh idle
-            answering = {w: s for w, s in statuses.items() if s is not None}
-            gone = self._draining - answering.keys()
+            # a peer seen draining that no longer answers, or answers in another epoch (a
+            # rescale restarted it), has stopped: it found the mesh idle
+            answering = {
+                w: s
+                for w, s in statuses.items()
+                if s is not None
+                and w in self.expected
+                and (w not in self._draining or s.epoch == self._draining[w])
+            }
+            gone = self._draining.keys() - answering.keys()
             whole_mesh = all(w in self._draining for w in self.expected)
             if whole_mesh:
                 idle = own.idle and all(s.idle for s in answering.values())
