@@ -31,8 +31,14 @@ def choose_epoch(
     stop: threading.Event,
 ) -> Epoch | None:
     """The epoch worker ``index`` starts at; None when ``stop`` was set while it waited."""
+    waited = False
     while True:
         epochs = [e for e in peer_epochs() if e.code == own.code]
+        if not epochs and waited:
+            # the mesh it waits for is restarting at its next epoch: wait for it, not for no one
+            if stop.wait(WAIT_SECS):
+                return None
+            continue
         newest = max(epochs, key=lambda e: e.counter, default=own)
         chosen = newest if newest.counter >= own.counter else own
         if index < chosen.workers:
@@ -44,11 +50,13 @@ def choose_epoch(
                     chosen,
                 )
             return chosen
-        log.info(
+        log.log(
+            logging.DEBUG if waited else logging.INFO,
             "worker %d: the mesh runs %d worker(s) (epoch %s); waiting to be included",
             index,
             chosen.workers,
             chosen,
         )
+        waited = True
         if stop.wait(WAIT_SECS):
             return None

@@ -166,6 +166,8 @@ class CoordinatorBolt(Bolt):
             self.last_committed = checkpoint
             self._pending = None
             self._next_start = time.monotonic() + self._settings.interval_seconds
+            if self._asked:  # asked for while this one ran: the next starts now, not at a tick
+                self._tick(time.monotonic())
 
     def _abandon(self, why: str) -> None:
         self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)

@@ -189,6 +189,8 @@ class Worker:
         return StopCheckpoint(self.conf, plan.topology, coordinator_worker, ticker)
 
     def deactivate_spouts(self) -> None:
+        if self._checkpoint_ticker is not None:
+            self._checkpoint_ticker.pause()
         for executor in self.spout_executors:
             executor.deactivate()
 
