@@ -1,15 +1,17 @@
 """A numbered pipeline whose counts outlive its worker processes (``tests.fault.numbered:NAME``).
 
 ``numbered``: numbers (3 tasks, flat out) -> relay (shuffle, 3 tasks) -> sink (fields on the
-spout task, 3 tasks). Each spout task numbers its tuples 0, 1, 2, ... and, when its worker stops,
-writes how many it emitted to ``<numbered.dir>/spout-<task>.json``; each sink task writes every
-(spout task, number) it saw, with how often, to ``<numbered.dir>/sink-<task>.json``. A stopped
+source, 3 tasks). Each spout task numbers its tuples 0, 1, 2, ... under a source name of its own
+(``<task>:<pid>``: a restarted worker's spout is a new source) and, when its worker stops, writes
+how many it emitted to ``<numbered.dir>/spout-<task>-<pid>.json``; each sink task writes every
+(source, number) it saw, with how often, to ``<numbered.dir>/sink-<task>-<pid>.json``. A stopped
 mesh can then be checked exactly: every number emitted reached a sink once.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,17 +28,17 @@ class NumberSpout(Spout):
 
     def open(self, conf: Any, context: Any, collector: Any) -> None:
         self.collector = collector
-        self.out = Path(conf["numbered.dir"]) / f"spout-{context.task_id}.json"
-        self.task = context.task_id
+        self.out = Path(conf["numbered.dir"]) / f"spout-{context.task_id}-{os.getpid()}.json"
+        self.source = f"{context.task_id}:{os.getpid()}"
         self.next = 0
 
     def next_tuple(self) -> None:
         for n in range(self.next, self.next + BURST):
-            self.collector.emit([self.task, n])
+            self.collector.emit([self.source, n])
         self.next += BURST
 
     def close(self) -> None:
-        self.out.write_text(json.dumps({"task": self.task, "emitted": self.next}))
+        self.out.write_text(json.dumps({"source": self.source, "emitted": self.next}))
 
     def report(self) -> Any:
         return {"emitted": self.next}
@@ -55,8 +57,8 @@ class Relay(BasicBolt):
 
 class NumberedSink(BasicBolt):
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        self.out = Path(conf["numbered.dir"]) / f"sink-{context.task_id}.json"
-        self.seen: Counter[tuple[int, int]] = Counter()
+        self.out = Path(conf["numbered.dir"]) / f"sink-{context.task_id}-{os.getpid()}.json"
+        self.seen: Counter[tuple[str, int]] = Counter()
 
     def execute(self, tup: Tuple) -> None:
         source, n = tup.values
@@ -80,13 +82,13 @@ def build_numbered() -> Any:
 numbered = build_numbered()
 
 
-def read_outcome(directory: Path) -> tuple[dict[int, int], Counter[tuple[int, int]]]:
-    """(numbers emitted per spout task, how often each (spout task, number) reached a sink)."""
+def read_outcome(directory: Path) -> tuple[dict[str, int], Counter[tuple[str, int]]]:
+    """(numbers emitted per source, how often each (source, number) reached a sink)."""
     emitted = {}
     for path in directory.glob("spout-*.json"):
         record = json.loads(path.read_text())
-        emitted[record["task"]] = record["emitted"]
-    seen: Counter[tuple[int, int]] = Counter()
+        emitted[record["source"]] = record["emitted"]
+    seen: Counter[tuple[str, int]] = Counter()
     for path in directory.glob("sink-*.json"):
         for source, n, times in json.loads(path.read_text()):
             seen[(source, n)] += times

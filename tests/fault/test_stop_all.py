@@ -70,7 +70,7 @@ def test_sigterm_to_every_worker_under_full_load_ends_in_time_with_nothing_lost(
     assert codes == [0] * WORKERS
     assert slowest < SHUTDOWN_TIMEOUT
     assert len(emitted) == 3 and all(n > 0 for n in emitted.values())
-    expected = {(task, n) for task, count in emitted.items() for n in range(count)}
+    expected = {(source, n) for source, count in emitted.items() for n in range(count)}
     missing = expected - seen.keys()
     assert not missing, f"{len(missing)} tuple(s) lost, e.g. {sorted(missing)[:5]}"
     assert seen.keys() == expected  # nothing a spout did not emit

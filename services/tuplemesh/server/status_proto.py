@@ -36,6 +36,8 @@ def snapshot_to_proto(
         worker=s.worker,
         workers=s.workers,
         epoch=s.epoch,
+        congested_tasks=s.congested_tasks,
+        tasks=s.tasks,
         uptime_seconds=s.uptime_seconds,
         executors=[
             admin_pb2.ExecutorStatus(
@@ -125,6 +127,8 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         worker=status.worker,
         workers=status.workers,
         epoch=status.epoch,
+        congested_tasks=status.congested_tasks,
+        tasks=status.tasks,
         uptime_seconds=status.uptime_seconds,
         executors=tuple(
             ExecutorSnapshot(

@@ -42,7 +42,7 @@ from tuplemesh.transport.base import (
     TaskMessage,
 )
 from tuplemesh.transport.framing import unpack_batch
-from tuplemesh.transport.session import ReceiverSession, StreamState
+from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
@@ -104,6 +104,16 @@ def _stream_epoch(context: grpc.ServicerContext) -> str:
     return ""
 
 
+def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
+    return messages_pb2.TransferAck(
+        sequence=ack.sequence,
+        credit=ack.credit,
+        unknown_tasks=ack.unknown_tasks,
+        duplicates=ack.duplicates,
+        congested_tasks=ack.congested_tasks,
+    )
+
+
 class _TransferServicer(transfer_pb2_grpc.TransferServicer):
     """Frames the Transfer service for one bound topology; the rules are the session's."""
 
@@ -142,12 +152,16 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     broadcasts=broadcasts,
                     epoch=epoch,
                 )
-            except AssignmentEpochError as exc:
-                # no ack: the sender keeps the batch and offers it again until the epochs agree
-                context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
             except ReceiverStoppedError as exc:
-                # no ack: the sender keeps the batch and resends it after reconnecting
-                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+                # this batch is not acknowledged (the sender keeps it and offers it again, after
+                # reconnecting); every one delivered before it is
+                done = session.delivered_ack(stream, batch.sender, batch.session)
+                if done is not None:
+                    yield _ack_message(done)
+                code = grpc.StatusCode.UNAVAILABLE
+                if isinstance(exc, AssignmentEpochError):
+                    code = grpc.StatusCode.FAILED_PRECONDITION  # until the epochs agree
+                context.abort(code, str(exc))
             if ack is None:
                 continue
             if ack.gap:
@@ -156,13 +170,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     grpc.StatusCode.OUT_OF_RANGE,
                     f"sequence gap from worker {batch.sender}: got {batch.sequence} after {ack.sequence}",
                 )
-            yield messages_pb2.TransferAck(
-                sequence=ack.sequence,
-                credit=ack.credit,
-                unknown_tasks=ack.unknown_tasks,
-                duplicates=ack.duplicates,
-                congested_tasks=ack.congested_tasks,
-            )
+            yield _ack_message(ack)
 
 
 class GrpcBinding:

@@ -202,6 +202,13 @@ class ReceiverSession:
             return self._ack(stream, sequence, unknown, congested)
         return None
 
+    def delivered_ack(self, stream: StreamState, sender: int, session: int) -> Ack | None:
+        """The ack of every batch of (``sender``, ``session``) delivered so far, to send before
+        refusing the next: a delivered batch left unacknowledged would be resent to whoever
+        serves next and counted twice. None when nothing was delivered."""
+        last = self.filter.last((sender, session))
+        return None if last is None else self._ack(stream, last, [])
+
     def _ack(
         self, stream: StreamState, sequence: int, unknown: list[int], congested: list[int] | None = None
     ) -> Ack:

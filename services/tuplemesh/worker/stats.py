@@ -184,6 +184,10 @@ class WorkerSnapshot:
     spouts_finished: bool = True
     #: The assignment epoch the worker routes by (counter/workers/code).
     epoch: str = ""
+    #: Tasks of this worker whose inbox is above the backpressure watermark now (what its acks
+    #: tell senders to hold back for), and all its tasks: a load signal to scale on.
+    congested_tasks: int = 0
+    tasks: int = 0
 
     @property
     def unacked_batches(self) -> int:

@@ -95,6 +95,8 @@ class Worker:
         log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
         self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
+        # read at every snapshot: the per-worker backpressure signal an autoscaler scales on
+        self._congested_now = congested_tasks(self.local_inbox_of_task, queues.backpressure_watermark)
         self.transfer = TransferPath(
             self.transfer_ring,
             context,
@@ -332,6 +334,8 @@ class Worker:
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
             epoch=str(self.epoch),
+            congested_tasks=len(self._congested_now()),
+            tasks=len(self.local_inbox_of_task),
         )
 
     def _rings(self) -> list[tuple[str, RingBuffer[Any]]]:
