@@ -98,10 +98,6 @@ class MeshDrain:
         #: Batches refused from peers that still run (their senders keep them).
         self.refused_batches = 0
 
-    @property
-    def draining_peers(self) -> set[int]:
-        return set(self._draining)
-
     def admission(self, sender: int) -> str | None:
         """Take batches from draining peers only. Receive threads."""
         if sender in self._draining:
