@@ -1,5 +1,5 @@
 """The ``tuplemesh`` command: ``run`` a topology, serve one ``worker``, watch them with ``top``,
-print the ``config`` keys.
+``rebalance`` a running mesh to another worker count, print the ``config`` keys.
 
 Every flag can also be given as an environment variable ``TUPLEMESH_<FLAG>`` (``--workers`` ->
 ``TUPLEMESH_WORKERS``, ``--quiet`` -> ``TUPLEMESH_QUIET=true``). A flag that sets a config key
@@ -26,6 +26,8 @@ from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 
 __all__ = ["main"]
+
+log = logging.getLogger(__name__)
 
 
 class CliError(Exception):
@@ -84,9 +86,10 @@ def _port(flag: str) -> Any:
 
 
 def parse_peers(text: str, workers: int) -> dict[int, tuple[str, int]]:
-    """``host:port,host:port,...`` in worker-index order; CliError naming the entry at fault."""
+    """``host:port,host:port,...`` in worker-index order; CliError naming the entry at fault.
+    Addresses beyond ``workers`` are those of workers a rescale may add."""
     entries = [e.strip() for e in text.split(",") if e.strip()]
-    if len(entries) != workers:
+    if len(entries) < workers:
         raise CliError(
             f"--peers lists {len(entries)} address(es) but --workers is {workers}: give one per worker"
         )
@@ -177,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
         help="this worker's index, the StatefulSet ordinal; " + _KEY_HELP.format(key="worker.index"),
     )
     worker.add_argument("--workers", help=_KEY_HELP.format(key="topology.workers"))
+    worker.add_argument("--epoch", help=_KEY_HELP.format(key="topology.epoch"))
     worker.add_argument(
         "--port",
         type=_port("port"),
@@ -222,6 +226,21 @@ def _parser() -> argparse.ArgumentParser:
         "--config",
         default=_env("config"),
         help="YAML config file (tls.* and admin.token to reach the workers)",
+    )
+
+    rebalance = sub.add_parser(
+        "rebalance", help="rescale a running mesh to --workers workers, live (Admin.Rebalance)"
+    )
+    rebalance.add_argument(
+        "--workers", type=_non_negative_int("workers"), required=True, help="the new worker count"
+    )
+    rebalance.add_argument(
+        "--target", default=_env("target", "127.0.0.1:6700"), help="HOST:PORT of any worker of the mesh"
+    )
+    rebalance.add_argument(
+        "--config",
+        default=_env("config"),
+        help="YAML config file (tls.* and admin.token to reach the worker)",
     )
 
     sub.add_parser("config", help="print every configuration key, its env var and default")
@@ -272,18 +291,86 @@ def _run(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     from tuplemesh.server import WorkerProcess
+    from tuplemesh.server.joining import choose_epoch
+    from tuplemesh.server.peer_admin import PeerAdmins
+    from tuplemesh.server.signals import TerminationSignals
+    from tuplemesh.topology.assignment import Epoch
 
-    conf = Config.load(args.config, flags=_key_flags(args, ("index", "workers", "transport")))
+    conf = Config.load(args.config, flags=_key_flags(args, ("index", "workers", "transport", "epoch")))
     topology = load_topology(args.target)
     # the flags' values as the config resolved them (flag, env var, file or default)
     args.index, args.workers = conf["worker.index"], conf["topology.workers"]
     if args.index >= args.workers:
         raise CliError(f"--index {args.index} is out of range for --workers {args.workers}")
     directory = _directory(args)
+    signals = TerminationSignals()
+    signals.install()
+    # the mesh may have been rescaled since this worker's flags were written: join its epoch
+    peers = PeerAdmins(conf, args.index, directory.snapshot)
+    own = Epoch.of(topology, args.workers, conf["topology.epoch"])
+    epoch = choose_epoch(args.index, own, lambda: peers.epochs(timeout=1.0), signals.requested)
+    peers.close()
+    if epoch is None:
+        directory.stop()
+        return 0  # stopped while waiting to be included
     process = WorkerProcess(
-        topology, conf, index=args.index, num_workers=args.workers, port=args.port, directory=directory
+        topology,
+        conf.with_overrides({"topology.epoch": epoch.counter}),
+        index=args.index,
+        num_workers=epoch.workers,
+        port=args.port,
+        directory=directory,
+        signals=signals,
     )
-    return process.serve()
+    code = process.serve()
+    successor = process.next_epoch
+    if successor is None or code != 0:
+        return code
+    if args.index >= successor.workers:
+        log.warning("worker %d: not part of the mesh of %d worker(s); exiting", args.index, successor.workers)
+        return 0
+    # a rescale: a fresh process at the new epoch (fresh executors; moved state comes from the store)
+    argv = _without_flags(sys.argv[1:], ("--workers", "--epoch"))
+    argv += ["--workers", str(successor.workers), "--epoch", str(successor.counter)]
+    os.execv(sys.executable, [sys.executable, "-m", "tuplemesh.cli", *argv])
+    return 0  # not reached
+
+
+def _without_flags(argv: list[str], flags: Sequence[str]) -> list[str]:
+    """``argv`` without ``flags`` and their values (``--flag value`` or ``--flag=value``)."""
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in flags:
+            skip = True
+            continue
+        if any(arg.startswith(f"{flag}=") for flag in flags):
+            continue
+        out.append(arg)
+    return out
+
+
+def _rebalance(args: argparse.Namespace) -> int:
+    import grpc
+
+    from tuplemesh.client.channel import open_channel_from_config
+    from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+    conf = Config.load(args.config)
+    channel = open_channel_from_config(args.target, conf)
+    try:
+        reply = admin_pb2_grpc.AdminStub(channel).Rebalance(
+            admin_pb2.RebalanceRequest(workers=args.workers), timeout=30.0
+        )
+    except grpc.RpcError as exc:
+        raise CliError(f"rebalance via {args.target}: {exc.code().name}: {exc.details()}") from None
+    finally:
+        channel.close()
+    print(f"rescaling to {args.workers} worker(s): epoch {reply.epoch}")
+    return 0
 
 
 def _directory(args: argparse.Namespace) -> Any:
@@ -294,7 +381,7 @@ def _directory(args: argparse.Namespace) -> Any:
         peers = (
             parse_peers(args.peers, args.workers) if args.peers else {args.index: ("127.0.0.1", args.port)}
         )
-        if len(peers) != args.workers:
+        if len(peers) < args.workers:
             raise CliError(f"--peers is required with --workers {args.workers}")
         return StaticDirectory(peers)
     from tuplemesh.discovery.kubernetes import KubernetesDirectory, api_client_from_environment
@@ -355,6 +442,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tls=TlsSettings.from_config(conf),
                 token=conf["admin.token"],
             )
+        if args.command == "rebalance":
+            return _rebalance(args)
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0

@@ -303,6 +303,23 @@ KEYS: dict[str, ConfigKey] = {
             flag="index",
         ),
         ConfigKey(
+            "topology.epoch",
+            int,
+            0,
+            "Counter of the assignment epoch the worker starts at; every rescale raises it "
+            "(`tuplemesh rebalance` restarts the workers with the next one).",
+            _non_negative,
+            flag="epoch",
+            unit="rescales",
+        ),
+        ConfigKey(
+            "worker.epoch",
+            str,
+            "",
+            "The assignment epoch the worker routes by (counter/workers/code), set by the worker "
+            "process and named on every Transfer stream; empty: not checked.",
+        ),
+        ConfigKey(
             "worker.bind.host",
             str,
             "127.0.0.1",

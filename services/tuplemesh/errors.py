@@ -6,7 +6,10 @@
     ├── PluginError              a transport/serializer name does not resolve (lists known ones)
     ├── SerializationError       a payload could not be encoded or decoded
     ├── TransportError           a transport plugin failed (backend errors are translated to this)
-    │   └── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    │   ├── MessageTooLargeError a tuple or batch exceeds the transport's maximum message size
+    │   └── ReceiverStoppedError the receiver did not take a batch (stopping): the sender resends
+    │       └── AssignmentEpochError  the sender routes by another assignment epoch
+    ├── RescaleRefusedError      a rescale cannot start (the worker stops, a peer is unreachable)
     ├── GatewayError             a Gateway call failed (names the worker, the call and the status)
     │   └── EpochMismatchError   an export partition's log restarted: the reader's offsets are void
     └── DisruptorError
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "AlertError",
+    "AssignmentEpochError",
     "ConfigError",
     "DisruptorError",
     "EpochMismatchError",
@@ -30,6 +34,7 @@ __all__ = [
     "MessageTooLargeError",
     "PluginError",
     "ReceiverStoppedError",
+    "RescaleRefusedError",
     "SerializationError",
     "TopologyError",
     "TransportError",
@@ -76,6 +81,16 @@ class MessageTooLargeError(TransportError):
 
 class ReceiverStoppedError(TransportError):
     """The receiving worker is shutting down; the batch was not (wholly) accepted: resend it."""
+
+
+class AssignmentEpochError(ReceiverStoppedError):
+    """The sender routes by another assignment epoch than the receiver: the batch was not taken
+    (its tasks may have moved); the sender keeps it until the two agree."""
+
+
+class RescaleRefusedError(TuplemeshError):
+    """A rescale (``Admin.Rebalance``) cannot start; the message says why (a stopping worker, a
+    peer that did not accept, an epoch of another topology)."""
 
 
 class GatewayError(TuplemeshError):

@@ -37,6 +37,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
         "tls": {"enabled": True, "secretName": "mesh-tls"},
         "ports": {"transfer": 7000, "metrics": 9200, "zmqOffset": 100},
     },
+    "autoscaled": {"autoscaling": {"enabled": True, "minReplicas": 3, "maxReplicas": 12}},
     "minimal": {
         "workers": 1,
         "metrics": {"enabled": False, "serviceMonitor": {"enabled": True}},
@@ -740,3 +741,34 @@ def test_chart_readme_refuses_an_undocumented_value(tmp_path: Path):
     )
     with pytest.raises(ValueError, match=r"no '# --' description for image\.tag$"):
         chart_readme.render_readme(tmp_path)
+
+
+def test_autoscaling_is_an_hpa_on_the_statefulset_driven_by_backpressure():
+    assert "HorizontalPodAutoscaler" not in render({})
+    m = render(
+        {
+            "autoscaling": {
+                "enabled": True,
+                "minReplicas": 3,
+                "maxReplicas": 12,
+                "targetCongestedTasks": "500m",
+            }
+        }
+    )
+    [hpa] = m["HorizontalPodAutoscaler"]
+    [statefulset] = m["StatefulSet"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "name": statefulset["metadata"]["name"],
+    }
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (3, 12)
+    [metric] = hpa["spec"]["metrics"]
+    assert metric["type"] == "Pods"
+    assert metric["pods"]["metric"]["name"] == "tuplemesh_backpressure_congested_tasks"
+    assert metric["pods"]["target"] == {"type": "AverageValue", "averageValue": "500m"}
+    assert hpa["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    with pytest.raises(helm.HelmError) as err:
+        render({"autoscaling": {"enabled": True, "minReplicas": 5, "maxReplicas": 2}})
+    assert "autoscaling.minReplicas (5) is above autoscaling.maxReplicas (2)" in str(err.value)

@@ -38,7 +38,7 @@ def test_a_broadcast_with_no_inbox_is_counted_and_its_warning_formats(caplog):
 
 class _HeldConnection:
     """A connection whose ``send`` blocks until released, then refuses (a peer that never
-    acknowledges, then a connection closed under the transfer thread)."""
+    acknowledges, then a connection aborted by the halting transfer path)."""
 
     def __init__(self) -> None:
         self.entered = threading.Event()
@@ -51,6 +51,9 @@ class _HeldConnection:
 
     def retarget(self, host: str, port: int) -> None:
         raise AssertionError("not moved in this test")
+
+    def abort(self) -> None:
+        self.release.set()
 
     def close(self) -> None:
         self.release.set()
@@ -85,9 +88,9 @@ def test_halted_transfer_counts_refused_and_stranded_tuples_exactly(caplog):
     assert context.connection.entered.wait(5)  # the transfer thread is stuck in that send
     ring.put((1, [(5, b"y")] * 2))
     ring.put((1, [(5, b"z")] * 4))
-    transfer.halt()
-    transfer.close_connections()  # the stuck send is refused
+    transfer.halt()  # aborts the connection: the stuck send is refused at once
     assert transfer.join(5)
+    transfer.close_connections()
     stats = transfer.stats()
     assert (stats.sent_batches, stats.sent_tuples, stats.lost_tuples, stats.stranded_tuples) == (0, 0, 3, 6)
     assert "transfer thread halted with 6 tuple(s) not sent (lost)" in caplog.text

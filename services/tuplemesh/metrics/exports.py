@@ -166,6 +166,17 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_sequence_gap_batches_total",
         "Batches that arrived after a missing one: neither delivered nor acknowledged (resent).",
     ),
+    "congested_tasks": Export(
+        "tuplemesh_backpressure_congested_tasks",
+        "Tasks of this worker whose inbox is above topology.backpressure.watermark now "
+        "(senders hold back for them): the per-worker load signal to autoscale on.",
+        "gauge",
+    ),
+    "tasks": Export("tuplemesh_tasks", "Tasks this worker runs.", "gauge"),
+    "binding.epoch_refused_batches": Export(
+        "tuplemesh_epoch_refused_batches_total",
+        "Batches refused because their sender routes by another assignment epoch (it keeps them).",
+    ),
     "binding.broadcast_messages": Export(
         "tuplemesh_broadcast_messages_total",
         "Messages with no task (broadcasts), where the transport counts them.",

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import grpc
 
+from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
@@ -55,9 +56,15 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     """Answers Admin rpcs from a Worker's state; ``drain`` and ``state`` come from its process."""
 
     def __init__(
-        self, worker: Worker, transport: str, drain: Callable[[], str], state: Callable[[], str]
+        self,
+        worker: Worker,
+        transport: str,
+        drain: Callable[[], str],
+        state: Callable[[], str],
+        rebalance: Callable[[int, str], str] | None = None,
     ) -> None:
         self.worker = worker
+        self._rebalance = rebalance
         self.transport = transport
         self._drain = drain
         self._state = state
@@ -84,6 +91,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     ) -> admin_pb2.AssignmentInfo:
         assignment = self.worker.assignment
         return admin_pb2.AssignmentInfo(
+            epoch=str(self.worker.epoch),
             workers=assignment.num_workers,
             executors=[
                 admin_pb2.AssignedExecutor(
@@ -281,3 +289,17 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"
             )
         return TupleWatch(request.stream or None, rate, per_second), executors
+
+    def Rebalance(
+        self, request: admin_pb2.RebalanceRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.RebalanceResponse:
+        if request.workers < 1:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"workers must be >= 1, got {request.workers}")
+        if self._rebalance is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this worker does not run in a worker process")
+        assert self._rebalance is not None
+        try:
+            epoch = self._rebalance(request.workers, request.epoch)
+        except RescaleRefusedError as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
+        return admin_pb2.RebalanceResponse(epoch=epoch)

@@ -6,7 +6,8 @@ reflection; ``/metrics`` is served on its own HTTP port.
 Start-up: the Worker is built and its executors start; the gRPC server (one port, Storm's 6700 by
 default) starts serving; health turns SERVING once every peer connection is up. SIGTERM drains:
 health NOT_SERVING, spouts stop, emit buffers flush, in-flight batches are delivered and
-acknowledged, then the server stops with a grace period. A second SIGTERM exits at once.
+acknowledged (across the whole mesh when every worker stops: `tuplemesh.server.stopping`), then
+the server stops with a grace period. A second SIGTERM exits at once.
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory
-from tuplemesh.errors import TransportError
+from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections
 from tuplemesh.server.admin import AdminServicer
 from tuplemesh.server.metrics_http import MetricsEndpoint
+from tuplemesh.server.peer_admin import PeerAdmins
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
 from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.signals import TerminationSignals
+from tuplemesh.server.stopping import MeshDrain
 from tuplemesh.topology import Topology
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
@@ -46,9 +50,8 @@ log = logging.getLogger(__name__)
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
 READINESS = ("", "tuplemesh.v1.Transfer")
 
-
-#: How long shutdown waits for queues that make no progress at all.
-STALL_SECS = 3.0
+#: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
+EPOCH_POLL_SECS = 0.5
 
 
 class WorkerProcess:
@@ -63,11 +66,18 @@ class WorkerProcess:
         num_workers: int,
         port: int,
         directory: PeerDirectory,
+        signals: TerminationSignals | None = None,
     ) -> None:
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
         )
+        # every Transfer stream names the epoch it routes by; a receiver refuses another one
+        self.epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
+        self.conf = self.conf.with_overrides({"worker.epoch": str(self.epoch)})
+        #: Set by a rescale: the epoch this worker's successor (a new process) starts at.
+        self.next_epoch: Epoch | None = None
+        self._rescale_lock = threading.Lock()
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
         self.transport = settings.transport
@@ -86,13 +96,15 @@ class WorkerProcess:
         )
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
+        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.health.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         admin_pb2_grpc.add_AdminServicer_to_server(
-            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state), self.server
+            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state, self.rebalance),
+            self.server,
         )
         gateway_pb2_grpc.add_GatewayServicer_to_server(
             GatewayServicer(self.worker.gateway, index, accepting=lambda: self._state != "NOT_SERVING"),
@@ -101,7 +113,7 @@ class WorkerProcess:
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
         self.metrics: MetricsEndpoint | None = None
-        self.signals = TerminationSignals()
+        self.signals = signals or TerminationSignals()
         self._stop = self.signals.requested
 
     def _set_health(self, status: Any) -> None:
@@ -132,12 +144,28 @@ class WorkerProcess:
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
+        threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
         interval = self.settings.refresh_poll_seconds
         while not self._stop.wait(interval):
             self.worker.transfer.update_peers(self.directory.snapshot())
+
+    def _follow_epoch(self) -> None:
+        """A worker that missed a rescale (it started just before one, or was down during it)
+        sees its peers at a newer epoch and rescales itself to it."""
+        while not self._stop.wait(EPOCH_POLL_SECS):
+            epochs = [e for e in self.peer_admins.epochs(timeout=1.0) if e.code == self.epoch.code]
+            newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
+            if newest.counter > self.epoch.counter:
+                try:
+                    self.rebalance(newest.workers, str(newest))
+                except RescaleRefusedError as exc:
+                    log.warning(
+                        "worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc
+                    )
+                return
 
     def _watch_readiness(self) -> None:
         """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
@@ -158,6 +186,37 @@ class WorkerProcess:
             log.info("worker %d draining", self.worker.index)
         return self._state
 
+    def rebalance(self, workers: int, epoch: str) -> str:
+        """Rescale the mesh to ``workers`` (Admin.Rebalance); returns the new epoch's text.
+
+        Without ``epoch`` this worker starts the rescale: the next epoch is one counter up, and
+        every other worker of the current assignment is asked first. Then this worker drains
+        with the mesh (spouts pause, in-flight tuples drain, the final checkpoint is taken) and
+        ends, so its successor starts at the new epoch (see ``next_epoch``). Any thread.
+        """
+        with self._rescale_lock:
+            if self._state == "NOT_SERVING" or self._stop.is_set():
+                raise RescaleRefusedError(f"worker {self.worker.index} is stopping; rescale it afterwards")
+            if epoch:
+                try:
+                    target = Epoch.parse(epoch)
+                except ValueError as exc:
+                    raise RescaleRefusedError(str(exc)) from None
+                if target.code != self.epoch.code:
+                    raise RescaleRefusedError(
+                        f"epoch {target} is of another topology code than this worker's {self.epoch}"
+                    )
+            else:
+                target = Epoch(workers, self.epoch.code, self.epoch.counter + 1)
+                try:
+                    self.peer_admins.rebalance(range(self.epoch.workers), target, timeout=10.0)
+                except TransportError as exc:
+                    raise RescaleRefusedError(str(exc)) from None
+            log.warning("worker %d: rescale from %s to %s", self.worker.index, self.epoch, target)
+            self.next_epoch = target
+            self._stop.set()  # serve() drains with the mesh, and the process hands over
+            return str(target)
+
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""
         self.signals.install()
@@ -168,32 +227,27 @@ class WorkerProcess:
 
     def shutdown(self, grace: float = 2.0) -> bool:
         """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
-        self.drain()
-        # Refuse (never acknowledge) new batches: their senders keep them for our successor.
-        self.worker.receive.refusing = True
         deadline = time.monotonic() + self.settings.shutdown_timeout_seconds
-        # Wait for our own queues only: a peer that is draining too never acknowledges (it refuses
-        # new batches), so unacknowledged sends get messaging.close.timeout.secs when connections
-        # close, and whatever is still unacknowledged then is counted and logged.
-        # Stop waiting when nothing moves for STALL_SECS: when the whole mesh is stopped at once,
-        # tuples queued for peers that refuse them (they drain too) can never leave.
-        last: tuple[int, int] | None = None
-        moved_at = time.monotonic()
-        while time.monotonic() < deadline:
-            snapshot = self.worker.snapshot()
-            if snapshot.local_queues_empty:
-                break
-            progress = (snapshot.consumed, snapshot.transfer.sent_tuples)
-            if progress != last:
-                last, moved_at = progress, time.monotonic()
-            elif time.monotonic() - moved_at > STALL_SECS:
-                log.warning(
-                    "worker %d: queues not empty but nothing moved for %.0fs; stopping",
-                    self.worker.index,
-                    STALL_SECS,
-                )
-                break
-            time.sleep(0.01)
+        self.drain()
+        # Batches from peers that still run are refused (never acknowledged): their senders keep
+        # them for our successor. Peers that drain too are served until the mesh is idle.
+        drain = MeshDrain(
+            self.worker.index,
+            self.worker.transfer.expected,
+            self.worker.snapshot,
+            self.peer_admins,
+            self.worker.stop_checkpoint(),
+        )
+        self.worker.admit(drain.admission)
+        outcome = drain.wait(deadline)
+        log.info(
+            "worker %d stops: %s (%.1fs left; %d batch(es) refused from running peers)",
+            self.worker.index,
+            outcome,
+            max(0.0, deadline - time.monotonic()),
+            drain.refused_batches,
+        )
+        self.peer_admins.close()
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable
         # message on a stream (seen with random bytes on Transfer and Publish), and a worker

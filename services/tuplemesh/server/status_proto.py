@@ -43,6 +43,9 @@ def snapshot_to_proto(
         topology=s.topology,
         worker=s.worker,
         workers=s.workers,
+        epoch=s.epoch,
+        congested_tasks=s.congested_tasks,
+        tasks=s.tasks,
         uptime_seconds=s.uptime_seconds,
         executors=[
             admin_pb2.ExecutorStatus(
@@ -93,6 +96,7 @@ def snapshot_to_proto(
             sequence_gaps=binding.sequence_gaps,
             broadcast_messages=binding.broadcast_messages,
             shutdown_messages=binding.shutdown_messages,
+            epoch_refused_batches=binding.epoch_refused_batches,
         ),
         duplicate_batches=binding.duplicate_batches,
         received_messages=s.receive.messages,
@@ -132,6 +136,9 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         topology=status.topology,
         worker=status.worker,
         workers=status.workers,
+        epoch=status.epoch,
+        congested_tasks=status.congested_tasks,
+        tasks=status.tasks,
         uptime_seconds=status.uptime_seconds,
         executors=tuple(
             ExecutorSnapshot(
@@ -186,6 +193,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                 binding.broadcast_messages if binding.HasField("broadcast_messages") else None
             ),
             shutdown_messages=binding.shutdown_messages,
+            epoch_refused_batches=binding.epoch_refused_batches,
         ),
         receive=ReceiveSnapshot(
             messages=status.received_messages,

@@ -9,7 +9,10 @@ One task per topology (``__checkpoint``), driven by ticks its worker puts into i
 - otherwise, once the interval has passed since the last checkpoint ended, checkpoint ``n``
   (a store counter, so numbers never repeat across restarts) starts: every spout task gets
   ``[TRIGGER, n, attempt]``;
-- a checkpoint older than the timeout is abandoned.
+- a checkpoint older than the timeout is abandoned;
+- a tick that asks for a checkpoint (``[CHECKPOINT_NOW]``, from a stopping or rescaling mesh)
+  starts one at once, or, with one under way, as soon as that one ends: the caller waits for a
+  checkpoint that began after its request (`tuplemesh.state.on_demand`).
 
 Checkpoint ``n`` is committed when every spout task and every stateful bolt task reported its
 part of ``n`` stored, in the current attempt; older parts are then pruned, and each of those
@@ -28,6 +31,7 @@ from tuplemesh.config import as_config
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
 from tuplemesh.state.protocol import (
+    CHECKPOINT_NOW,
     COMMIT,
     CONTROL_STREAM,
     NO_CHECKPOINT,
@@ -92,11 +96,14 @@ class CoordinatorBolt(Bolt):
         self._pending_since = 0.0
         self._stored: set[int] = set()
         self._next_start = 0.0  # monotonic time the next checkpoint may start
+        self._asked = False  # a checkpoint was asked for and has not started yet
 
     def execute(self, tup: Tuple) -> None:
         stream = tup.source_stream
         try:
             if stream == TICK_STREAM:
+                if tup.values and tup.values[0] == CHECKPOINT_NOW:
+                    self._asked = True
                 self._tick(time.monotonic())
             elif stream == REPORT_STREAM:
                 checkpoint, attempt, task, stored = tup.values
@@ -126,7 +133,8 @@ class CoordinatorBolt(Bolt):
             if now - self._pending_since > self._settings.timeout_seconds:
                 self._abandon(f"not complete after {self._settings.timeout_seconds:g} s")
             return
-        if now >= self._next_start and self.attempt:
+        if (now >= self._next_start or self._asked) and self.attempt:
+            self._asked = False
             checkpoint = store.increment(self._topology, CHECKPOINT_COUNTER)
             self._pending, self._pending_since, self._stored = checkpoint, now, set()
             for task in self._spout_tasks:
@@ -169,6 +177,9 @@ class CoordinatorBolt(Bolt):
                 self._collector.emit_direct(
                     reporter, [COMMIT, checkpoint, self.attempt], stream=CONTROL_STREAM
                 )
+            self._next_start = time.monotonic() + self._settings.interval_seconds
+            if self._asked:  # asked for while this one ran: the next starts now, not at a tick
+                self._tick(time.monotonic())
 
     def _abandon(self, why: str) -> None:
         self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)

@@ -37,6 +37,7 @@ from tuplemesh.topology.tuple import Fields
 __all__ = [
     "BARRIER",
     "BARRIER_STREAM",
+    "CHECKPOINT_NOW",
     "CHECKPOINT_STREAMS",
     "COMMIT",
     "CONTROL_STREAM",
@@ -54,7 +55,8 @@ COORDINATOR = "__checkpoint"
 BARRIER_STREAM = "__barrier"
 CONTROL_STREAM = "__checkpoint_control"
 REPORT_STREAM = "__checkpoint_report"
-#: The coordinator's clock: a tuple its worker puts into its inbox every tick (never on the wire).
+#: The coordinator's clock: a tuple its worker puts into its inbox every tick (never on the wire);
+#: ``[CHECKPOINT_NOW]`` asks for a checkpoint at once.
 TICK_STREAM = "__checkpoint_tick"
 CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM, TICK_STREAM})
 
@@ -62,6 +64,8 @@ CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM, T
 TRIGGER = BARRIER = 0
 ROLLBACK = 1
 COMMIT = 2
+#: the value of a tick that asks the coordinator for a checkpoint now (ordinary ticks have none)
+CHECKPOINT_NOW = "now"
 #: the checkpoint of a rollback when none was ever committed: start from the beginning
 NO_CHECKPOINT = -1
 

@@ -9,12 +9,13 @@ from typing import Any, Protocol
 
 from tuplemesh.errors import AlertError
 from tuplemesh.state.coordinator import register_attempt
-from tuplemesh.state.protocol import TICK_STREAM
+from tuplemesh.state.protocol import CHECKPOINT_NOW, TICK_STREAM
 from tuplemesh.topology.tuple import Fields, Tuple
 
 __all__ = ["CheckpointTicker", "TickedWorker"]
 
 _TICK_FIELDS = Fields([])
+_REQUEST_FIELDS = Fields(["request"])
 
 
 class TickedWorker(Protocol):
@@ -38,6 +39,7 @@ class CheckpointTicker:
         self._task = task
         self._period = period
         self._stop = threading.Event()
+        self._paused = False
         self._thread = threading.Thread(
             target=self._run, name=f"checkpoint-ticker-{worker.index}", daemon=True
         )
@@ -59,10 +61,21 @@ class CheckpointTicker:
     def _run(self) -> None:
         tick = Tuple([], -1, "__system", TICK_STREAM, _TICK_FIELDS)
         while not self._stop.wait(self._period):
+            if self._paused:
+                continue
             try:
                 self._worker.inject(self._task, tick)
             except AlertError:
                 return  # the coordinator's executor stopped
+
+    def pause(self) -> None:
+        """Stop the clock (a draining mesh): its ticks would keep an idle mesh from reading idle.
+        A checkpoint asked for with ``checkpoint_now`` still runs to its commit."""
+        self._paused = True
+
+    def checkpoint_now(self) -> None:
+        """Ask the coordinator for a checkpoint at once (or right after the one under way)."""
+        self._worker.inject(self._task, Tuple([CHECKPOINT_NOW], -1, "__system", TICK_STREAM, _REQUEST_FIELDS))
 
     def stop(self) -> None:
         self._stop.set()

@@ -4,15 +4,73 @@ Every worker computes the same answer independently, so no coordinator is needed
 Nimbus and ZooKeeper for this). Task ids start at 1 and run through the components in name
 order; a component's tasks are split into contiguous executor ranges; executors are dealt to
 workers round-robin in (component, first task) order, like Storm's even scheduler.
+
+An `Epoch` names the map a worker routes by: (worker count, a hash of the topology's code, a
+counter a rescale raises). Workers compare epochs on every Transfer stream, so two that route by
+different maps never deliver each other's tuples to the wrong task.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, is_dataclass
 
 from tuplemesh.topology.builder import Topology
 
-__all__ = ["Assignment", "ExecutorSpec"]
+__all__ = ["Assignment", "Epoch", "ExecutorSpec", "code_hash"]
+
+
+def code_hash(topology: Topology) -> str:
+    """16 hex digits over what decides routing and task code: every component's name, class,
+    parallelism, tasks, streams and inputs. Equal on every worker running the same topology."""
+    digest = hashlib.sha256(topology.name.encode())
+    for name in sorted(topology.components):
+        spec = topology.components[name]
+        kind = type(spec.prototype)
+        streams = sorted((s, tuple(d.fields), d.direct) for s, d in spec.streams.items())
+        inputs = sorted((i.source, i.stream, _describe(i.grouping)) for i in spec.inputs)
+        line = (
+            name,
+            f"{kind.__module__}.{kind.__qualname__}",
+            spec.parallelism,
+            spec.num_tasks,
+            streams,
+            inputs,
+        )
+        digest.update(repr(line).encode())
+    return digest.hexdigest()[:16]
+
+
+def _describe(grouping: object) -> str:
+    # a dataclass repr is its fields; any other repr may hold an address that differs per process
+    kind = type(grouping)
+    return repr(grouping) if is_dataclass(grouping) else f"{kind.__module__}.{kind.__qualname__}"
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """The assignment a worker routes by. Immutable; its text form (``counter/workers/code``) is
+    what Transfer handshakes and Admin carry."""
+
+    workers: int
+    code: str
+    counter: int = 0
+
+    @classmethod
+    def of(cls, topology: Topology, workers: int, counter: int = 0) -> Epoch:
+        return cls(workers, code_hash(topology), counter)
+
+    @classmethod
+    def parse(cls, text: str) -> Epoch:
+        """The epoch written as ``counter/workers/code``; ValueError naming ``text`` otherwise."""
+        try:
+            counter, workers, code = text.split("/")
+            return cls(int(workers), code, int(counter))
+        except ValueError:
+            raise ValueError(f"not an epoch (counter/workers/code): {text!r}") from None
+
+    def __str__(self) -> str:
+        return f"{self.counter}/{self.workers}/{self.code}"
 
 
 @dataclass(frozen=True)

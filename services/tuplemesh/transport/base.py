@@ -22,6 +22,7 @@ from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = [
     "SHUTDOWN_TASK",
+    "Admission",
     "Binding",
     "Capabilities",
     "CongestedTasks",
@@ -44,6 +45,10 @@ SHUTDOWN_TASK = -1
 #: Receiving side callback: called on the transport's receive thread with one batch.
 #: It may block (that is backpressure); it returns the task ids it could not deliver.
 OnBatch = Callable[[list[TaskMessage]], list[int]]
+
+#: Receiving side: why a batch from sender worker ``n`` cannot be taken now (the sender keeps it
+#: and resends it), or None to take it. Asked before every batch, on the receive thread.
+Admission = Callable[[int], str | None]
 
 #: Receiving side: the tasks whose inboxes are congested right now (per-task backpressure).
 CongestedTasks = Callable[[], list[int]]
@@ -87,6 +92,11 @@ class Connection(Protocol):
         not acknowledged yet."""
         ...
 
+    def abort(self) -> None:
+        """Give up on the peer: a ``send`` blocked on a full window raises TransportError now, and
+        so does every later one; ``close`` then waits for nothing. Any thread."""
+        ...
+
     def close(self) -> None:
         """Deliver what was accepted if the peer lives, then release resources. What the peer
         never acknowledged is counted in ``stats().lost_on_close``."""
@@ -102,6 +112,11 @@ class Binding(Protocol):
 
     def close(self) -> None:
         """Stop receiving; batches already delivered to ``on_batch`` stay delivered."""
+        ...
+
+    def admit(self, admission: Admission | None) -> None:
+        """Ask ``admission`` about every batch from now on (None: take every batch). Any thread.
+        A plugin whose batches carry no sender (in-process) takes every batch."""
         ...
 
     def stats(self) -> BindingStats:

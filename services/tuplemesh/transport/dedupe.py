@@ -63,6 +63,11 @@ class DuplicateFilter:
                 return Verdict.GAP, last
             return Verdict.DELIVER, last
 
+    def last(self, key: tuple[int, int]) -> int | None:
+        """The last sequence of ``key`` delivered (None: none remembered)."""
+        with self._lock:
+            return self._last.get(key)
+
     def delivered(self, key: tuple[int, int], sequence: int) -> None:
         with self._lock:
             self._last[key] = sequence

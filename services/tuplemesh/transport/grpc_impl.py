@@ -33,14 +33,21 @@ from typing import Any
 import grpc
 
 from tuplemesh.client import peer_channel as secure_channel
-from tuplemesh.errors import ReceiverStoppedError, TransportError
+from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
 from tuplemesh.tracing import attach_carrier, detach
-from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
+from tuplemesh.transport.base import (
+    Admission,
+    Capabilities,
+    CongestedTasks,
+    OnBatch,
+    OnCongestion,
+    TaskMessage,
+)
 from tuplemesh.transport.framing import TransferBatchEncoder, unpack_batch
-from tuplemesh.transport.session import ReceiverSession, StreamState
+from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
@@ -94,6 +101,27 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
     return messages, sum(1 for m in batch.messages if m.broadcast)
 
 
+#: Stream metadata (the handshake) naming the assignment epoch the sender routes by.
+EPOCH_METADATA = "tuplemesh-epoch"
+
+
+def _stream_epoch(context: grpc.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == EPOCH_METADATA:
+            return str(value)
+    return ""
+
+
+def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
+    return messages_pb2.TransferAck(
+        sequence=ack.sequence,
+        credit=ack.credit,
+        unknown_tasks=ack.unknown_tasks,
+        duplicates=ack.duplicates,
+        congested_tasks=ack.congested_tasks,
+    )
+
+
 class _TransferServicer(transfer_pb2_grpc.TransferServicer):
     """Frames the Transfer service for one bound topology; the rules are the session's."""
 
@@ -109,6 +137,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
     ) -> Iterator[messages_pb2.TransferAck]:
         session = self.session
         stream = StreamState()
+        epoch = _stream_epoch(context)
         for batch in request_iterator:
             wrong = session.wrong_topology(batch.topology_id, batch.sender)
             if wrong is not None:
@@ -131,10 +160,18 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     len(batch.packed),
                     batch.ack_requested,
                     broadcasts=broadcasts,
+                    epoch=epoch,
                 )
             except ReceiverStoppedError as exc:
-                # no ack: the sender keeps the batch and resends it after reconnecting
-                context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+                # this batch is not acknowledged (the sender keeps it and offers it again, after
+                # reconnecting); every one delivered before it is
+                done = session.delivered_ack(stream, batch.sender, batch.session)
+                if done is not None:
+                    yield _ack_message(done)
+                code = grpc.StatusCode.UNAVAILABLE
+                if isinstance(exc, AssignmentEpochError):
+                    code = grpc.StatusCode.FAILED_PRECONDITION  # until the epochs agree
+                context.abort(code, str(exc))
             finally:
                 if traced is not None:
                     detach(traced)
@@ -146,13 +183,7 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                     grpc.StatusCode.OUT_OF_RANGE,
                     f"sequence gap from worker {batch.sender}: got {batch.sequence} after {ack.sequence}",
                 )
-            yield messages_pb2.TransferAck(
-                sequence=ack.sequence,
-                credit=ack.credit,
-                unknown_tasks=ack.unknown_tasks,
-                duplicates=ack.duplicates,
-                congested_tasks=ack.congested_tasks,
-            )
+            yield _ack_message(ack)
 
 
 class GrpcBinding:
@@ -164,6 +195,9 @@ class GrpcBinding:
 
     def stats(self) -> BindingStats:
         return self.session.stats()
+
+    def admit(self, admission: Admission | None) -> None:
+        self.session.admission = admission
 
     def close(self, grace: float = 1.0) -> None:
         self.session.stopping = True
@@ -204,6 +238,7 @@ class GrpcConnection(WindowedConnection):
         self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
         self._conf = conf  # its tls.* keys: a retarget opens a new channel
         self._options = channel_options(settings)
+        self._handshake = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else None
         self._channel = secure_channel(self.address, conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stream = _stream_callable(self._channel)
@@ -262,7 +297,7 @@ class GrpcConnection(WindowedConnection):
         while not self._closed:
             attempt = _Attempt()
             try:
-                call = self._stream(self._requests(attempt), wait_for_ready=True)
+                call = self._stream(self._requests(attempt), wait_for_ready=True, metadata=self._handshake)
                 self._call = call
                 if self._closed:
                     call.cancel()
@@ -354,7 +389,12 @@ class GrpcContext:
     ) -> GrpcBinding:
         settings = self.settings
         session = ReceiverSession(
-            topology_id, on_batch, settings.window_batches, settings.log_interval_seconds, congestion
+            topology_id,
+            on_batch,
+            settings.window_batches,
+            settings.log_interval_seconds,
+            congestion,
+            settings.epoch,
         )
         servicer = _TransferServicer(session)
         if self._shared_server is not None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import (
+    Admission,
     Capabilities,
     CongestedTasks,
     OnBatch,
@@ -40,12 +41,14 @@ class _Mailbox:
         self._cond = threading.Condition()
         self._closed = False
 
-    def put(self, batch: list[TaskMessage]) -> None:
+    def put(self, batch: list[TaskMessage], aborted: Callable[[], bool] = lambda: False) -> None:
         with self._cond:
-            while len(self._batches) >= self.capacity and not self._closed:
+            while len(self._batches) >= self.capacity and not self._closed and not aborted():
                 self._cond.wait()
             if self._closed:
                 raise TransportError("local transport terminated; batch not accepted")
+            if aborted():
+                raise TransportError("connection aborted; batch not accepted")
             self._batches.append(batch)
             self._cond.notify_all()
 
@@ -63,6 +66,11 @@ class _Mailbox:
     def close(self) -> None:
         with self._cond:
             self._closed = True
+            self._cond.notify_all()
+
+    def wake(self) -> None:
+        """Wake blocked ``put`` calls (their ``aborted`` may have changed)."""
+        with self._cond:
             self._cond.notify_all()
 
     def __len__(self) -> int:
@@ -120,6 +128,9 @@ class _LocalBinding:
             shutdown_messages=self._shutdowns,
         )
 
+    def admit(self, admission: Admission | None) -> None:
+        """In-process batches carry no sender: every batch is taken (a local mesh stops as one)."""
+
     def close(self) -> None:
         """Deliver what is already queued, then stop the receive thread."""
         if self._thread.is_alive():
@@ -138,6 +149,7 @@ class _LocalConnection:
         self._port = port
         self._mailbox = context._mailbox((topology_id, port))
         self._closed = False
+        self._aborted = False
         self._batches = 0
         self._tuples = 0
         self._retargets = 0
@@ -146,7 +158,7 @@ class _LocalConnection:
         if self._closed:
             raise TransportError("send on a closed connection")
         if batch:
-            self._mailbox.put(batch)
+            self._mailbox.put(batch, lambda: self._aborted)
             self._batches += 1
             self._tuples += tuples_in(batch)
 
@@ -164,6 +176,10 @@ class _LocalConnection:
             sent_tuples=self._tuples,
             retargets=self._retargets,
         )
+
+    def abort(self) -> None:
+        self._aborted = True
+        self._mailbox.wake()
 
     def close(self) -> None:
         self._closed = True

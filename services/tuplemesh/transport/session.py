@@ -1,6 +1,7 @@
 """`ReceiverSession`: the receive rules every network transport shares; a plugin only frames.
 
-Per batch, in this order: refuse while stopping, drop a duplicate (a resend after a reconnect),
+Per batch, in this order: refuse while stopping or when the admission says no (a draining
+worker takes batches only from peers that drain too), drop a duplicate (a resend after a reconnect),
 apply the sequence-gap rule, deliver to ``on_batch``, honour the shutdown notice, and decide
 whether to acknowledge now. The plugin decodes its frames, calls `ReceiverSession.receive`,
 and writes the `Ack` it gets back in its own wire format.
@@ -26,10 +27,10 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from tuplemesh.errors import ReceiverStoppedError
+from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import tuples_in
-from tuplemesh.transport.base import CongestedTasks, OnBatch, TaskMessage, split_shutdown
+from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.stats import BindingStats
 
@@ -78,8 +79,11 @@ class ReceiverSession:
         credit: int,
         log_interval: float,
         congestion: CongestedTasks | None = None,
+        epoch: str = "",
     ) -> None:
         self.topology_id = topology_id
+        #: The assignment epoch this worker routes by; a stream that names another is refused.
+        self.epoch = epoch
         self.on_batch = on_batch
         self.credit = credit
         # An ack per batch costs a stream message per batch, measured as the transport's limit.
@@ -88,6 +92,8 @@ class ReceiverSession:
         self.filter = DuplicateFilter()
         #: Set by ``close`` or a shutdown notice: every batch is refused (not acknowledged).
         self.stopping = False
+        #: Asked before every batch (``Binding.admit``); None takes every batch.
+        self.admission: Admission | None = None
         self._lock = threading.Lock()  # guards the counters below
         self._batches = 0
         self._tuples = 0
@@ -98,6 +104,7 @@ class ReceiverSession:
         self._rejected_frames = 0
         self._broadcasts = 0
         self._shutdowns = 0
+        self._epoch_refused = 0
         self._reject_log = RateLimitedLog(log, log_interval)
 
     def reject_batch(self, where: str, reason: str) -> None:
@@ -131,15 +138,36 @@ class ReceiverSession:
         ack_requested: bool,
         first_unacked: int = 0,
         broadcasts: int = 0,
+        epoch: str = "",
     ) -> Ack | None:
         """Judge and deliver one batch; the ack to send now, or None.
 
         ``size`` is its framed bytes, ``broadcasts`` how many of its messages have no task,
-        ``first_unacked`` the sender's oldest unacknowledged sequence where the framing has it.
-        Raises ReceiverStoppedError (send no ack: the sender keeps the batch) while stopping.
+        ``first_unacked`` the sender's oldest unacknowledged sequence where the framing has it,
+        ``epoch`` the assignment epoch the sender routes by (named in its stream's handshake).
+        Raises ReceiverStoppedError (send no ack: the sender keeps the batch) while stopping, and
+        AssignmentEpochError for a batch routed by another epoch: delivering it could hand tuples
+        to tasks that moved, so the sender keeps it until the two agree.
         """
         if self.stopping:
             raise ReceiverStoppedError(f"topology {self.topology_id!r} is not receiving (shutting down)")
+        if epoch and self.epoch and epoch != self.epoch:
+            with self._lock:
+                self._epoch_refused += 1
+            self._reject_log.log(
+                "worker %d routes by epoch %s, this worker by %s: batch refused (kept by the sender)",
+                sender,
+                epoch,
+                self.epoch,
+            )
+            raise AssignmentEpochError(
+                f"worker {sender} routes by assignment epoch {epoch}; this worker routes by {self.epoch}"
+            )
+        admission = self.admission
+        if admission is not None:
+            refusal = admission(sender)
+            if refusal is not None:
+                raise ReceiverStoppedError(refusal)
         key = (sender, session)
         with self.filter.lock(key):
             verdict, last = self.filter.judge(key, sequence, first_unacked)
@@ -176,6 +204,13 @@ class ReceiverSession:
             return self._ack(stream, sequence, unknown, congested)
         return None
 
+    def delivered_ack(self, stream: StreamState, sender: int, session: int) -> Ack | None:
+        """The ack of every batch of (``sender``, ``session``) delivered so far, to send before
+        refusing the next: a delivered batch left unacknowledged would be resent to whoever
+        serves next and counted twice. None when nothing was delivered."""
+        last = self.filter.last((sender, session))
+        return None if last is None else self._ack(stream, last, [])
+
     def _ack(
         self, stream: StreamState, sequence: int, unknown: list[int], congested: list[int] | None = None
     ) -> Ack:
@@ -197,4 +232,5 @@ class ReceiverSession:
                 sequence_gaps=self.filter.gaps,
                 broadcast_messages=self._broadcasts,
                 shutdown_messages=self._shutdowns,
+                epoch_refused_batches=self._epoch_refused,
             )

@@ -68,3 +68,5 @@ class BindingStats:
     broadcast_messages: int | None = 0
     #: Shutdown notices (task -1) seen; after one the binding stops receiving.
     shutdown_messages: int = 0
+    #: Batches refused because their sender routes by another assignment epoch (it keeps them).
+    epoch_refused_batches: int = 0

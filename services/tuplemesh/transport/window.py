@@ -125,6 +125,12 @@ class SendWindow:
         with self.cond:
             self.cond.notify_all()
 
+    def abort(self) -> None:
+        """Close at once: a blocked ``add`` raises, and ``drain`` waits for nothing."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` for every batch to be acknowledged, then close the window.
 
@@ -214,6 +220,10 @@ class WindowedConnection:
                 continue
             self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed), tuples)  # type: ignore[misc]
         self.sent_tuples += tuples_in(batch)
+
+    def abort(self) -> None:
+        """Give up on the peer (the worker halts): what is unacknowledged is counted at ``close``."""
+        self.window.abort()
 
     def _drain_window(self) -> None:
         """Wait for every batch to be acknowledged (up to the close timeout); count what was not."""

@@ -44,7 +44,14 @@ import msgpack
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.transport.base import Capabilities, CongestedTasks, OnBatch, OnCongestion, TaskMessage
+from tuplemesh.transport.base import (
+    Admission,
+    Capabilities,
+    CongestedTasks,
+    OnBatch,
+    OnCongestion,
+    TaskMessage,
+)
 from tuplemesh.transport.framing import unpack_batch
 from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
 from tuplemesh.transport.settings import TransportSettings
@@ -184,6 +191,9 @@ class ZmqBinding:
             # Peer gone or its queue full. Harmless: acks are cumulative, so the next one covers
             # this one, and a peer that hears nothing resends and is acknowledged again.
             self._ack_log.log("zmq ack to a peer of %s not sent: %s", self.address, exc)
+
+    def admit(self, admission: Admission | None) -> None:
+        self.session.admission = admission
 
     def close(self) -> None:
         self.session.stopping = True

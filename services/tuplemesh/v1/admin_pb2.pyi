@@ -131,7 +131,7 @@ class PeerStatus(_message.Message):
     def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ...) -> None: ...
 
 class BindingStatus(_message.Message):
-    __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages")
+    __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages", "epoch_refused_batches")
     class ReceivedTuplesFromEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +156,7 @@ class BindingStatus(_message.Message):
     SEQUENCE_GAPS_FIELD_NUMBER: _ClassVar[int]
     BROADCAST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SHUTDOWN_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_REFUSED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     received_batches: int
     received_tuples: int
     received_bytes: int
@@ -166,7 +167,8 @@ class BindingStatus(_message.Message):
     sequence_gaps: int
     broadcast_messages: int
     shutdown_messages: int
-    def __init__(self, received_batches: _Optional[int] = ..., received_tuples: _Optional[int] = ..., received_bytes: _Optional[int] = ..., received_tuples_from: _Optional[_Mapping[int, int]] = ..., received_bytes_from: _Optional[_Mapping[int, int]] = ..., rejected_batches: _Optional[int] = ..., rejected_frames: _Optional[int] = ..., sequence_gaps: _Optional[int] = ..., broadcast_messages: _Optional[int] = ..., shutdown_messages: _Optional[int] = ...) -> None: ...
+    epoch_refused_batches: int
+    def __init__(self, received_batches: _Optional[int] = ..., received_tuples: _Optional[int] = ..., received_bytes: _Optional[int] = ..., received_tuples_from: _Optional[_Mapping[int, int]] = ..., received_bytes_from: _Optional[_Mapping[int, int]] = ..., rejected_batches: _Optional[int] = ..., rejected_frames: _Optional[int] = ..., sequence_gaps: _Optional[int] = ..., broadcast_messages: _Optional[int] = ..., shutdown_messages: _Optional[int] = ..., epoch_refused_batches: _Optional[int] = ...) -> None: ...
 
 class DiscoveryStatus(_message.Message):
     __slots__ = ("relists", "watch_restarts", "api_errors", "endpoint_problems")
@@ -181,7 +183,7 @@ class DiscoveryStatus(_message.Message):
     def __init__(self, relists: _Optional[int] = ..., watch_restarts: _Optional[int] = ..., api_errors: _Optional[int] = ..., endpoint_problems: _Optional[int] = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
-    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints")
+    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints", "epoch", "congested_tasks", "tasks")
     class ExportLostEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +222,9 @@ class WorkerStatus(_message.Message):
     LOCAL_QUEUES_EMPTY_FIELD_NUMBER: _ClassVar[int]
     BATCH_SIZES_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINTS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CONGESTED_TASKS_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
     topology: str
     worker: int
     workers: int
@@ -251,7 +256,10 @@ class WorkerStatus(_message.Message):
     local_queues_empty: bool
     batch_sizes: Histogram
     checkpoints: CheckpointStatus
-    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ...) -> None: ...
+    epoch: str
+    congested_tasks: int
+    tasks: int
+    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ..., epoch: _Optional[str] = ..., congested_tasks: _Optional[int] = ..., tasks: _Optional[int] = ...) -> None: ...
 
 class GetAssignmentRequest(_message.Message):
     __slots__ = ()
@@ -270,12 +278,14 @@ class AssignedExecutor(_message.Message):
     def __init__(self, index: _Optional[int] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., worker: _Optional[int] = ...) -> None: ...
 
 class AssignmentInfo(_message.Message):
-    __slots__ = ("workers", "executors")
+    __slots__ = ("workers", "executors", "epoch")
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     EXECUTORS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     workers: int
     executors: _containers.RepeatedCompositeFieldContainer[AssignedExecutor]
-    def __init__(self, workers: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[AssignedExecutor, _Mapping]]] = ...) -> None: ...
+    epoch: str
+    def __init__(self, workers: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[AssignedExecutor, _Mapping]]] = ..., epoch: _Optional[str] = ...) -> None: ...
 
 class ListQueuesRequest(_message.Message):
     __slots__ = ()
@@ -398,3 +408,17 @@ class SampledTuple(_message.Message):
     timestamp: float
     skipped: int
     def __init__(self, component: _Optional[str] = ..., task: _Optional[int] = ..., source_component: _Optional[str] = ..., source_task: _Optional[int] = ..., stream: _Optional[str] = ..., values_json: _Optional[str] = ..., timestamp: _Optional[float] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class RebalanceRequest(_message.Message):
+    __slots__ = ("workers", "epoch")
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    workers: int
+    epoch: str
+    def __init__(self, workers: _Optional[int] = ..., epoch: _Optional[str] = ...) -> None: ...
+
+class RebalanceResponse(_message.Message):
+    __slots__ = ("epoch",)
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    epoch: str
+    def __init__(self, epoch: _Optional[str] = ...) -> None: ...

@@ -69,6 +69,11 @@ class AdminStub:
                 request_serializer=tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.SerializeToString,
                 response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.FromString,
                 _registered_method=True)
+        self.Rebalance = channel.unary_unary(
+                '/tuplemesh.v1.Admin/Rebalance',
+                request_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
+                response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -136,6 +141,20 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Rebalance(self, request, context):
+        """Unary. Rescale the running mesh to `workers` workers (tasks per component stay; their
+        placement moves): spouts pause, in-flight tuples drain across the mesh, a checkpoint is
+        taken (stateful topologies), then every worker restarts its executors at the next epoch,
+        restoring the tasks it now owns from the state store, and the spouts resume. Any worker
+        takes the call and asks every other one (workers 0..max(old, new)-1 must be reachable);
+        workers at or above the new count drain and exit, ready to be removed. Returns once every
+        worker has accepted. INVALID_ARGUMENT for workers < 1; FAILED_PRECONDITION while the
+        worker is stopping or a peer cannot be reached. NOT idempotent.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +192,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.WatchTuples,
                     request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.FromString,
                     response_serializer=tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.SerializeToString,
+            ),
+            'Rebalance': grpc.unary_unary_rpc_method_handler(
+                    servicer.Rebalance,
+                    request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.FromString,
+                    response_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -364,6 +388,33 @@ class Admin:
             '/tuplemesh.v1.Admin/WatchTuples',
             tuplemesh_dot_v1_dot_admin__pb2.WatchTuplesRequest.SerializeToString,
             tuplemesh_dot_v1_dot_admin__pb2.SampledTuple.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Rebalance(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tuplemesh.v1.Admin/Rebalance',
+            tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
+            tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -59,7 +59,6 @@ class ReceivePath:
         self.unknown = 0  # messages for tasks this worker does not own (or broadcasts with no inbox)
         self.undeliverable = 0  # messages refused because their inbox was halted (worker stopping)
         self.shutdown_notice = threading.Event()
-        self.refusing = False  # set when draining: batches are refused, not acknowledged
         self._unknown_log = RateLimitedLog(log, log_interval)
         self.tracer = tracing.tracer()  # OpenTelemetry; None: not tracing
 
@@ -68,8 +67,6 @@ class ReceivePath:
 
         Raises ReceiverStoppedError when an inbox is halted (the worker is stopping).
         """
-        if self.refusing:
-            raise ReceiverStoppedError(f"worker {self.worker_index} is draining; batch not accepted")
         inbox_of_task = self._inbox_of_task
         groups: dict[int, tuple[RingBuffer[Any], Batch]] = {}
         rejected: list[int] = []

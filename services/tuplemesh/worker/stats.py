@@ -221,6 +221,12 @@ class WorkerSnapshot:
     #: buffers, accepted spout input (sends peers have not acknowledged are not looked at).
     local_queues_empty: bool = True
     spouts_finished: bool = True
+    #: The assignment epoch the worker routes by (counter/workers/code).
+    epoch: str = ""
+    #: Tasks of this worker whose inbox is above the backpressure watermark now (what its acks
+    #: tell senders to hold back for), and all its tasks: a load signal to scale on.
+    congested_tasks: int = 0
+    tasks: int = 0
 
     @property
     def unacked_batches(self) -> int:

@@ -22,9 +22,11 @@ from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.state.coordinator import CoordinatorBolt
+from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
-from tuplemesh.transport.base import Binding, Context
+from tuplemesh.topology.assignment import Epoch
+from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
@@ -73,6 +75,8 @@ class Worker:
         self.port = port
         self.topology_id = topology_id or topology.name
         self.assignment = plan.assignment
+        #: The assignment this worker routes by, as every Transfer stream names it.
+        self.epoch = Epoch.of(topology, num_workers, int(conf.get("topology.epoch", 0)))
         self.stream_ids = plan.stream_ids
         self.stream_info = plan.stream_info
         queues = self.queue_settings = plan.queue_settings
@@ -95,6 +99,8 @@ class Worker:
         log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
         self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
+        # read at every snapshot: the per-worker backpressure signal an autoscaler scales on
+        self._congested_now = congested_tasks(self.local_inbox_of_task, queues.backpressure_watermark)
         self.transfer = TransferPath(
             self.transfer_ring,
             context,
@@ -181,7 +187,23 @@ class Worker:
             self.injected += 1
         self.local_inbox_of_task[task].put([(task, tup)])
 
+    def admit(self, admission: Admission | None) -> None:
+        """Ask ``admission`` about every batch received from now on (None: take every batch)."""
+        if self._binding is not None:
+            self._binding.admit(admission)
+
+    def stop_checkpoint(self) -> StopCheckpoint | None:
+        """The final checkpoint of a whole-mesh stop; None when the topology keeps no state."""
+        plan = self.plan.checkpointing
+        if plan is None:
+            return None
+        coordinator_worker = self.assignment.worker_of_task()[plan.coordinator_task]
+        ticker = self._checkpoint_ticker if coordinator_worker == self.index else None
+        return StopCheckpoint(self.conf, plan.topology, coordinator_worker, ticker)
+
     def deactivate_spouts(self) -> None:
+        if self._checkpoint_ticker is not None:
+            self._checkpoint_ticker.pause()
         for executor in self.spout_executors:
             executor.deactivate()
 
@@ -324,6 +346,9 @@ class Worker:
             and not received.overflow_batches
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
+            epoch=str(self.epoch),
+            congested_tasks=len(self._congested_now()),
+            tasks=len(self.local_inbox_of_task),
         )
 
     def _rings(self) -> list[tuple[str, RingBuffer[Any]]]:

@@ -1,0 +1,108 @@
+"""`PeerAdmins`: this worker's Admin clients to its peers, for what the mesh decides together
+without a coordinator (a whole-mesh stop, a rescale)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import grpc
+
+from tuplemesh.client.channel import open_channel_from_config
+from tuplemesh.errors import TransportError
+from tuplemesh.topology.assignment import Epoch
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+__all__ = ["PeerAdmins"]
+
+log = logging.getLogger(__name__)
+
+
+class PeerAdmins:
+    """One Admin stub per peer worker, opened on first use at the address discovery gives.
+    Thread-safe."""
+
+    def __init__(
+        self, conf: Mapping[str, Any], own_index: int, addresses: Callable[[], Mapping[int, tuple[str, int]]]
+    ) -> None:
+        self._conf = conf
+        self._own = own_index
+        self._addresses = addresses
+        self._stubs: dict[int, tuple[str, grpc.Channel, admin_pb2_grpc.AdminStub]] = {}
+        self._lock = threading.Lock()
+
+    def _stub(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
+        with self._lock:
+            return self._stub_locked(worker, address)
+
+    def _stub_locked(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
+        target = f"{address[0]}:{address[1]}"
+        known = self._stubs.get(worker)
+        if known is not None and known[0] == target:
+            return known[2]
+        if known is not None:
+            known[1].close()  # the peer moved (a restarted pod)
+        channel = open_channel_from_config(target, self._conf)
+        stub = admin_pb2_grpc.AdminStub(channel)
+        self._stubs[worker] = (target, channel, stub)
+        return stub
+
+    def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+        """Every peer's status, asked in parallel; None for a peer that did not answer in ``timeout``."""
+        request = admin_pb2.GetStatusRequest()
+        calls = {
+            worker: self._stub(worker, address).GetStatus.future(request, timeout=timeout)
+            for worker, address in sorted(self._addresses().items())
+            if worker != self._own
+        }
+        out: dict[int, admin_pb2.WorkerStatus | None] = {}
+        for worker, call in calls.items():
+            try:
+                out[worker] = call.result()
+            except grpc.RpcError as exc:
+                log.debug("worker %d: no status from peer %d: %s", self._own, worker, exc.code())
+                out[worker] = None
+        return out
+
+    def epochs(self, timeout: float) -> list[Epoch]:
+        """The assignment epoch of every peer that answers within ``timeout``."""
+        request = admin_pb2.GetAssignmentRequest()
+        calls = [
+            self._stub(worker, address).GetAssignment.future(request, timeout=timeout)
+            for worker, address in sorted(self._addresses().items())
+            if worker != self._own
+        ]
+        found = []
+        for call in calls:
+            try:
+                found.append(Epoch.parse(call.result().epoch))
+            except (grpc.RpcError, ValueError):
+                continue  # not up yet, or a worker that names no epoch
+        return found
+
+    def rebalance(self, workers: range, epoch: Epoch, timeout: float) -> None:
+        """Ask each of ``workers`` (not this one) to switch to ``epoch``; TransportError naming
+        the first that did not accept."""
+        request = admin_pb2.RebalanceRequest(workers=epoch.workers, epoch=str(epoch))
+        addresses = self._addresses()
+        calls = {}
+        for worker in workers:
+            if worker == self._own:
+                continue
+            if worker not in addresses:
+                raise TransportError(f"worker {worker} has no known address; the mesh cannot rescale")
+            calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(request, timeout=timeout)
+        for worker, call in calls.items():
+            try:
+                call.result()
+            except grpc.RpcError as exc:
+                why = f"{exc.code().name} {exc.details()}"
+                raise TransportError(f"worker {worker} did not accept the rescale to {epoch}: {why}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            for _, channel, _ in self._stubs.values():
+                channel.close()
+            self._stubs.clear()

@@ -1,0 +1,157 @@
+"""`MeshDrain`: when a stopping worker has delivered what it holds, alone or with its whole mesh.
+
+A worker that stops while its peers run refuses their new batches (they keep them for its
+successor) and waits for its own queues. When its peers stop too (helm uninstall, a node drain,
+SIGTERM to every process) that rule would deadlock: each would refuse the others' in-flight
+tuples. So a stopping worker asks its peers' Admin for their state, takes batches from peers
+that are draining too, and, once every peer drains or is gone, waits until the whole mesh is
+idle: every worker idle (nothing queued, every send acknowledged) with the same counters in two
+waves in a row, which no tuple in flight can fake (Mattern's double counting). A checkpointed
+mesh then takes a final checkpoint (the coordinator's worker asks for it and waits for its commit;
+the others wait for that worker to stop), so a restart resumes with nothing to replay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from tuplemesh.v1 import admin_pb2
+from tuplemesh.worker.stats import WorkerSnapshot
+
+__all__ = ["DrainOutcome", "FinalCheckpoint", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
+
+log = logging.getLogger(__name__)
+
+#: How long a stopping worker waits for its own queues to make any progress before giving up
+#: on them (tuples queued for a running peer that refuses them, because it drains too, with no
+#: way to tell it this worker drains as well: e.g. a peer whose Admin cannot be reached).
+STALL_SECS = 3.0
+
+#: A worker whose peers all run still waits this long before it concludes it stops alone: the
+#: SIGTERMs of a whole-mesh stop reach the processes at slightly different moments, and one that
+#: stopped at once would refuse the in-flight tuples of peers about to drain.
+SIBLING_GRACE_SECS = 1.0
+
+#: Between two waves of status requests.
+POLL_SECS = 0.05
+
+#: What the serving state of a draining worker reads in its status.
+DRAINING = "NOT_SERVING"
+
+
+class PeerStatuses(Protocol):
+    """Where the peers' states come from (`tuplemesh.server.peer_admin.PeerAdmins`)."""
+
+    def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]: ...
+
+
+#: (worker, consumed, delivered or sent) of every answering worker in one wave of status requests.
+Wave = tuple[tuple[int, int, int], ...]
+
+
+class FinalCheckpoint(Protocol):
+    """The last checkpoint of a stopping checkpointed mesh (`tuplemesh.state.on_demand`)."""
+
+    def settled(self, gone: set[int]) -> bool:
+        """Asked on every idle wave (``gone``: peers that drained and stopped): True once the
+        final checkpoint is committed, or none is due."""
+        ...
+
+
+class NoFinalCheckpoint:
+    """A topology without state: nothing to checkpoint before stopping."""
+
+    def settled(self, gone: set[int]) -> bool:
+        return True
+
+
+class DrainOutcome:
+    """How a drain ended (the values are what the log says)."""
+
+    MESH_IDLE = "the whole mesh is idle"
+    QUEUES_EMPTY = "its own queues are empty"
+    STALLED = "its queues made no progress"
+    DEADLINE = "the shutdown timeout passed"
+
+
+class MeshDrain:
+    """Decides which peers' batches a stopping worker takes, and when it may stop its executors."""
+
+    def __init__(
+        self,
+        index: int,
+        expected: set[int],
+        snapshot: Callable[[], WorkerSnapshot],
+        peers: PeerStatuses,
+        final: FinalCheckpoint | None = None,
+    ) -> None:
+        self.index = index
+        self.expected = set(expected) - {index}
+        self._snapshot = snapshot
+        self._peers = peers
+        self._final = final or NoFinalCheckpoint()
+        #: peers seen draining (they may have stopped since), with the epoch they drained in
+        self._draining: dict[int, str] = {}
+        #: Batches refused from peers that still run (their senders keep them).
+        self.refused_batches = 0
+
+    def admission(self, sender: int) -> str | None:
+        """Take batches from draining peers only. Receive threads."""
+        if sender in self._draining:
+            return None
+        self.refused_batches += 1
+        return (
+            f"worker {self.index} is draining; a batch from worker {sender}, "
+            "not known to drain too, waits for its successor"
+        )
+
+    def wait(self, deadline: float) -> str:
+        """Poll until this worker may stop its executors; a `DrainOutcome` value."""
+        started = time.monotonic()
+        last_wave: Wave | None = None
+        moved_at = started
+        while time.monotonic() < deadline:
+            statuses = self._peers.statuses(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+            for worker, status in statuses.items():
+                if status is not None and status.state == DRAINING:
+                    self._draining.setdefault(worker, status.epoch)
+            own = self._snapshot()
+            # a peer seen draining that no longer answers, or answers in another epoch (a
+            # rescale restarted it), has stopped: it found the mesh idle
+            answering = {
+                w: s
+                for w, s in statuses.items()
+                if s is not None
+                and w in self.expected
+                and (w not in self._draining or s.epoch == self._draining[w])
+            }
+            gone = self._draining.keys() - answering.keys()
+            whole_mesh = all(w in self._draining for w in self.expected)
+            if whole_mesh:
+                idle = own.idle and all(s.idle for s in answering.values())
+                wave: Wave = (
+                    (self.index, own.consumed, own.delivered),
+                    *((w, s.consumed, s.delivered) for w, s in sorted(answering.items())),
+                )
+            elif time.monotonic() - started >= SIBLING_GRACE_SECS:
+                idle = own.local_queues_empty
+                wave = ((self.index, own.consumed, own.transfer.sent_tuples),)
+            else:
+                time.sleep(POLL_SECS)
+                continue
+            if idle and (not whole_mesh or (wave == last_wave and self._final.settled(gone))):
+                return DrainOutcome.MESH_IDLE if whole_mesh else DrainOutcome.QUEUES_EMPTY
+            if wave != last_wave:
+                last_wave, moved_at = wave, time.monotonic()
+            elif not idle and time.monotonic() - moved_at > STALL_SECS:
+                log.warning(
+                    "worker %d: queues not empty but nothing moved for %.0fs; stopping",
+                    self.index,
+                    STALL_SECS,
+                )
+                return DrainOutcome.STALLED
+            time.sleep(POLL_SECS)  # deliberate pacing of the status waves
+        return DrainOutcome.DEADLINE

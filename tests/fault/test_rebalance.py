@@ -1,0 +1,224 @@
+"""Live rescale of a process mesh by ``tuplemesh rebalance``, and assignment epochs.
+
+The stateful word count runs on 2 worker processes, is rescaled to 4 while sentences flow, then
+to 3. Each rescale pauses the spouts, drains the mesh, takes a checkpoint and starts every worker
+at the next epoch, restoring the tasks it now owns from the store. The final counts must be
+exact, no tuple may reach a worker that does not own its task, and each pause is measured.
+A batch routed by another epoch is refused and counted, never delivered; a worker started with
+an old worker count takes the epoch its peers run, and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+
+from examples.wordcount import expected_counts
+from tests.fault.harness import reports, statuses, wait_settled, write_config
+from tests.fault.numbered import read_outcome
+from tests.helpers import child_pythonpath, eventually
+from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
+from tuplemesh.launcher import is_serving, stop_processes
+from tuplemesh.netutil import free_ports
+from tuplemesh.topology.assignment import Epoch
+from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.grpc_impl import EPOCH_METADATA
+from tuplemesh.v1 import admin_pb2, messages_pb2, transfer_pb2_grpc
+
+TARGET = "examples.stateful_wordcount:topology"
+MOST = 4  # the largest mesh of the test: every worker knows all four addresses
+REPEAT = 2500  # 30000 sentences
+RATE = 1000.0  # sentences per second per spout task: about 15 s of input
+
+
+def start_worker(mesh: Mesh, index: int, workers: int, config: Path) -> None:
+    peers = ",".join(f"127.0.0.1:{p}" for p in mesh.ports)
+    cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", TARGET, "--index", str(index),
+           "--workers", str(workers), "--port", str(mesh.ports[index]), "--peers", peers,
+           "--config", str(config)]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": child_pythonpath(),
+        "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
+    }
+    mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    mesh.commands[index] = (cmd, env)
+
+
+def rebalance(mesh: Mesh, via: int, workers: int) -> str:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tuplemesh.cli",
+            "rebalance",
+            f"--workers={workers}",
+            f"--target={mesh.address(via)}",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def epoch_of(mesh: Mesh, index: int) -> Epoch | None:
+    try:
+        return Epoch.parse(mesh.admin(index).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=2).epoch)
+    except grpc.RpcError:
+        return None
+
+
+def first(mesh: Mesh, workers: int) -> Mesh:
+    """The mesh of workers 0..workers-1."""
+    return Mesh(
+        mesh.ports[:workers], mesh.procs[:workers], mesh.metrics_ports[:workers], mesh.commands[:workers]
+    )
+
+
+def emitted(mesh: Mesh, workers: int) -> int:
+    return sum(e.emitted for s in statuses(first(mesh, workers)) for e in s.executors if e.spout)
+
+
+def rescale(mesh: Mesh, via: int, workers: int, counter: int) -> float:
+    """Rescale to ``workers``; seconds from the request until every worker serves at the new
+    epoch and the spouts emit again (the pause)."""
+    asked = time.monotonic()
+    assert f"epoch {counter}/{workers}/" in rebalance(mesh, via, workers)
+
+    def resumed() -> bool:
+        for index in range(workers):
+            epoch = epoch_of(mesh, index)
+            if epoch is None or (epoch.counter, epoch.workers) != (counter, workers):
+                return False
+            if not is_serving(mesh.health(index)):
+                return False
+        return emitted(mesh, workers) > 0
+
+    eventually(
+        resumed, timeout=60, interval=0.02, message=f"the mesh serving {workers} workers at epoch {counter}"
+    )
+    return time.monotonic() - asked
+
+
+def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exact(tmp_path: Path):
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{
+            "wordcount.repeat": REPEAT,
+            "wordcount.rate": RATE,
+            "topology.state.backend": "sqlite",
+            "topology.state.sqlite.path": str(tmp_path / "state.sqlite"),
+            "topology.state.checkpoint.interval.ms": 500,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+        },
+    )
+    ports = free_ports(2 * MOST)
+    mesh = Mesh(ports[:MOST], [None] * MOST, ports[MOST:], [None] * MOST)  # type: ignore[list-item]
+    try:
+        for index in (0, 1):
+            start_worker(mesh, index, 2, config)
+        for index in (0, 1):
+            wait_serving(mesh, index)
+        eventually(lambda: emitted(mesh, 2) >= 2000, timeout=30, interval=0.1)
+        # the new workers start before the rescale: they wait for the mesh to include them
+        for index in (2, 3):
+            start_worker(mesh, index, 4, config)
+        up = rescale(mesh, via=0, workers=4, counter=1)
+        eventually(lambda: emitted(mesh, 4) >= 2000, timeout=30, interval=0.1)
+        down = rescale(mesh, via=1, workers=3, counter=2)
+        assert mesh.procs[3].wait(30) == 0  # above the new count: drained and exited
+        three = first(mesh, 3)
+        wait_settled(three, timeout=120.0)
+        counts: dict[str, int] = {}
+        for report in reports(three)["count"]:
+            assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
+            counts.update(report["counts"])
+        assert counts == dict(expected_counts(REPEAT))
+        assert all(s.unknown_task_messages == 0 for s in statuses(three))
+        print(f"rescale pauses: 2 -> 4 workers {up:.2f} s, 4 -> 3 workers {down:.2f} s")
+    finally:
+        codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
+    assert codes == [0] * len(codes)
+
+
+def test_a_batch_routed_by_another_epoch_is_refused_counted_and_never_delivered(tmp_path: Path):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = write_config(tmp_path / "tuplemesh.yaml", **{"numbered.dir": str(out)})
+    mesh = start_mesh("tests.fault.numbered:numbered", 1, config)
+    try:
+        mine = epoch_of(mesh, 0)
+        assert mine is not None and (mine.counter, mine.workers) == (0, 1)
+        stale = Epoch(2, mine.code, 0)  # the assignment of a 2-worker mesh
+        [(packed, _)] = pack_within([(3, b"routed by another map")], 1 << 20)
+        batch = messages_pb2.TransferBatch(
+            topology_id="numbered", sender=1, sequence=1, packed=packed, session=7
+        )
+        stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address(0)))
+        call = stub.Stream(iter([batch]), metadata=((EPOCH_METADATA, str(stale)),), timeout=10)
+        try:
+            list(call)
+            raise AssertionError("a batch of another epoch was acknowledged")
+        except grpc.RpcError as exc:
+            assert exc.code() == grpc.StatusCode.FAILED_PRECONDITION
+            assert str(stale) in (exc.details() or "") and str(mine) in (exc.details() or "")
+        [status] = statuses(mesh)
+        assert status.binding.epoch_refused_batches == 1
+        assert status.unknown_task_messages == 0 and status.received_messages == 0
+        assert 'tuplemesh_epoch_refused_batches_total{worker="0"} 1.0' in scrape(mesh)
+    finally:
+        assert mesh.stop() == [0]
+
+
+def test_a_worker_restarted_with_the_old_worker_count_takes_the_mesh_epoch_and_nothing_is_lost(
+    tmp_path: Path,
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = write_config(
+        tmp_path / "tuplemesh.yaml", **{"numbered.dir": str(out), "topology.acker.executors": 0}
+    )
+    mesh = start_mesh("tests.fault.numbered:numbered", 3, config)
+    try:
+        eventually(lambda: emitted(mesh, 3) >= 20_000, timeout=60, interval=0.2)
+        mesh.procs[1].send_signal(15)  # worker 1 alone stops: its peers keep what it refuses
+        assert mesh.procs[1].wait(30) == 0
+        argv, env = mesh.commands[1]
+        stale = [*_without(argv, "--workers"), "--workers", "2"]  # a pod template of a 2-worker mesh
+        mesh.procs[1] = subprocess.Popen(stale, cwd=ROOT, env=env)
+        wait_serving(mesh, 1)
+        assert epoch_of(mesh, 1) == epoch_of(mesh, 0) == epoch_of(mesh, 2)
+        assert epoch_of(mesh, 1).workers == 3  # type: ignore[union-attr]
+        before = emitted(mesh, 3)
+        eventually(lambda: emitted(mesh, 3) >= before + 20_000, timeout=60, interval=0.2)
+        unknown = [s.unknown_task_messages for s in statuses(mesh)]
+        assert unknown == [0, 0, 0], f"messages for tasks a worker does not own, per worker: {unknown}"
+    finally:
+        codes = mesh.stop()
+    assert codes == [0, 0, 0]
+    produced, seen = read_outcome(out)
+    expected = {(source, n) for source, count in produced.items() for n in range(count)}
+    assert len(produced) == 4  # three spout tasks, one of them restarted
+    assert seen.keys() == expected, f"{len(expected - seen.keys())} lost"
+    assert all(times == 1 for times in seen.values())
+
+
+def _without(argv: list[str], flag: str) -> list[str]:
+    at = argv.index(flag)
+    return argv[:at] + argv[at + 2 :]
+
+
+def scrape(mesh: Mesh) -> str:
+    with urllib.request.urlopen(mesh.metrics_url(0), timeout=10) as response:
+        return response.read().decode()

@@ -1,0 +1,57 @@
+"""Which epoch a starting worker takes (`tuplemesh.server.joining.choose_epoch`)."""
+
+from __future__ import annotations
+
+import threading
+
+from tuplemesh.server.joining import choose_epoch
+from tuplemesh.topology.assignment import Epoch
+
+CODE = "0123456789abcdef"
+
+
+def answers(*rounds: list[Epoch]):
+    """peer_epochs answering each round in turn, then the last one forever; counts its calls."""
+    calls = []
+
+    def peer_epochs() -> list[Epoch]:
+        calls.append(1)
+        return rounds[min(len(calls), len(rounds)) - 1]
+
+    peer_epochs.calls = calls  # type: ignore[attr-defined]
+    return peer_epochs
+
+
+def test_a_worker_of_a_fresh_mesh_starts_at_its_own_epoch():
+    own = Epoch(3, CODE, 0)
+    assert choose_epoch(1, own, answers([]), threading.Event()) == own
+
+
+def test_a_worker_with_an_old_worker_count_takes_the_epoch_its_peers_run():
+    mesh = Epoch(3, CODE, 0)
+    assert choose_epoch(1, Epoch(2, CODE, 0), answers([mesh, mesh]), threading.Event()) == mesh
+    rescaled = Epoch(4, CODE, 2)
+    assert choose_epoch(1, Epoch(2, CODE, 0), answers([rescaled, mesh]), threading.Event()) == rescaled
+
+
+def test_a_restarted_worker_keeps_its_newer_epoch_over_peers_still_at_the_old_one():
+    own = Epoch(4, CODE, 1)
+    assert choose_epoch(0, own, answers([Epoch(2, CODE, 0)]), threading.Event()) == own
+
+
+def test_peers_of_another_topology_code_are_not_followed():
+    own = Epoch(3, CODE, 0)
+    assert choose_epoch(1, own, answers([Epoch(2, "fedcba9876543210", 5)]), threading.Event()) == own
+
+
+def test_a_worker_beyond_the_mesh_waits_until_it_grows_even_while_the_mesh_restarts():
+    old, grown = Epoch(2, CODE, 0), Epoch(4, CODE, 1)
+    peer_epochs = answers([old, old], [old], [], [], [grown])
+    assert choose_epoch(3, Epoch(4, CODE, 0), peer_epochs, threading.Event()) == grown
+    assert len(peer_epochs.calls) == 5  # type: ignore[attr-defined]
+
+
+def test_a_worker_stopped_while_it_waits_starts_nothing():
+    stop = threading.Event()
+    stop.set()
+    assert choose_epoch(2, Epoch(4, CODE, 0), answers([Epoch(2, CODE, 0)]), stop) is None
