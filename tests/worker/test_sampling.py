@@ -6,15 +6,15 @@ import json
 
 from tests.helpers import ListSpout, RecordingBolt
 from tuplemesh.config import Config
-from tuplemesh.topology import TopologyBuilder, Tuple
+from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
 from tuplemesh.worker.sampling import BROADCAST_TASK, TupleWatch
 
-FIELDS = ("n",)
+FIELDS = Fields(["n"])
 
 
 def tup(n: int, stream: str = "default") -> Tuple:
-    return Tuple([n], 3, "source", stream, FIELDS)  # type: ignore[arg-type]
+    return Tuple([n], 3, "source", stream, FIELDS)
 
 
 def test_a_sample_rate_takes_evenly_spaced_tuples():
@@ -65,7 +65,7 @@ def test_a_full_queue_skips_instead_of_blocking():
 def test_only_the_watched_stream_is_sampled_and_values_render_as_json():
     watch = TupleWatch("errors", 1.0, 1000.0)
     watch.offer("sink", 1, tup(1), now=1.0, wall=0.0)
-    watch.offer("sink", 1, Tuple([b"\x00", {"k": 1}], 3, "source", "errors", ("a", "b")), 1.0, 0.0)  # type: ignore[arg-type]
+    watch.offer("sink", 1, Tuple([b"\x00", {"k": 1}], 3, "source", "errors", Fields(["a", "b"])), 1.0, 0.0)
     (sample,) = watch.take(0)
     assert sample.stream == "errors"
     assert json.loads(sample.values_json) == ["b'\\x00'", {"k": 1}]  # bytes shown as their repr
