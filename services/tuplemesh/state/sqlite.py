@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,7 +52,7 @@ class SqliteStore:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(busy_timeout)
             # NORMAL in WAL mode: a commit survives the process being killed (what checkpoints are
             # for); a power loss may take the last commits back: the mesh then resumes from an
             # older checkpoint, still a consistent one
@@ -59,6 +60,20 @@ class SqliteStore:
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreUnavailable(f"sqlite state store {str(self.path)!r}: {exc}") from exc
+
+    def _use_wal(self, busy_timeout: float) -> None:
+        """Switch the file to WAL. Switching needs the file to itself, and SQLite answers "database
+        is locked" at once (no busy wait) while another process opens it too, as the workers of
+        one machine do when they start together: retry until the busy timeout."""
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SqliteStore:
