@@ -19,7 +19,6 @@ from typing import Any
 
 from tuplemesh import tracing
 from tuplemesh.errors import TransportError
-from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import OnCongestion, TaskMessage
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.settings import TransportSettings
@@ -212,14 +211,16 @@ class WindowedConnection:
         """Queue ``batch`` for the peer; blocks while the window is full. Never drops."""
         # sent inside a transfer span (tracing on): its context travels with every batch
         carrier = tracing.current_carrier() if self.traced else None
+        sent = 0
         for packed, tuples in pack_within(batch, self.max_payload):
+            sent += tuples
             self.sent_bytes += len(packed)
             if carrier:
                 traced = partial(self._traced_item, packed=packed, carrier=carrier)
                 self.window.add(traced, len(packed), tuples)
                 continue
             self.window.add(lambda seq, packed=packed: self._item(seq, packed), len(packed), tuples)  # type: ignore[misc]
-        self.sent_tuples += tuples_in(batch)
+        self.sent_tuples += sent  # counted once, by pack_within
 
     def abort(self) -> None:
         """Give up on the peer (the worker halts): what is unacknowledged is counted at ``close``."""
