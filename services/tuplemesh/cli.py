@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from tuplemesh import build_info
@@ -305,52 +306,39 @@ def _worker(args: argparse.Namespace) -> int:
     directory = _directory(args)
     signals = TerminationSignals()
     signals.install()
-    # the mesh may have been rescaled since this worker's flags were written: join its epoch
-    peers = PeerAdmins(conf, args.index, directory.snapshot)
-    own = Epoch.of(topology, args.workers, conf["topology.epoch"])
-    epoch = choose_epoch(args.index, own, lambda: peers.epochs(timeout=1.0), signals.requested)
-    peers.close()
-    if epoch is None:
-        directory.stop()
-        return 0  # stopped while waiting to be included
-    process = WorkerProcess(
-        topology,
-        conf.with_overrides({"topology.epoch": epoch.counter}),
-        index=args.index,
-        num_workers=epoch.workers,
-        port=args.port,
-        directory=directory,
-        signals=signals,
-    )
-    code = process.serve()
-    successor = process.next_epoch
-    if successor is None or code != 0:
-        return code
-    if args.index >= successor.workers:
-        log.warning("worker %d: not part of the mesh of %d worker(s); exiting", args.index, successor.workers)
-        return 0
-    # a rescale: a fresh process at the new epoch (fresh executors; moved state comes from the store)
-    argv = _without_flags(sys.argv[1:], ("--workers", "--epoch"))
-    argv += ["--workers", str(successor.workers), "--epoch", str(successor.counter)]
-    os.execv(sys.executable, [sys.executable, "-m", "tuplemesh.cli", *argv])
-    return 0  # not reached
-
-
-def _without_flags(argv: list[str], flags: Sequence[str]) -> list[str]:
-    """``argv`` without ``flags`` and their values (``--flag value`` or ``--flag=value``)."""
-    out: list[str] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in flags:
-            skip = True
-            continue
-        if any(arg.startswith(f"{flag}=") for flag in flags):
-            continue
-        out.append(arg)
-    return out
+    while True:
+        # the mesh may have been rescaled since this worker's flags were written: join its epoch
+        peers = PeerAdmins(conf, args.index, directory.snapshot)
+        own = Epoch.of(topology, args.workers, conf["topology.epoch"])
+        epoch = choose_epoch(args.index, own, partial(peers.epochs, timeout=1.0), signals.requested)
+        peers.close()
+        if epoch is None:
+            directory.stop()
+            return 0  # stopped while waiting to be included
+        process = WorkerProcess(
+            topology,
+            conf.with_overrides({"topology.epoch": epoch.counter}),
+            index=args.index,
+            num_workers=epoch.workers,
+            port=args.port,
+            directory=directory,
+            signals=signals,
+        )
+        code = process.serve()
+        successor = process.next_epoch
+        if successor is None or code != 0 or signals.requested.is_set():
+            return code  # stopped (a signal during a rescale's drain stops the worker too)
+        if args.index >= successor.workers:
+            log.warning("worker %d: not in a mesh of %d worker(s); exiting", args.index, successor.workers)
+            return 0
+        # A rescale: the next epoch's worker starts in this process, with fresh executors (moved
+        # state comes from the store). Only a clean stop gets here: every thread of the old one
+        # ended. Not re-executing the interpreter keeps imports out of the pause.
+        args.workers = successor.workers
+        conf = conf.with_overrides(
+            {"topology.workers": successor.workers, "topology.epoch": successor.counter}
+        )
+        directory = _directory(args)
 
 
 def _rebalance(args: argparse.Namespace) -> int:

@@ -9,14 +9,18 @@ queued tuple, no unacknowledged send), twice in a row.
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh
 from tuplemesh.launcher import merge_reports
-from tuplemesh.v1 import admin_pb2
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 
 def write_config(path: Path, **values: Any) -> Path:
@@ -70,3 +74,62 @@ def sink_counts(merged: dict[str, list[Any]]) -> Counter[int]:
     for report in merged["count"]:
         seen.update({int(k): v for k, v in report["seen"].items()})
     return seen
+
+
+class SpoutProgress:
+    """Follows the spouts of every worker address from a thread of its own and records, per
+    worker and assignment epoch, when they moved (emitted more than at the previous look; a
+    worker at a new epoch counts from 0), so a test can measure a rescale's pause as the sources
+    see it. Use as a context manager."""
+
+    def __init__(self, addresses: list[str], interval: float = 0.02) -> None:
+        # a restarting worker must be seen as soon as it serves: short reconnect backoffs
+        options = [("grpc.initial_reconnect_backoff_ms", 20), ("grpc.max_reconnect_backoff_ms", 100)]
+        self._channels = [grpc.insecure_channel(a, options=options) for a in addresses]
+        self._stubs = [admin_pb2_grpc.AdminStub(c) for c in self._channels]
+        self._interval = interval
+        #: (worker, epoch counter) -> times at which its spouts had emitted more than before
+        self._moves: dict[tuple[int, int], list[float]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._follow, name="spout-progress", daemon=True)
+
+    def __enter__(self) -> SpoutProgress:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        for channel in self._channels:
+            channel.close()
+
+    def _follow(self) -> None:
+        emitted: dict[tuple[int, int], int] = {}
+        request = admin_pb2.GetStatusRequest()
+        while not self._stop.wait(self._interval):
+            for index, stub in enumerate(self._stubs):
+                try:
+                    status = stub.GetStatus(request, timeout=0.5)
+                except grpc.RpcError:
+                    continue  # down or restarting
+                now = sum(e.emitted for e in status.executors if e.spout)
+                key = (index, int(status.epoch.split("/")[0]))
+                if now > emitted.get(key, 0):
+                    with self._lock:
+                        self._moves.setdefault(key, []).append(time.monotonic())
+                emitted[key] = now
+
+    def emitting(self, counter: int, workers: set[int]) -> bool:
+        """Every one of ``workers`` was seen emitting at epoch ``counter``."""
+        with self._lock:
+            return all((w, counter) in self._moves for w in workers)
+
+    def pause(self, old: int, new: int, workers: set[int]) -> float:
+        """From the first spout that stopped at epoch ``old`` (its worker's last move there) to
+        the last of ``workers`` (those with spout tasks) emitting at epoch ``new`` (its first
+        move there): the longest any source stood still."""
+        with self._lock:
+            stopped = min(times[-1] for (_, c), times in self._moves.items() if c == old)
+            resumed = max(self._moves[(w, new)][0] for w in workers)
+        return resumed - stopped

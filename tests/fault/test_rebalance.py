@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import grpc
 
 from examples.wordcount import expected_counts
-from tests.fault.harness import reports, statuses, wait_settled, write_config
+from tests.fault.harness import SpoutProgress, reports, statuses, wait_settled, write_config
 from tests.fault.numbered import read_outcome
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
@@ -89,10 +88,9 @@ def emitted(mesh: Mesh, workers: int) -> int:
     return sum(e.emitted for s in statuses(first(mesh, workers)) for e in s.executors if e.spout)
 
 
-def rescale(mesh: Mesh, via: int, workers: int, counter: int) -> float:
-    """Rescale to ``workers``; seconds from the request until every worker serves at the new
-    epoch and the spouts emit again (the pause)."""
-    asked = time.monotonic()
+def rescale(mesh: Mesh, via: int, workers: int, counter: int, progress: SpoutProgress) -> float:
+    """Rescale to ``workers`` by ``tuplemesh rebalance``; returns the pause: from the moment the
+    first spout stopped until the spouts of every worker emit again at the new epoch."""
     assert f"epoch {counter}/{workers}/" in rebalance(mesh, via, workers)
 
     def resumed() -> bool:
@@ -107,7 +105,9 @@ def rescale(mesh: Mesh, via: int, workers: int, counter: int) -> float:
     eventually(
         resumed, timeout=60, interval=0.02, message=f"the mesh serving {workers} workers at epoch {counter}"
     )
-    return time.monotonic() - asked
+    spouting = {i for i, s in enumerate(statuses(first(mesh, workers))) if any(e.spout for e in s.executors)}
+    eventually(lambda: progress.emitting(counter, spouting), timeout=10, interval=0.02)
+    return progress.pause(counter - 1, counter, spouting)
 
 
 def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exact(tmp_path: Path):
@@ -134,9 +134,11 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
         # the new workers start before the rescale: they wait for the mesh to include them
         for index in (2, 3):
             start_worker(mesh, index, 4, config)
-        up = rescale(mesh, via=0, workers=4, counter=1)
-        eventually(lambda: emitted(mesh, 4) >= 2000, timeout=30, interval=0.1)
-        down = rescale(mesh, via=1, workers=3, counter=2)
+        with SpoutProgress([mesh.address(i) for i in range(MOST)]) as progress:
+            eventually(lambda: progress.emitting(0, {0, 1}), timeout=10, interval=0.02)
+            up = rescale(mesh, via=0, workers=4, counter=1, progress=progress)
+            eventually(lambda: emitted(mesh, 4) >= 2000, timeout=30, interval=0.1)
+            down = rescale(mesh, via=1, workers=3, counter=2, progress=progress)
         assert mesh.procs[3].wait(30) == 0  # above the new count: drained and exited
         three = first(mesh, 3)
         wait_settled(three, timeout=120.0)
@@ -146,7 +148,9 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
             counts.update(report["counts"])
         assert counts == dict(expected_counts(REPEAT))
         assert all(s.unknown_task_messages == 0 for s in statuses(three))
-        print(f"rescale pauses: 2 -> 4 workers {up:.2f} s, 4 -> 3 workers {down:.2f} s")
+        print(f"rescale pauses (first spout stopped to last resumed): 2 -> 4 {up:.2f} s, 4 -> 3 {down:.2f} s")
+        # the target (2 s) is a benchmark's business; this bound catches a rescale gone wrong
+        assert up < 15 and down < 15, (up, down)
     finally:
         codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
     assert codes == [0] * len(codes)

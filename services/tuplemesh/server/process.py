@@ -75,7 +75,7 @@ class WorkerProcess:
         # every Transfer stream names the epoch it routes by; a receiver refuses another one
         self.epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
         self.conf = self.conf.with_overrides({"worker.epoch": str(self.epoch)})
-        #: Set by a rescale: the epoch this worker's successor (a new process) starts at.
+        #: Set by a rescale: the epoch this worker's successor starts at.
         self.next_epoch: Epoch | None = None
         self._rescale_lock = threading.Lock()
         settings = self.settings = ServerSettings.from_config(self.conf)
@@ -86,7 +86,9 @@ class WorkerProcess:
         self.tls_connections = TlsConnections() if settings.tls_enabled else None
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
-        logging.getLogger("grpc._common").addFilter(RateLimitFilter(settings.log_interval_seconds))
+        grpc_log = logging.getLogger("grpc._common")
+        if not any(isinstance(f, RateLimitFilter) for f in grpc_log.filters):  # once per process
+            grpc_log.addFilter(RateLimitFilter(settings.log_interval_seconds))
         self.server = new_server(self.conf, self.rpc_errors)
         if self.context.capabilities.shares_server:
             cast(SharedServerContext, self.context).use_server(self.server)
@@ -114,7 +116,10 @@ class WorkerProcess:
         self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
         self.metrics: MetricsEndpoint | None = None
         self.signals = signals or TerminationSignals()
-        self._stop = self.signals.requested
+        # set by a signal or by a rescale; only a signal sets ``signals.requested``, so after a
+        # rescale the process knows whether it was asked to stop or to go on at the next epoch
+        self._stop = threading.Event()
+        self.signals.also_set(self._stop)
 
     def _set_health(self, status: Any) -> None:
         for service in READINESS:
@@ -192,7 +197,8 @@ class WorkerProcess:
         Without ``epoch`` this worker starts the rescale: the next epoch is one counter up, and
         every other worker of the current assignment is asked first. Then this worker drains
         with the mesh (spouts pause, in-flight tuples drain, the final checkpoint is taken) and
-        ends, so its successor starts at the new epoch (see ``next_epoch``). Any thread.
+        ends, so its successor starts at the new epoch (see ``next_epoch``): a new WorkerProcess
+        in the same process (``tuplemesh worker``). Any thread.
         """
         with self._rescale_lock:
             if self._state == "NOT_SERVING" or self._stop.is_set():

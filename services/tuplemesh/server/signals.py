@@ -18,7 +18,15 @@ class TerminationSignals:
 
     def __init__(self) -> None:
         self.requested = threading.Event()
+        self._also: list[threading.Event] = []
         self._count = 0
+
+    def also_set(self, event: threading.Event) -> None:
+        """Set ``event`` too when a signal comes (at once if one came already): the stop event of
+        each worker that lives in this process, one after another across rescales."""
+        self._also.append(event)
+        if self.requested.is_set():
+            event.set()
 
     def install(self) -> None:
         signal.signal(signal.SIGTERM, self._on_signal)
@@ -31,3 +39,5 @@ class TerminationSignals:
             log.warning("second %s: exiting without draining", signal.Signals(signum).name)
             os._exit(1)
         self.requested.set()
+        for event in self._also:
+            event.set()
