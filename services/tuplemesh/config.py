@@ -307,7 +307,7 @@ KEYS: dict[str, ConfigKey] = {
             int,
             0,
             "Counter of the assignment epoch the worker starts at; every rescale raises it "
-            "(`tuplemesh rebalance` restarts the workers with the next one).",
+            "(`tuplemesh rebalance` moves the workers to the next one).",
             _non_negative,
             flag="epoch",
             unit="rescales",
