@@ -15,9 +15,13 @@ the grpc plugin, from the same code (`SendWindow`, `ReceiverSession`):
   sequence).
 
 Frames: ``[header, packed]``. The header is msgpack ``[topology, sender, session, sequence,
-ack_requested, first_unacked]``. ``first_unacked`` is the sender's oldest unacknowledged
-sequence. ZeroMQ may still deliver batches queued before a reconnect ahead of the in-order
+ack_requested, first_unacked, epoch]``. ``first_unacked`` is the sender's oldest unacknowledged
+sequence: ZeroMQ may still deliver batches queued before a reconnect ahead of the in-order
 resend, and a restarted receiver must start at the oldest, not at whatever arrives first.
+``epoch`` is the assignment epoch the sender routes by (``counter/workers/code``): a receiver at
+another epoch does not acknowledge the batch (its tasks may have moved) and counts it; the
+sender offers it again until the two agree, as with grpc's ``FAILED_PRECONDITION``. A 6-element
+header (no epoch) is still read.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
 A broadcast's task is nil and the shutdown notice is task -1, as on every transport.
 Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap]``
@@ -83,7 +87,12 @@ class ZmqBinding:
     ) -> None:
         settings = context.settings
         self.session = ReceiverSession(
-            topology_id, on_batch, settings.window_batches, settings.log_interval_seconds, congestion
+            topology_id,
+            on_batch,
+            settings.window_batches,
+            settings.log_interval_seconds,
+            congestion,
+            settings.epoch,
         )
         self.address = f"tcp://{settings.bind_host}:{port + settings.zmq_port_offset}"
         self._where = f"zmq receive on {self.address}"
@@ -142,11 +151,14 @@ class ZmqBinding:
             return
         identity, header, packed = frames
         try:
-            topology, sender, session_id, sequence, ack_requested, first_unacked = msgpack.unpackb(
+            topology, sender, session_id, sequence, ack_requested, first_unacked, *rest = msgpack.unpackb(
                 header, raw=False
             )
             if any(type(v) is not int for v in (sender, session_id, sequence, first_unacked)):
                 raise ValueError("header fields are not integers")
+            epoch = rest[0] if rest else ""
+            if len(rest) > 1 or type(epoch) is not str:
+                raise ValueError("the header's epoch is not one string")
         except (ValueError, TypeError, msgpack.UnpackException) as exc:
             session.reject_frame(self._where, f"malformed header: {exc}")
             return
@@ -173,9 +185,10 @@ class ZmqBinding:
                 ack_requested,
                 first_unacked,
                 broadcasts,
+                epoch,
             )
         except ReceiverStoppedError as exc:
-            # not acknowledged: the sender keeps the batch and resends it
+            # not acknowledged (stopping, or another epoch): the sender keeps the batch and resends it
             self._log.log("%s: %s (not acknowledged)", self._where, exc)
             return
         if ack is not None:
@@ -217,6 +230,7 @@ class ZmqConnection(WindowedConnection):
             settings, topology_id, f"tcp://{host}:{port + settings.zmq_port_offset}", on_congestion
         )
         self.resend_after = settings.reconnect_max_wait_seconds
+        self._epoch = settings.epoch
         self._closed = False
         self._offset = settings.zmq_port_offset
         self._retarget_to: str | None = None
@@ -339,7 +353,9 @@ class ZmqConnection(WindowedConnection):
             position, packed = found
             ack_now = position + 1 >= self.window.next_seq
             oldest = self.window.oldest
-            header = _pack([self.topology_id, self.sender, self.session, position, ack_now, oldest])
+            header = _pack(
+                [self.topology_id, self.sender, self.session, position, ack_now, oldest, self._epoch]
+            )
             try:
                 sock.send_multipart([header, packed], zmq.NOBLOCK)
             except zmq.Again:
