@@ -124,6 +124,20 @@ def test_bad_input(pipeline_mesh: Mesh):
             lambda: stub.PublishOne(gateway_pb2.PublishOneRequest(component="lines", values_json="{}")),
             (grpc.StatusCode.INVALID_ARGUMENT, "must be a JSON array"),
         ),
+        # one value per declared field ("line"): a row the spout could not emit is refused at once
+        (
+            lambda: stub.PublishOne(
+                gateway_pb2.PublishOneRequest(component="lines", values_json="[]"), timeout=5
+            ),
+            (
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "row 0 has 0 value(s); IngestSpout 'lines' declares 1 field(s)",
+            ),
+        ),
+        (
+            lambda: publish_raw("lines", msgpack.packb([["fine"], ["one", "too many"]])),
+            (grpc.StatusCode.INVALID_ARGUMENT, "row 1 has 2 value(s)"),
+        ),
         (
             lambda: stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=9)),
             (grpc.StatusCode.NOT_FOUND, "partition 9"),

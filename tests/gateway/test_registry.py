@@ -24,7 +24,7 @@ def test_tasks_find_the_registry_their_worker_attached_and_a_new_run_replaces_it
 
 def test_registrations_by_name_and_partition():
     registry = GatewayRegistry("t", 1)
-    queues = [IngestQueue(10), IngestQueue(10)]
+    queues = [IngestQueue(10, ["line"]), IngestQueue(10, ["line"])]
     for queue in queues:
         registry.register_ingest("rows", queue)
     logs = {0: ExportLog(5), 2: ExportLog(5)}
@@ -43,7 +43,7 @@ def test_registrations_by_name_and_partition():
 
 def test_close_refuses_rows_releases_full_logs_and_forgets_everything():
     registry = GatewayRegistry("t", 0)
-    queue = IngestQueue(10)
+    queue = IngestQueue(10, ["line"])
     registry.register_ingest("rows", queue)
     ticket = PublishTicket(2)
     assert queue.put(ticket, [[1], [2]], timeout=1.0)
@@ -56,6 +56,6 @@ def test_close_refuses_rows_releases_full_logs_and_forgets_everything():
     # what was accepted before the stop is still there to count
     assert queue.take(10) == [(ticket, 0, [1]), (ticket, 1, [2])]
     assert not log.append([2])  # full and closed: refused at once instead of waiting
-    late = IngestQueue(10)
+    late = IngestQueue(10, ["line"])
     registry.register_ingest("rows", late)  # a task opening while its worker stops
     assert late.closed and registry.ingest_queues("rows") == []

@@ -58,7 +58,7 @@ class IngestSpout(ReplayableSpout):
         self.emit = collector.emit
         # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
-        self.queue = IngestQueue(self.capacity)
+        self.queue = IngestQueue(self.capacity, self.fields)
         # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
         self.checkpointed = False
         self.instance = secrets.token_hex(8)  # positions of another process mean nothing here
@@ -73,15 +73,23 @@ class IngestSpout(ReplayableSpout):
             return
         entries = self.queue.take(self.per_call)
         emit = self.emit
-        if self.tracked:
+        done = 0
+        try:
             for ticket, index, row in entries:
-                emit(row, msg_id=(ticket, index))
-        else:
-            for _, _, row in entries:
-                emit(row)
-            for ticket, index, _ in entries:
-                ticket.ack(index)
-        self.emitted += len(entries)
+                if self.tracked:
+                    emit(row, msg_id=(ticket, index))
+                else:
+                    emit(row)
+                    ticket.ack(index)
+                done += 1
+        except Exception:
+            # a row the runtime refused (its values): it and the rows taken after it fail, so
+            # their publishers get an answer (and retry) instead of waiting for one forever
+            for ticket, index, _ in entries[done:]:
+                ticket.fail(index)
+            raise
+        finally:
+            self.emitted += done
 
     def _emit_checkpointed(self) -> None:
         """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.

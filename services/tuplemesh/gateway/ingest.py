@@ -18,8 +18,10 @@ class IngestQueue:
     """Bounded rows waiting for an IngestSpout task, each with the ticket its outcome settles.
     Thread-safe."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, fields: list[str]) -> None:
         self.capacity = capacity
+        #: The spout's declared fields: every row must have one value for each.
+        self.fields = fields
         self._rows: deque[IngestEntry] = deque()
         self._cond = threading.Condition()
         self.accepted = 0

@@ -142,6 +142,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 return _Refused(grpc.StatusCode.CANCELLED, "publisher went away")
         return None
 
+    def _misfit(self, component: str, rows: list[list[Any]]) -> _Refused | None:
+        """INVALID_ARGUMENT for the first row without one value per declared field: the spout
+        could not emit it, and its publisher would wait for an answer that never comes."""
+        queues = self.registry.ingest_queues(component)
+        fields = queues[0].fields if queues else None
+        if fields is None:
+            return None  # not found or stopping: ``_put`` answers
+        for index, row in enumerate(rows):
+            if len(row) != len(fields):
+                return _Refused(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"row {index} has {len(row)} value(s); IngestSpout {component!r} declares "
+                    f"{len(fields)} field(s) {fields}",
+                )
+        return None
+
     @staticmethod
     def _rows(request: Any) -> list[list[Any]] | _Refused:
         try:
@@ -170,6 +186,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         rows = self._rows(request)
         if isinstance(rows, _Refused):
             return rows
+        misfit = self._misfit(request.component, rows)
+        if misfit is not None:
+            return misfit
         if earlier is not None and len(rows) != earlier.size:
             return _Refused(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -308,6 +327,9 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         if refused is not None:
             reject(context, refused.code, refused.details)
         row = json_array(request.values_json, "values_json", context)
+        refused = self._misfit(request.component, [row])
+        if refused is not None:
+            reject(context, refused.code, refused.details)
         ticket = PublishTicket(1)
         refused = self._put(request.component, ticket, [row], context)
         if refused is not None:
