@@ -8,7 +8,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import costs, e2e, e2e_local, hotpath, modes, ring, spark, state, transport, windows, wordcount
+from bench import (
+    costs,
+    e2e,
+    e2e_local,
+    hotpath,
+    modes,
+    rescale,
+    ring,
+    spark,
+    state,
+    transport,
+    windows,
+    wordcount,
+)
 from bench.records import Record, format_table
 
 
@@ -26,6 +39,7 @@ PARTS = {
     "spark": spark.run,
     "state": state.run,
     "windows": windows.run,
+    "rescale": rescale.run,
 }
 
 

@@ -9,6 +9,9 @@ queued tuple, no unacknowledged send), twice in a row.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -17,8 +20,8 @@ from typing import Any
 
 import grpc
 
-from tests.helpers import eventually
-from tests.worker.conftest import Mesh
+from tests.helpers import child_pythonpath, eventually
+from tests.worker.conftest import ROOT, Mesh
 from tuplemesh.launcher import merge_reports
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -26,6 +29,25 @@ from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 def write_config(path: Path, **values: Any) -> Path:
     path.write_text("".join(f"{key}: {json.dumps(value)}\n" for key, value in values.items()))
     return path
+
+
+def start_worker(
+    mesh: Mesh, target: str, index: int, workers: int, config: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    """Start worker ``index`` of ``mesh`` (every address of ``mesh`` in its ``--peers``: the
+    workers a rescale may add) as a member of a ``workers``-worker mesh, and record its command."""
+    peers = ",".join(f"127.0.0.1:{p}" for p in mesh.ports)
+    cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", target, "--index", str(index),
+           "--workers", str(workers), "--port", str(mesh.ports[index]), "--peers", peers,
+           "--config", str(config), *extra]  # fmt: skip
+    env = {
+        **os.environ,
+        "PYTHONPATH": child_pythonpath(),
+        "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
+    }
+    mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
+    mesh.commands[index] = (cmd, env)
+    return mesh.procs[index]
 
 
 def statuses(mesh: Mesh, reports: bool = False) -> list[admin_pb2.WorkerStatus]:

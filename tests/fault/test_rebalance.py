@@ -19,6 +19,7 @@ from pathlib import Path
 import grpc
 
 from examples.wordcount import expected_counts
+from tests.fault import harness
 from tests.fault.harness import SpoutProgress, reports, statuses, wait_settled, write_config
 from tests.fault.numbered import read_outcome
 from tests.helpers import child_pythonpath, eventually
@@ -37,17 +38,7 @@ RATE = 1000.0  # sentences per second per spout task: about 15 s of input
 
 
 def start_worker(mesh: Mesh, index: int, workers: int, config: Path) -> None:
-    peers = ",".join(f"127.0.0.1:{p}" for p in mesh.ports)
-    cmd = [sys.executable, "-m", "tuplemesh.cli", "worker", TARGET, "--index", str(index),
-           "--workers", str(workers), "--port", str(mesh.ports[index]), "--peers", peers,
-           "--config", str(config)]  # fmt: skip
-    env = {
-        **os.environ,
-        "PYTHONPATH": child_pythonpath(),
-        "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
-    }
-    mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
-    mesh.commands[index] = (cmd, env)
+    harness.start_worker(mesh, TARGET, index, workers, config)
 
 
 def rebalance(mesh: Mesh, via: int, workers: int) -> str:
