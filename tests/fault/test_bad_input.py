@@ -203,7 +203,15 @@ def test_a_healthy_stream_keeps_flowing_during_the_barrage_and_bad_payloads_are_
         ex = [e for e in s.executors if e.component == "split"]
         return sum(e.executed for e in ex), sum(e.failed for e in ex)
 
-    before = split_counters(status())
+    def settled() -> tuple[int, int] | None:
+        """The counters once rows published by earlier tests have run (with acking off their
+        Publish returned when they were emitted): idle, and the same counts twice."""
+        first, second = status(), status()
+        same = split_counters(first) == split_counters(second)
+        return split_counters(second) if first.idle and second.idle and same else None
+
+    before = eventually(settled, interval=0.05, message="the worker idle")
+    assert before is not None
     healthy = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
 
     def batches() -> Iterator[messages_pb2.TransferBatch]:
