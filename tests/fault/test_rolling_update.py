@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from examples.wordcount import expected_counts
 from tests.fault.harness import reports, statuses, wait_settled, write_config
 from tests.fault.numbered import read_outcome
@@ -85,12 +87,16 @@ def print_restarts(what: str, restarts: list[Restart]) -> None:
         )
 
 
-def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_nothing(tmp_path: Path):
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_nothing(
+    tmp_path: Path, transport: str
+):
     out = tmp_path / "out"
     out.mkdir()
     config = write_config(
         tmp_path / "tuplemesh.yaml",
         **{
+            "messaging.transport": transport,
             "numbered.dir": str(out),
             "topology.acker.executors": 0,
             "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
@@ -105,7 +111,7 @@ def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_
         unknown = [s.unknown_task_messages for s in statuses(mesh)]
     finally:
         codes = mesh.stop()
-    print_restarts("rolling update", restarts)
+    print_restarts(f"rolling update over {transport}", restarts)
     assert codes == [0] * WORKERS
     assert unknown == [0] * WORKERS, f"messages for tasks a worker does not own, per worker: {unknown}"
     # every restart happened under load: the running peers had batches for the stopping worker
