@@ -13,6 +13,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,23 @@ def roll(mesh: Mesh, index: int, flowing: int) -> Restart:
     eventually(flowing_through_it, timeout=60, interval=0.1, message=f"tuples flowing through worker {index}")
     ready_seconds = time.monotonic() - started
     return Restart(index, exit_seconds, ready_seconds, resent_to(mesh, index) - resent_before)
+
+
+def coordinator(mesh: Mesh) -> dict[str, Any]:
+    report: dict[str, Any] = reports(mesh)["__checkpoint"][0]
+    return report
+
+
+def checkpoint_after_rollback(mesh: Mesh, attempt: int) -> float:
+    """Wait until the mesh rolled back past ``attempt`` and committed a checkpoint since; seconds."""
+    started = time.monotonic()
+
+    def checkpointed_again() -> bool:
+        report = coordinator(mesh)
+        return bool(report["attempt"] > attempt and report["last_committed"] > report["restored_from"])
+
+    eventually(checkpointed_again, timeout=30, interval=0.05, message=f"a checkpoint after attempt {attempt}")
+    return time.monotonic() - started
 
 
 def print_restarts(what: str, restarts: list[Restart]) -> None:
@@ -148,11 +166,14 @@ def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp
     )
     mesh = start_mesh("examples.stateful_wordcount:topology", WORKERS, config)
     restarts: list[Restart] = []
+    checkpointed: list[float] = []
     try:
         eventually(lambda: sum(map(spout_emitted, statuses(mesh))) >= 2_000, timeout=30, interval=0.1)
         for index in ROLLING_ORDER:
+            attempt = coordinator(mesh)["attempt"]
             # worker 0 holds no spout task: its successor flows once its bolts receive
             restarts.append(roll(mesh, index, flowing=0))
+            checkpointed.append(checkpoint_after_rollback(mesh, attempt))
             assert not all(s.spouts_finished for s in statuses(mesh)), "the input ran out mid-update"
         wait_settled(mesh, timeout=120.0)
         counts: dict[str, int] = {}
@@ -163,6 +184,8 @@ def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp
     finally:
         codes = mesh.stop()
     print_restarts("stateful rolling update", restarts)
+    after = [round(seconds, 2) for seconds in checkpointed]
+    print(f"stateful rolling update: a checkpoint committed {after} s after each successor was ready")
     assert codes == [0] * WORKERS
     assert unknown == [0] * WORKERS
     assert counts == dict(expected_counts(REPEAT))
