@@ -36,7 +36,8 @@ class Restart:
 
     index: int
     exit_seconds: float  # SIGTERM until the process exited
-    ready_seconds: float  # start of the successor until it served and tuples flowed through it
+    serving_seconds: float  # start of the successor until its health said SERVING (readiness)
+    flowing_seconds: float  # start of the successor until tuples flowed through it
     resent_to_it: int  # batches its running peers sent to it again (refused while it stopped)
 
 
@@ -64,10 +65,12 @@ def roll(mesh: Mesh, index: int, flowing: int) -> Restart:
     code = mesh.procs[index].wait(SHUTDOWN_TIMEOUT + 10)
     exit_seconds = time.monotonic() - signalled
     assert code == 0, f"worker {index} exited with {code}"
+    # the drain is bounded by the shutdown timeout; the server's grace and the exit come after it
     assert exit_seconds < SHUTDOWN_TIMEOUT + 5, f"worker {index} took {exit_seconds:.1f} s to exit"
     started = time.monotonic()
     mesh.restart(index, wait=False)
     wait_serving(mesh, index, timeout=60.0)
+    serving_seconds = time.monotonic() - started
     peers = {other for other in range(len(mesh.ports)) if other != index}
 
     def flowing_through_it() -> bool:
@@ -76,8 +79,10 @@ def roll(mesh: Mesh, index: int, flowing: int) -> Restart:
         return spout_emitted(status) >= flowing and peers <= from_peers
 
     eventually(flowing_through_it, timeout=60, interval=0.1, message=f"tuples flowing through worker {index}")
-    ready_seconds = time.monotonic() - started
-    return Restart(index, exit_seconds, ready_seconds, resent_to(mesh, index) - resent_before)
+    flowing_seconds = time.monotonic() - started
+    return Restart(
+        index, exit_seconds, serving_seconds, flowing_seconds, resent_to(mesh, index) - resent_before
+    )
 
 
 def coordinator(mesh: Mesh) -> dict[str, Any]:
@@ -100,8 +105,9 @@ def checkpoint_after_rollback(mesh: Mesh, attempt: int) -> float:
 def print_restarts(what: str, restarts: list[Restart]) -> None:
     for r in restarts:
         print(
-            f"{what}: worker {r.index} exited after {r.exit_seconds:.2f} s, successor ready after "
-            f"{r.ready_seconds:.2f} s, {r.resent_to_it} batch(es) resent to it"
+            f"{what}: worker {r.index} exited after {r.exit_seconds:.2f} s; its successor served after "
+            f"{r.serving_seconds:.2f} s, tuples flowed through it after {r.flowing_seconds:.2f} s; "
+            f"{r.resent_to_it} batch(es) resent to it"
         )
 
 
@@ -188,4 +194,5 @@ def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp
     print(f"stateful rolling update: a checkpoint committed {after} s after each successor was ready")
     assert codes == [0] * WORKERS
     assert unknown == [0] * WORKERS
+    assert all(r.resent_to_it > 0 for r in restarts), restarts  # each restart under load
     assert counts == dict(expected_counts(REPEAT))
