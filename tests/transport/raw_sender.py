@@ -46,7 +46,7 @@ class GrpcRawSender:
     def read_acks(self) -> list[tuple[int, bool]]:
         return self.acks
 
-    def send(self, sequence: int, messages: list[TaskMessage]) -> None:
+    def send(self, sequence: int, messages: list[TaskMessage], ack_requested: bool = True) -> None:
         self._requests.put(
             messages_pb2.TransferBatch(
                 topology_id=self.topology,
@@ -54,7 +54,7 @@ class GrpcRawSender:
                 session=SESSION,
                 sequence=sequence,
                 packed=msgpack.packb(messages),
-                ack_requested=True,
+                ack_requested=ack_requested,
             )
         )
 
@@ -74,8 +74,10 @@ class ZmqRawSender:
         self._socket.setsockopt(zmq.LINGER, 0)
         self._socket.connect(f"tcp://127.0.0.1:{port + Config({})['zmq.port.offset']}")
 
-    def send(self, sequence: int, messages: list[TaskMessage], first_unacked: int = 0) -> None:
-        header = msgpack.packb([self.topology, SENDER, SESSION, sequence, True, first_unacked])
+    def send(
+        self, sequence: int, messages: list[TaskMessage], first_unacked: int = 0, ack_requested: bool = True
+    ) -> None:
+        header = msgpack.packb([self.topology, SENDER, SESSION, sequence, ack_requested, first_unacked])
         self._socket.send_multipart([header, msgpack.packb(messages)])
 
     def read_acks(self) -> list[tuple[int, bool]]:

@@ -3,6 +3,7 @@ shutdown notice), the sequence-gap rule, and exact ``stats()`` counts."""
 
 from __future__ import annotations
 
+import grpc
 import msgpack
 import pytest
 
@@ -132,9 +133,9 @@ def _raw(plugin: str, port: int) -> GrpcRawSender | ZmqRawSender:
     return GrpcRawSender(port, TOPO) if plugin == "grpc" else ZmqRawSender(port, TOPO)
 
 
-def _bound(plugin: str, port: int) -> tuple[Binding, Receiver]:
+def _bound(plugin: str, port: int, window: int = 4) -> tuple[Binding, Receiver]:
     context = make_context(plugin)
-    context.prepare(Config({"messaging.transport": plugin, "messaging.window.batches": 4}))
+    context.prepare(Config({"messaging.transport": plugin, "messaging.window.batches": window}))
     rx = Receiver()
     return context.bind(TOPO, port, rx), rx
 
@@ -191,6 +192,27 @@ def test_zmq_restarted_receiver_starts_at_the_senders_oldest_batch(port: int):
     eventually(lambda: raw.read_acks() == [(0, True), (5, False), (6, False)])
     assert rx.messages == [(1, b"five"), (1, b"six")]
     assert binding.stats().sequence_gaps == 1
+    raw.close()
+    binding.close()
+
+
+@pytest.mark.parametrize("plugin", ["grpc", "zmq"])
+def test_a_refused_batch_acknowledges_every_batch_delivered_before_it(plugin: str, port: int):
+    """A draining worker refuses a running peer's batch; the ones it delivered before must be
+    acknowledged, or the sender resends them to the worker's successor and they count twice."""
+    binding, rx = _bound(plugin, port, window=64)  # acknowledges every 16th batch unasked
+    raw = _raw(plugin, port)
+    for sequence in (1, 2, 3):
+        raw.send(sequence, [(1, str(sequence).encode())], ack_requested=False)
+    rx.wait_for(3)
+    assert raw.read_acks() == []  # delivered, not yet acknowledged
+    binding.admit(lambda sender: f"draining; worker {sender} is not")
+    raw.send(4, [(1, b"4")], ack_requested=True)
+    eventually(lambda: raw.read_acks() == [(3, False)], message=lambda: f"acks {raw.acks}")
+    if isinstance(raw, GrpcRawSender):
+        assert raw.ended.wait(10) and raw.error is grpc.StatusCode.UNAVAILABLE
+    assert rx.messages == [(1, b"1"), (1, b"2"), (1, b"3")]
+    assert binding.stats().received_batches == 3
     raw.close()
     binding.close()
 

@@ -188,8 +188,13 @@ class ZmqBinding:
                 epoch,
             )
         except ReceiverStoppedError as exc:
-            # not acknowledged (stopping, or another epoch): the sender keeps the batch and resends it
+            # not acknowledged (stopping, or another epoch): the sender keeps the batch and
+            # resends it. Every batch delivered before it is: the sender would otherwise resend
+            # those too, to whoever serves next (a draining worker's successor), counted twice.
             self._log.log("%s: %s (not acknowledged)", self._where, exc)
+            done = session.delivered_ack(stream, sender, session_id)
+            if done is not None:
+                self._ack(sock, identity, done)
             return
         if ack is not None:
             self._ack(sock, identity, ack)

@@ -1,0 +1,198 @@
+"""A rolling update of a live mesh, as the StatefulSet controller does it: one pod at a time,
+highest ordinal first, each replaced only once its predecessor exited and the successor is ready.
+
+A worker that stops alone refuses its running peers' batches; they keep them and resend them to
+its successor. With acking off nothing else recovers a tuple, so the numbered pipeline must
+come out with every number of every spout life at a sink exactly once. The checkpointed word
+count rolls back and replays after each restart, and its counts must be exact.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.wordcount import expected_counts
+from tests.fault.harness import reports, statuses, wait_settled, write_config
+from tests.fault.numbered import read_outcome
+from tests.helpers import eventually
+from tests.worker.conftest import Mesh, start_mesh, wait_serving
+from tuplemesh.v1 import admin_pb2
+
+WORKERS = 3
+SHUTDOWN_TIMEOUT = 15.0
+#: The StatefulSet's update order: highest ordinal first.
+ROLLING_ORDER = (2, 1, 0)
+
+
+@dataclass
+class Restart:
+    """One step of the rolling update, as measured."""
+
+    index: int
+    exit_seconds: float  # SIGTERM until the process exited
+    serving_seconds: float  # start of the successor until its health said SERVING (readiness)
+    flowing_seconds: float  # start of the successor until tuples flowed through it
+    resent_to_it: int  # batches its running peers sent to it again (refused while it stopped)
+
+
+def spout_emitted(status: admin_pb2.WorkerStatus) -> int:
+    return sum(e.emitted for e in status.executors if e.spout)
+
+
+def resent_to(mesh: Mesh, index: int) -> int:
+    """Batches the other workers resent to worker ``index`` (each counts its own, since it started)."""
+    return sum(
+        peer.resent_batches
+        for other, status in enumerate(statuses(mesh))
+        if other != index
+        for peer in status.peers
+        if peer.worker == index
+    )
+
+
+def roll(mesh: Mesh, index: int, flowing: int) -> Restart:
+    """Replace worker ``index`` as the StatefulSet controller does; ready once its successor
+    serves, its spouts emitted ``flowing`` tuples and it received tuples from every peer."""
+    resent_before = resent_to(mesh, index)
+    signalled = time.monotonic()
+    mesh.procs[index].send_signal(signal.SIGTERM)
+    code = mesh.procs[index].wait(SHUTDOWN_TIMEOUT + 10)
+    exit_seconds = time.monotonic() - signalled
+    assert code == 0, f"worker {index} exited with {code}"
+    # the drain is bounded by the shutdown timeout; the server's grace and the exit come after it
+    assert exit_seconds < SHUTDOWN_TIMEOUT + 5, f"worker {index} took {exit_seconds:.1f} s to exit"
+    started = time.monotonic()
+    mesh.restart(index, wait=False)
+    wait_serving(mesh, index, timeout=60.0)
+    serving_seconds = time.monotonic() - started
+    peers = {other for other in range(len(mesh.ports)) if other != index}
+
+    def flowing_through_it() -> bool:
+        status = statuses(mesh)[index]
+        from_peers = {w for w, n in status.binding.received_tuples_from.items() if n > 0}
+        return spout_emitted(status) >= flowing and peers <= from_peers
+
+    eventually(flowing_through_it, timeout=60, interval=0.1, message=f"tuples flowing through worker {index}")
+    flowing_seconds = time.monotonic() - started
+    return Restart(
+        index, exit_seconds, serving_seconds, flowing_seconds, resent_to(mesh, index) - resent_before
+    )
+
+
+def coordinator(mesh: Mesh) -> dict[str, Any]:
+    report: dict[str, Any] = reports(mesh)["__checkpoint"][0]
+    return report
+
+
+def checkpoint_after_rollback(mesh: Mesh, attempt: int) -> float:
+    """Wait until the mesh rolled back past ``attempt`` and committed a checkpoint since; seconds."""
+    started = time.monotonic()
+
+    def checkpointed_again() -> bool:
+        report = coordinator(mesh)
+        return bool(report["attempt"] > attempt and report["last_committed"] > report["restored_from"])
+
+    eventually(checkpointed_again, timeout=30, interval=0.05, message=f"a checkpoint after attempt {attempt}")
+    return time.monotonic() - started
+
+
+def print_restarts(what: str, restarts: list[Restart]) -> None:
+    for r in restarts:
+        print(
+            f"{what}: worker {r.index} exited after {r.exit_seconds:.2f} s; its successor served after "
+            f"{r.serving_seconds:.2f} s, tuples flowed through it after {r.flowing_seconds:.2f} s; "
+            f"{r.resent_to_it} batch(es) resent to it"
+        )
+
+
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_nothing(
+    tmp_path: Path, transport: str
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{
+            "messaging.transport": transport,
+            "numbered.dir": str(out),
+            "topology.acker.executors": 0,
+            "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
+        },
+    )
+    mesh = start_mesh("tests.fault.numbered:numbered", WORKERS, config)
+    restarts: list[Restart] = []
+    try:
+        eventually(lambda: sum(map(spout_emitted, statuses(mesh))) >= 20_000, timeout=60, interval=0.2)
+        for index in ROLLING_ORDER:
+            restarts.append(roll(mesh, index, flowing=5_000))
+        unknown = [s.unknown_task_messages for s in statuses(mesh)]
+    finally:
+        codes = mesh.stop()
+    print_restarts(f"rolling update over {transport}", restarts)
+    assert codes == [0] * WORKERS
+    assert unknown == [0] * WORKERS, f"messages for tasks a worker does not own, per worker: {unknown}"
+    # every restart happened under load: the running peers had batches for the stopping worker
+    # that it refused, and sent them again to its successor
+    assert all(r.resent_to_it > 0 for r in restarts), restarts
+    produced, seen = read_outcome(out)
+    assert len(produced) == 2 * WORKERS  # three spout tasks, each in its first and second life
+    assert all(count > 0 for count in produced.values()), produced
+    expected = {(source, n) for source, count in produced.items() for n in range(count)}
+    missing = expected - seen.keys()
+    assert not missing, f"{len(missing)} tuple(s) lost, e.g. {sorted(missing)[:5]}"
+    assert seen.keys() == expected  # nothing a spout did not emit
+    twice = [key for key, times in seen.items() if times != 1]
+    assert not twice, f"{len(twice)} tuple(s) delivered more than once, e.g. {twice[:5]}"
+
+
+REPEAT = 2500  # 30000 sentences
+RATE = 800.0  # sentences per second per spout task: about 19 s of input, the restarts take part of it
+
+
+def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp_path: Path):
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{
+            "wordcount.repeat": REPEAT,
+            "wordcount.rate": RATE,
+            "topology.state.backend": "sqlite",
+            "topology.state.sqlite.path": str(tmp_path / "state.sqlite"),
+            "topology.state.checkpoint.interval.ms": 500,
+            "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+        },
+    )
+    mesh = start_mesh("examples.stateful_wordcount:topology", WORKERS, config)
+    restarts: list[Restart] = []
+    checkpointed: list[float] = []
+    try:
+        eventually(lambda: sum(map(spout_emitted, statuses(mesh))) >= 2_000, timeout=30, interval=0.1)
+        for index in ROLLING_ORDER:
+            attempt = coordinator(mesh)["attempt"]
+            # worker 0 holds no spout task: its successor flows once its bolts receive
+            restarts.append(roll(mesh, index, flowing=0))
+            checkpointed.append(checkpoint_after_rollback(mesh, attempt))
+            assert not all(s.spouts_finished for s in statuses(mesh)), "the input ran out mid-update"
+        wait_settled(mesh, timeout=120.0)
+        counts: dict[str, int] = {}
+        for report in reports(mesh)["count"]:
+            assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
+            counts.update(report["counts"])
+        unknown = [s.unknown_task_messages for s in statuses(mesh)]
+    finally:
+        codes = mesh.stop()
+    print_restarts("stateful rolling update", restarts)
+    after = [round(seconds, 2) for seconds in checkpointed]
+    print(f"stateful rolling update: a checkpoint committed {after} s after each successor was ready")
+    assert codes == [0] * WORKERS
+    assert unknown == [0] * WORKERS
+    assert all(r.resent_to_it > 0 for r in restarts), restarts  # each restart under load
+    assert counts == dict(expected_counts(REPEAT))
