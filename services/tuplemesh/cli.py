@@ -396,7 +396,7 @@ def _directory(args: argparse.Namespace) -> Any:
         ) from exc
     directory = KubernetesDirectory(
         api, args.discovery_namespace or _pod_namespace(), args.discovery_service,
-        workers=args.workers, default_port=args.port,
+        default_port=args.port,
     )  # fmt: skip
     directory.start()
     directory.listed.wait(30)  # start with what is known; peers found later are connected then
