@@ -101,6 +101,8 @@ class ListWatch:
                     version = self._watch_from(version)
                     self.watch_restarts += 1  # the server ended the watch (timeout): resume
             except ApiException as exc:
+                if self._stop.is_set():
+                    return  # stop() cut the open watch
                 if exc.status == 410:
                     self.relists += 1  # our resourceVersion is too old: start over from a list
                     self._log.log("%s: watch expired (410 Gone); relisting", self.what)
@@ -108,6 +110,8 @@ class ListWatch:
                 self._backoff(f"API error {exc.status} {exc.reason}", backoff)
                 backoff = min(backoff * 2, self.max_backoff)
             except Exception as exc:  # connection refused, timeouts, bad JSON: keep the last view
+                if self._stop.is_set():
+                    return
                 self._backoff(repr(exc), backoff)
                 backoff = min(backoff * 2, self.max_backoff)
 
