@@ -20,7 +20,9 @@ class Peers:
 
     def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
         self.asked += 1
-        return {1: admin_pb2.WorkerStatus(state=self.state, idle=True, epoch="1/2/c", consumed=5, delivered=5)}
+        return {
+            1: admin_pb2.WorkerStatus(state=self.state, idle=True, epoch="1/2/c", consumed=5, delivered=5)
+        }
 
 
 def own_snapshot() -> Any:
