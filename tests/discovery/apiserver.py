@@ -55,7 +55,15 @@ def statefulset(name: str, replicas: int) -> dict[str, Any]:
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
         "metadata": {"name": name, "namespace": "streams", "labels": {"app.kubernetes.io/name": "tuplemesh"}},
-        "spec": {"replicas": replicas, "serviceName": f"{name}-headless"},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": f"{name}-headless",
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/instance": name}},
+                "spec": {"containers": [{"name": "worker", "image": "tuplemesh:test"}]},
+            },
+        },
     }
 
 

@@ -122,3 +122,17 @@ def test_replicas_of_and_the_statefulset_of_a_pod():
     assert statefulset_of_pod("mesh-tuplemesh-12") == "mesh-tuplemesh"
     assert statefulset_of_pod("mesh-tuplemesh-0.mesh-tuplemesh-headless.streams.svc") == "mesh-tuplemesh"
     assert statefulset_of_pod("laptop") == "laptop"
+
+
+def test_the_test_api_server_gets_one_statefulset_as_the_real_client_reads_it(
+    apiserver: FakeApiServer, tmp_path: Path
+):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    apiserver.put(statefulset(NAME, 3))
+    apps = client.AppsV1Api(api_client_from_environment(str(apiserver.kubeconfig(tmp_path / "kubeconfig"))))
+    assert apps.read_namespaced_stateful_set(NAME, "streams").spec.replicas == 3
+    with pytest.raises(ApiException) as err:
+        apps.read_namespaced_stateful_set("missing", "streams")
+    assert err.value.status == 404
