@@ -353,3 +353,15 @@ def test_the_module_level_seconds_reads_a_plain_mapping_by_the_key_unit():
     assert seconds({"topology.message.timeout.secs": 0.0}, "topology.message.timeout.secs") == 0.0
     with pytest.raises(KeyError):
         seconds({"topology.workers": 2}, "topology.workers")
+
+
+def test_given_tells_a_set_key_from_its_default(tmp_path):
+    path = tmp_path / "tuplemesh.yaml"
+    path.write_text("topology.workers: 1\n")  # set to its default value: still given
+    assert Config.load(path, env={}).given("topology.workers")
+    assert Config.load(env={"TUPLEMESH_WORKERS": "2"}).given("topology.workers")
+    assert Config.load(env={}, flags={"workers": "3"}).given("topology.workers")
+    plain = Config.load(env={})
+    assert not plain.given("topology.workers")
+    assert plain.with_overrides({"worker.index": 2}).given("worker.index")
+    assert not plain.with_overrides({"worker.index": 2}).given("topology.workers")

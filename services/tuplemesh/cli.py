@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tuplemesh import build_info
 from tuplemesh.client import TlsSettings
@@ -25,6 +25,11 @@ from tuplemesh.errors import TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
+
+if TYPE_CHECKING:  # imported where used: a worker's start-up pays only for what it runs
+    from tuplemesh.discovery import PeerDirectory
+    from tuplemesh.discovery.base import ReplicaSource
+    from tuplemesh.server.signals import TerminationSignals
 
 __all__ = ["main"]
 
@@ -209,6 +214,12 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("discovery-namespace"),
         help="its namespace (default: the pod's own)",
     )
+    worker.add_argument(
+        "--statefulset",
+        default=_env("statefulset"),
+        help="the workers' StatefulSet, whose replicas the mesh follows (kubernetes discovery; "
+        "default without --workers: this pod's name without its ordinal)",
+    )
 
     top = sub.add_parser("top", help="live view of running workers (Admin.WatchStats)")
     top.add_argument(
@@ -291,26 +302,52 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from tuplemesh.server import WorkerProcess
-    from tuplemesh.server.joining import choose_epoch
-    from tuplemesh.server.peer_admin import PeerAdmins
     from tuplemesh.server.signals import TerminationSignals
-    from tuplemesh.topology.assignment import Epoch
 
     conf = Config.load(args.config, flags=_key_flags(args, ("index", "workers", "transport", "epoch")))
     topology = load_topology(args.target)
     # the flags' values as the config resolved them (flag, env var, file or default)
     args.index, args.workers = conf["worker.index"], conf["topology.workers"]
-    if args.index >= args.workers:
+    replicas = _replicas(args, conf.given("topology.workers"))
+    if replicas is not None and not conf.given("topology.workers"):
+        args.workers = _current_replicas(replicas)
+    elif args.index >= args.workers:
         raise CliError(f"--index {args.index} is out of range for --workers {args.workers}")
     directory = _directory(args)
     signals = TerminationSignals()
     signals.install()
+    try:
+        return _serve_epochs(args, conf, topology, directory, signals, replicas)
+    finally:
+        if replicas is not None:
+            replicas.stop()
+
+
+def _serve_epochs(
+    args: argparse.Namespace,
+    conf: Config,
+    topology: Topology,
+    directory: PeerDirectory,
+    signals: TerminationSignals,
+    replicas: ReplicaSource | None,
+) -> int:
+    """Serve the worker at its epoch, and at every next one a rescale moves it to; the exit code."""
+    from tuplemesh.server import WorkerProcess
+    from tuplemesh.server.joining import choose_epoch
+    from tuplemesh.server.peer_admin import PeerAdmins
+    from tuplemesh.topology.assignment import Epoch
+
     while True:
         # the mesh may have been rescaled since this worker's flags were written: join its epoch
         peers = PeerAdmins(conf, args.index, directory.snapshot)
         own = Epoch.of(topology, args.workers, conf["topology.epoch"])
-        epoch = choose_epoch(args.index, own, partial(peers.epochs, timeout=1.0), signals.requested)
+        epoch = choose_epoch(
+            args.index,
+            own,
+            partial(peers.epochs, timeout=1.0),
+            signals.requested,
+            start_alone=replicas is None or args.index == 0,
+        )
         peers.close()
         if epoch is None:
             directory.stop()
@@ -323,6 +360,7 @@ def _worker(args: argparse.Namespace) -> int:
             port=args.port,
             directory=directory,
             signals=signals,
+            replicas=replicas,
         )
         code = process.serve()
         successor = process.next_epoch
@@ -372,23 +410,60 @@ def _directory(args: argparse.Namespace) -> Any:
         if len(peers) < args.workers:
             raise CliError(f"--peers is required with --workers {args.workers}")
         return StaticDirectory(peers)
-    from tuplemesh.discovery.kubernetes import KubernetesDirectory, api_client_from_environment
+    from tuplemesh.discovery.kubernetes import KubernetesDirectory
 
     if not args.discovery_service:
         raise CliError("--discovery kubernetes needs --discovery-service (the workers' headless Service)")
-    try:
-        api = api_client_from_environment()
-    except Exception as exc:  # no service account and no kubeconfig
-        raise CliError(
-            f"--discovery kubernetes: no in-cluster config and no usable kubeconfig ({exc})"
-        ) from exc
     directory = KubernetesDirectory(
-        api, args.discovery_namespace or _pod_namespace(), args.discovery_service,
-        workers=args.workers, default_port=args.port,
+        _kubernetes_api(), args.discovery_namespace or _pod_namespace(), args.discovery_service,
+        default_port=args.port,
     )  # fmt: skip
     directory.start()
     directory.listed.wait(30)  # start with what is known; peers found later are connected then
     return directory
+
+
+def _replicas(args: argparse.Namespace, workers_given: bool) -> Any:
+    """The StatefulSetReplicas the mesh follows, started; None for a fixed worker count
+    (static peers, or --workers without --statefulset)."""
+    if args.discovery != "kubernetes":
+        if args.statefulset:
+            raise CliError("--statefulset needs --discovery kubernetes (static peers cannot follow replicas)")
+        return None
+    if workers_given and not args.statefulset:
+        return None
+    from tuplemesh.discovery.statefulset import StatefulSetReplicas, statefulset_of_pod
+
+    name = args.statefulset or statefulset_of_pod()
+    replicas = StatefulSetReplicas(_kubernetes_api(), args.discovery_namespace or _pod_namespace(), name)
+    replicas.start()
+    return replicas
+
+
+def _current_replicas(replicas: Any) -> int:
+    """The StatefulSet's replicas now: the worker count this worker starts with."""
+    where = f"StatefulSet {replicas.name!r} in namespace {replicas.namespace!r}"
+    if not replicas.watch.listed.wait(30):
+        replicas.stop()
+        raise CliError(f"cannot read {where}: {replicas.watch.last_error} (the worker's Role needs "
+                       "get/list/watch on statefulsets)")  # fmt: skip
+    count = replicas.replicas()
+    if not count:
+        replicas.stop()
+        what = "has 0 replicas" if count == 0 else "does not exist"
+        raise CliError(f"{where} {what}: name the workers' StatefulSet with --statefulset, or give --workers")
+    return int(count)
+
+
+def _kubernetes_api() -> Any:
+    from tuplemesh.discovery.kubernetes import api_client_from_environment
+
+    try:
+        return api_client_from_environment()
+    except Exception as exc:  # no service account and no kubeconfig
+        raise CliError(
+            f"--discovery kubernetes: no in-cluster config and no usable kubeconfig ({exc})"
+        ) from exc
 
 
 def _pod_namespace() -> str:

@@ -647,8 +647,10 @@ class Config(Mapping[str, Any]):
         *,
         _from_text: frozenset[str] = frozenset(),
         _sources: Mapping[str, str] | None = None,
+        _given: frozenset[str] | None = None,
     ):
         sources = _sources or {}
+        self._given = frozenset(values or {}) if _given is None else _given
         merged: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
         for name, value in (values or {}).items():
             if not isinstance(name, str):
@@ -713,7 +715,12 @@ class Config(Mapping[str, Any]):
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> Config:
         """A new Config with ``overrides`` applied (validated)."""
-        return Config({**self._values, **overrides})
+        return Config({**self._values, **overrides}, _given=self._given | frozenset(overrides))
+
+    def given(self, key: str) -> bool:
+        """True when ``key`` was set (by the file, the environment, a flag or in code), False
+        when it holds its default."""
+        return key in self._given
 
     def seconds(self, key: str) -> float:
         """The value of a time key in seconds, whatever unit its row declares (millis or secs)."""

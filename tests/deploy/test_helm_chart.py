@@ -220,14 +220,16 @@ def test_default_statefulset_service_and_probes():
     )
     assert "volumeClaimTemplates" not in spec
     # nothing about state, the token or extras unless asked for
+    # no worker count: the workers follow their StatefulSet's replicas
+    assert env["TUPLEMESH_STATEFULSET"]["value"] == sts["metadata"]["name"] == "mesh-tuplemesh"
     assert set(env) == {
         "TUPLEMESH_INDEX",
-        "TUPLEMESH_WORKERS",
         "TUPLEMESH_PORT",
         "TUPLEMESH_CONFIG",
         "TUPLEMESH_DISCOVERY",
         "TUPLEMESH_DISCOVERY_SERVICE",
         "TUPLEMESH_DISCOVERY_NAMESPACE",
+        "TUPLEMESH_STATEFULSET",
     }
     assert [v["name"] for v in pod["volumes"]] == ["config", "tmp"]
     services = {s["metadata"]["name"]: s for s in m["Service"]}
@@ -249,7 +251,7 @@ def test_config_map_holds_the_config_and_changes_roll_pods():
     assert checksum({}) != checksum({"config": {"topology.producer.batch.size": 50}})
 
 
-def test_rbac_is_read_only_on_endpointslices():
+def test_rbac_is_read_only_on_endpointslices_and_the_own_statefulset():
     m = render({})
     [role] = m["Role"]
     assert role["rules"] == [
@@ -257,7 +259,14 @@ def test_rbac_is_read_only_on_endpointslices():
             "apiGroups": ["discovery.k8s.io"],
             "resources": ["endpointslices"],
             "verbs": ["get", "list", "watch"],
-        }
+        },
+        {
+            # list and watch by name: the workers select it with fieldSelector=metadata.name=
+            "apiGroups": ["apps"],
+            "resources": ["statefulsets"],
+            "resourceNames": ["mesh-tuplemesh"],
+            "verbs": ["get", "list", "watch"],
+        },
     ]
     [binding] = m["RoleBinding"]
     assert binding["subjects"] == [
@@ -272,6 +281,8 @@ def test_rbac_is_read_only_on_endpointslices():
     assert env["TUPLEMESH_PEERS"] == ",".join(
         f"mesh-tuplemesh-{i}.mesh-tuplemesh-headless.streams.svc:6700" for i in range(3)
     )
+    # a fixed list of peers, a fixed worker count: nothing to follow
+    assert env["TUPLEMESH_WORKERS"] == "3" and "TUPLEMESH_STATEFULSET" not in env
 
 
 def test_network_policy_pdb_and_gating():
@@ -669,6 +680,14 @@ def test_every_object_of_the_schema_is_closed():
         ),
         ({"extraEnv": [{"name": "TUPLEMESH_WORKERS", "value": "9"}]}, "extraEnv sets TUPLEMESH_WORKERS"),
         (
+            {"extraEnv": [{"name": "TUPLEMESH_STATEFULSET", "value": "x"}]},
+            "extraEnv sets TUPLEMESH_STATEFULSET",
+        ),
+        (
+            {"autoscaling": {"enabled": True}, "discovery": {"mode": "static"}},
+            "autoscaling needs discovery.mode kubernetes",
+        ),
+        (
             {"config": {"topology.state.backend": "sqlite"}},
             "config.topology.state.backend is set by the chart: use state.backend",
         ),
@@ -730,7 +749,9 @@ def test_chart_readme_is_generated_from_values():
         "deploy/helm/tuplemesh/README.md is stale: run python deploy/helm/chart_readme.py"
     )
     assert '| `state.redis.existingSecret` | string | `""` |' in current
-    assert "| `workers` | int | `3` | Number of workers (one pod each)." in current
+    assert (
+        "| `workers` | int | `3` | Number of workers (one pod each: the StatefulSet's replicas)." in current
+    )
 
 
 def test_chart_readme_refuses_an_undocumented_value(tmp_path: Path):

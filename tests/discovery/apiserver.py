@@ -1,11 +1,16 @@
-"""A test Kubernetes API server for EndpointSlices: list and watch, as the real one speaks them.
+"""A test Kubernetes API server for EndpointSlices and StatefulSets: list, watch and get, as the
+real one speaks them.
 
-- ``GET /apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices`` lists (with
-  ``metadata.resourceVersion``), filtered by ``labelSelector=kubernetes.io/service-name=...``.
-- With ``watch=true``: a chunked stream of newline-delimited JSON events with resourceVersion
-  after the one asked for, held open until ``timeoutSeconds``. A resourceVersion older than the
-  retained history gets an ``ERROR`` event whose object is a 410 ``Status`` (reason Expired), as
-  etcd compaction makes the real server answer.
+- ``GET /apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices`` and
+  ``GET /apis/apps/v1/namespaces/{ns}/statefulsets`` list (with ``metadata.resourceVersion``),
+  filtered by a ``labelSelector`` of one ``key=value`` and a ``fieldSelector`` on
+  ``metadata.name``; ``.../statefulsets/{name}`` (and ``.../endpointslices/{name}``) gets one
+  object or a 404 ``Status``.
+- With ``watch=true``: a chunked stream of newline-delimited JSON events of that resource with
+  resourceVersion after the one asked for, held open until ``timeoutSeconds``. A resourceVersion
+  older than the retained history gets an ``ERROR`` event whose object is a 410 ``Status``
+  (reason Expired), as etcd compaction makes the real server answer. One resourceVersion
+  counter and one history serve every resource, as etcd does.
 - ``down()``/``up()`` stop and restart it on the same port (the API server away for a while).
 """
 
@@ -44,11 +49,39 @@ def endpoint_slice(
     }
 
 
+def statefulset(name: str, replicas: int) -> dict[str, Any]:
+    """A StatefulSet asking for ``replicas`` pods (what ``kubectl scale`` changes)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": "streams", "labels": {"app.kubernetes.io/name": "tuplemesh"}},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": f"{name}-headless",
+            "selector": {"matchLabels": {"app.kubernetes.io/instance": name}},
+            "template": {
+                "metadata": {"labels": {"app.kubernetes.io/instance": name}},
+                "spec": {"containers": [{"name": "worker", "image": "tuplemesh:test"}]},
+            },
+        },
+    }
+
+
+#: kind -> (API group/version, resource name in the URL)
+RESOURCES = {
+    "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
+    "StatefulSet": ("apps/v1", "statefulsets"),
+}
+_BY_PATH = {(group, plural): kind for kind, (group, plural) in RESOURCES.items()}
+
+
 class FakeApiServer:
     def __init__(self, port: int) -> None:
         self.port = port
         self._cond = threading.Condition()
-        self._objects: dict[str, dict[str, Any]] = {}
+        #: (kind, name) -> object
+        self._objects: dict[tuple[str, str], dict[str, Any]] = {}
+        #: (resourceVersion, event type, object) of every kind
         self._events: list[tuple[int, str, dict[str, Any]]] = []
         self._version = 100
         self._oldest = 100  # events at or below this were compacted away
@@ -61,15 +94,16 @@ class FakeApiServer:
             self._version += 1
             obj = json.loads(json.dumps(obj))
             obj["metadata"]["resourceVersion"] = str(self._version)
-            kind = "MODIFIED" if obj["metadata"]["name"] in self._objects else "ADDED"
-            self._objects[obj["metadata"]["name"]] = obj
+            key = (obj["kind"], obj["metadata"]["name"])
+            kind = "MODIFIED" if key in self._objects else "ADDED"
+            self._objects[key] = obj
             self._events.append((self._version, kind, obj))
             self._cond.notify_all()
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, kind: str = "EndpointSlice") -> None:
         with self._cond:
             self._version += 1
-            obj = self._objects.pop(name)
+            obj = self._objects.pop((kind, name))
             obj["metadata"]["resourceVersion"] = str(self._version)
             self._events.append((self._version, "DELETED", obj))
             self._cond.notify_all()
@@ -127,29 +161,33 @@ class FakeApiServer:
             def do_GET(self) -> None:
                 url = urlparse(self.path)
                 fake.requests.append(self.path)
-                if not url.path.startswith("/apis/discovery.k8s.io/v1/namespaces/") or not url.path.endswith(
-                    "/endpointslices"
-                ):
-                    self._json(
-                        404, {"kind": "Status", "code": 404, "reason": "NotFound", "message": url.path}
-                    )
+                # /apis/{group}/{version}/namespaces/{ns}/{resource}[/{name}]
+                parts = url.path.strip("/").split("/")
+                kind = None
+                if len(parts) in (6, 7) and parts[0] == "apis" and parts[3] == "namespaces":
+                    kind = _BY_PATH.get((f"{parts[1]}/{parts[2]}", parts[5]))
+                if kind is None:
+                    self._json(404, _status(404, "NotFound", url.path))
+                    return
+                if len(parts) == 7:
+                    with fake._cond:
+                        obj = fake._objects.get((kind, parts[6]))
+                    if obj is None:
+                        self._json(404, _status(404, "NotFound", f'{parts[5]} "{parts[6]}" not found'))
+                    else:
+                        self._json(200, obj)
                     return
                 query = parse_qs(url.query)
-                selector = query.get("labelSelector", [""])[0]
-                wanted = selector.split("=", 1)[1] if "=" in selector else None
+                selector = _Selector(query.get("labelSelector", [""])[0], query.get("fieldSelector", [""])[0])
                 if query.get("watch", [""])[0] in ("true", "1", "True"):
                     self._watch(int(query.get("resourceVersion", ["0"])[0] or 0),
-                                float(query.get("timeoutSeconds", ["30"])[0]), wanted)  # fmt: skip
+                                float(query.get("timeoutSeconds", ["30"])[0]), kind, selector)  # fmt: skip
                     return
                 with fake._cond:
-                    items = [o for o in fake._objects.values() if self._matches(o, wanted)]
+                    items = [o for (k, _), o in fake._objects.items() if k == kind and selector.matches(o)]
                     version = fake._version
-                self._json(200, {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSliceList",
+                self._json(200, {"apiVersion": RESOURCES[kind][0], "kind": f"{kind}List",
                                  "metadata": {"resourceVersion": str(version)}, "items": items})  # fmt: skip
-
-            @staticmethod
-            def _matches(obj: dict[str, Any], wanted: str | None) -> bool:
-                return wanted is None or obj["metadata"].get("labels", {}).get(SERVICE_LABEL) == wanted
 
             def _json(self, code: int, body: dict[str, Any]) -> None:
                 data = json.dumps(body).encode()
@@ -167,7 +205,7 @@ class FakeApiServer:
                 self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
                 self.wfile.flush()
 
-            def _watch(self, since: int, timeout: float, wanted: str | None) -> None:
+            def _watch(self, since: int, timeout: float, kind: str, selector: _Selector) -> None:
                 self.send_response(200)
                 self.send_header("Connection", "close")
                 self.close_connection = True
@@ -178,10 +216,8 @@ class FakeApiServer:
                 try:
                     with fake._cond:
                         if since < fake._oldest:
-                            self._chunk({"type": "ERROR", "object": {
-                                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                "message": f"too old resource version: {since} ({fake._oldest})",
-                                "reason": "Expired", "code": 410}})  # fmt: skip
+                            message = f"too old resource version: {since} ({fake._oldest})"
+                            self._chunk({"type": "ERROR", "object": _status(410, "Expired", message)})
                             self.wfile.write(b"0\r\n\r\n")
                             return
                     position = since
@@ -196,12 +232,35 @@ class FakeApiServer:
                                     break
                                 fake._cond.wait(min(remaining, 0.2))
                                 continue
-                        for version, kind, obj in pending:
+                        for version, event, obj in pending:
                             position = version
-                            if self._matches(obj, wanted):
-                                self._chunk({"type": kind, "object": obj})
+                            if obj["kind"] == kind and selector.matches(obj):
+                                self._chunk({"type": event, "object": obj})
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
         return Handler
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}  # fmt: skip
+
+
+class _Selector:
+    """A label selector of one ``key=value`` and a field selector on ``metadata.name``, the
+    forms the workers send; an empty one matches everything."""
+
+    def __init__(self, labels: str, fields: str) -> None:
+        self.label = tuple(labels.split("=", 1)) if "=" in labels else None
+        field = tuple(fields.split("=", 1)) if "=" in fields else None
+        if field is not None and field[0] != "metadata.name":
+            raise ValueError(f"field selector {fields!r}: only metadata.name is served")
+        self.name = field[1] if field is not None else None
+
+    def matches(self, obj: dict[str, Any]) -> bool:
+        metadata = obj["metadata"]
+        if self.name is not None and metadata["name"] != self.name:
+            return False
+        return self.label is None or metadata.get("labels", {}).get(self.label[0]) == self.label[1]

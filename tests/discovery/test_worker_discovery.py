@@ -114,3 +114,39 @@ def test_pod_restarting_with_a_new_ip_while_tuples_flow(tmp_path: Path):
                 except subprocess.TimeoutExpired:
                     proc.kill()
         apiserver.down()
+
+
+def run_worker(*args: str, kubeconfig: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
+    env.pop("TUPLEMESH_WORKERS", None)
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    return subprocess.run(
+        [sys.executable, "-m", "tuplemesh.cli", "worker", "tests.discovery.topologies:moving", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_without_a_worker_count_the_statefulset_must_exist(tmp_path: Path):
+    [api_port, port] = free_ports(2)
+    apiserver = FakeApiServer(api_port)
+    apiserver.up()
+    try:
+        kubeconfig = apiserver.kubeconfig(tmp_path / "kubeconfig")
+        out = run_worker("--index", "0", "--port", str(port), "--discovery", "kubernetes",
+                         "--discovery-service", SERVICE, "--discovery-namespace", "streams",
+                         "--statefulset", "moving", kubeconfig=kubeconfig)  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.strip().splitlines()[-1] == (
+            "tuplemesh: error: StatefulSet 'moving' in namespace 'streams' does not exist: "
+            "name the workers' StatefulSet with --statefulset, or give --workers"
+        )
+        assert any("fieldSelector=metadata.name%3Dmoving" in r for r in apiserver.requests)
+    finally:
+        apiserver.down()
+
+
+def test_static_peers_cannot_follow_a_statefulset():
+    out = run_worker("--index", "0", "--workers", "1", "--statefulset", "moving")
+    assert out.returncode == 2
+    assert "--statefulset needs --discovery kubernetes" in out.stderr and "Traceback" not in out.stderr

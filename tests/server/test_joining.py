@@ -55,3 +55,15 @@ def test_a_worker_stopped_while_it_waits_starts_nothing():
     stop = threading.Event()
     stop.set()
     assert choose_epoch(2, Epoch(4, CODE, 0), answers([Epoch(2, CODE, 0)]), stop) is None
+
+
+def test_a_pod_of_a_followed_statefulset_waits_for_an_answer_instead_of_starting_alone():
+    # a scale-up pod starting while the mesh restarts at the rescale: nobody answers for a while
+    grown = Epoch(5, CODE, 1)
+    peer_epochs = answers([], [], [grown])
+    assert choose_epoch(3, Epoch(5, CODE, 0), peer_epochs, threading.Event(), start_alone=False) == grown
+    assert len(peer_epochs.calls) == 3  # type: ignore[attr-defined]
+    # peers of another topology code answer (a rolling update): it starts at its own epoch
+    own = Epoch(3, CODE, 0)
+    other = answers([Epoch(3, "fedcba9876543210", 4)])
+    assert choose_epoch(1, own, other, threading.Event(), start_alone=False) == own

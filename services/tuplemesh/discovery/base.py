@@ -1,4 +1,5 @@
-"""`PeerDirectory`: where the other workers are (worker index -> host, port)."""
+"""`PeerDirectory`: where the other workers are (worker index -> host, port); `ReplicaSource`:
+how many workers the mesh should have (a StatefulSet's replicas)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["DiscoveryStats", "PeerDirectory", "Peers"]
+__all__ = ["DiscoveryStats", "PeerDirectory", "Peers", "ReplicaSource"]
 
 #: worker index -> (host, port)
 Peers = dict[int, tuple[str, int]]
@@ -41,6 +42,22 @@ class PeerDirectory(Protocol):
 
     def stats(self) -> DiscoveryStats:
         """The counts so far. Any thread."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+class ReplicaSource(Protocol):
+    """The worker count the mesh is asked to run, and notifications when it changes. Thread-safe."""
+
+    def start(self) -> None: ...
+
+    def replicas(self) -> int | None:
+        """The count known now; None while it is unknown."""
+        ...
+
+    def subscribe(self, callback: Callable[[int], None]) -> None:
+        """Call ``callback(replicas)`` on every change (from the source's own thread)."""
         ...
 
     def stop(self) -> None: ...

@@ -29,12 +29,19 @@ def choose_epoch(
     own: Epoch,
     peer_epochs: Callable[[], list[Epoch]],
     stop: threading.Event,
+    *,
+    start_alone: bool = True,
 ) -> Epoch | None:
-    """The epoch worker ``index`` starts at; None when ``stop`` was set while it waited."""
+    """The epoch worker ``index`` starts at; None when ``stop`` was set while it waited.
+
+    ``start_alone=False``: while no peer answers at all, wait (a pod of a StatefulSet the mesh
+    follows, other than ordinal 0: its peers may be restarting at a rescale, and ordinal 0
+    starts a new mesh)."""
     waited = False
     while True:
-        epochs = [e for e in peer_epochs() if e.code == own.code]
-        if not epochs and waited:
+        answers = peer_epochs()
+        epochs = [e for e in answers if e.code == own.code]
+        if not epochs and (waited or (not answers and not start_alone)):
             # the mesh it waits for is restarting at its next epoch: wait for it, not for no one
             if stop.wait(WAIT_SECS):
                 return None

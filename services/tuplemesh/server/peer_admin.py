@@ -19,6 +19,15 @@ __all__ = ["PeerAdmins"]
 
 log = logging.getLogger(__name__)
 
+#: A peer restarts within seconds (a rescale re-executes every worker): reconnect soon after
+#: it is back, not after gRPC's default backoff of up to two minutes, during which every call
+#: to it fails at once and a draining peer would look gone.
+_RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
 
 class PeerAdmins:
     """One Admin stub per peer worker, opened on first use at the address discovery gives.
@@ -44,7 +53,7 @@ class PeerAdmins:
             return known[2]
         if known is not None:
             known[1].close()  # the peer moved (a restarted pod)
-        channel = open_channel_from_config(target, self._conf)
+        channel = open_channel_from_config(target, self._conf, _RECONNECT_OPTIONS)
         stub = admin_pb2_grpc.AdminStub(channel)
         self._stubs[worker] = (target, channel, stub)
         return stub
@@ -84,7 +93,8 @@ class PeerAdmins:
 
     def rebalance(self, workers: range, epoch: Epoch, timeout: float) -> None:
         """Ask each of ``workers`` (not this one) to switch to ``epoch``; TransportError naming
-        the first that did not accept."""
+        the first that did not accept. A worker the new epoch leaves out that is gone (no
+        address, or unreachable: a scale-down removed its pod) is not waited for."""
         request = admin_pb2.RebalanceRequest(workers=epoch.workers, epoch=str(epoch))
         addresses = self._addresses()
         calls = {}
@@ -92,12 +102,21 @@ class PeerAdmins:
             if worker == self._own:
                 continue
             if worker not in addresses:
+                if worker >= epoch.workers:
+                    log.info("worker %d: worker %d, left out of %s, is gone", self._own, worker, epoch)
+                    continue
                 raise TransportError(f"worker {worker} has no known address; the mesh cannot rescale")
-            calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(request, timeout=timeout)
+            # wait_for_ready: a peer between two connection attempts is reached, not skipped
+            calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(
+                request, timeout=timeout, wait_for_ready=True
+            )
         for worker, call in calls.items():
             try:
                 call.result()
             except grpc.RpcError as exc:
+                if worker >= epoch.workers and exc.code() == grpc.StatusCode.UNAVAILABLE:
+                    log.info("worker %d: worker %d, left out of %s, is gone", self._own, worker, epoch)
+                    continue
                 why = f"{exc.code().name} {exc.details()}"
                 raise TransportError(f"worker {worker} did not accept the rescale to {epoch}: {why}") from exc
 

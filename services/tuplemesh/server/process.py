@@ -20,7 +20,7 @@ from typing import Any, cast
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.config import Config
-from tuplemesh.discovery import PeerDirectory
+from tuplemesh.discovery import PeerDirectory, ReplicaSource
 from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
@@ -53,6 +53,15 @@ READINESS = ("", "tuplemesh.v1.Transfer")
 #: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
 EPOCH_POLL_SECS = 0.5
 
+#: Worker 0 starts a rescale to the StatefulSet's replicas once its mesh serves (every peer of
+#: the current epoch connected, so none is still restarting from the previous rescale), or
+#: after this long without (a pod of a scale-up that never started must not pin the mesh).
+FOLLOW_UNREADY_SECS = 30.0
+
+#: Backoff between refused attempts to rescale to the replicas (a peer stopping or unreachable).
+FOLLOW_MIN_BACKOFF_SECS = 0.5
+FOLLOW_MAX_BACKOFF_SECS = 5.0
+
 
 class WorkerProcess:
     """Owns the gRPC server and the Worker of this process."""
@@ -67,6 +76,7 @@ class WorkerProcess:
         port: int,
         directory: PeerDirectory,
         signals: TerminationSignals | None = None,
+        replicas: ReplicaSource | None = None,
     ) -> None:
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
@@ -93,6 +103,8 @@ class WorkerProcess:
         if self.context.capabilities.shares_server:
             cast(SharedServerContext, self.context).use_server(self.server)
         self.directory = directory
+        #: The worker count the mesh follows (a StatefulSet's replicas); None: fixed.
+        self.replicas = replicas
         self.worker = Worker(
             topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()
         )
@@ -150,6 +162,8 @@ class WorkerProcess:
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
         threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
+        if self.replicas is not None and self.worker.index == 0:
+            threading.Thread(target=self._follow_replicas, name="follow-replicas", daemon=True).start()
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
@@ -171,6 +185,43 @@ class WorkerProcess:
                         "worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc
                     )
                 return
+
+    def _follow_replicas(self) -> None:
+        """Worker 0 rescales the mesh to the replicas its StatefulSet asks for (``kubectl scale``,
+        an autoscaler). Ordinal 0 survives every scale, so one worker starts each rescale; the
+        pods a scale-down removes drain with the mesh (see `removed`)."""
+        assert self.replicas is not None
+        changed = threading.Event()
+        self.replicas.subscribe(lambda _: changed.set())
+        started = time.monotonic()
+        backoff = FOLLOW_MIN_BACKOFF_SECS
+        while not self._stop.is_set():
+            wanted = self.replicas.replicas()
+            ready = self._state == "SERVING" or time.monotonic() - started >= FOLLOW_UNREADY_SECS
+            # 0 replicas: every pod is being removed, ordinal 0 too; their SIGTERMs stop the mesh
+            if not wanted or wanted == self.epoch.workers or not ready:
+                changed.wait(EPOCH_POLL_SECS)
+                changed.clear()
+                backoff = FOLLOW_MIN_BACKOFF_SECS
+                continue
+            try:
+                self.rebalance(wanted, "")
+                return
+            except RescaleRefusedError as exc:
+                log.warning(
+                    "worker 0: the StatefulSet asks for %d worker(s); rescale refused, retry in %.1fs: %s",
+                    wanted,
+                    backoff,
+                    exc,
+                )
+            self._stop.wait(backoff)
+            backoff = min(backoff * 2, FOLLOW_MAX_BACKOFF_SECS)
+
+    def removed(self) -> bool:
+        """True when the StatefulSet's replicas no longer include this worker: a scale-down
+        removes it, and its tuples must reach the final checkpoint of the mesh it leaves."""
+        wanted = None if self.replicas is None else self.replicas.replicas()
+        return wanted is not None and self.worker.index >= wanted
 
     def _watch_readiness(self) -> None:
         """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
@@ -201,9 +252,14 @@ class WorkerProcess:
         in the same process (``tuplemesh worker``). Any thread.
         """
         with self._rescale_lock:
-            if self._state == "NOT_SERVING" or self._stop.is_set():
-                raise RescaleRefusedError(f"worker {self.worker.index} is stopping; rescale it afterwards")
-            if epoch:
+            stopping = self._state == "NOT_SERVING" or self._stop.is_set()
+            if not epoch:
+                if stopping:
+                    raise RescaleRefusedError(
+                        f"worker {self.worker.index} is stopping; rescale it afterwards"
+                    )
+                target = Epoch(workers, self.epoch.code, self.epoch.counter + 1)
+            else:
                 try:
                     target = Epoch.parse(epoch)
                 except ValueError as exc:
@@ -212,8 +268,17 @@ class WorkerProcess:
                     raise RescaleRefusedError(
                         f"epoch {target} is of another topology code than this worker's {self.epoch}"
                     )
-            else:
-                target = Epoch(workers, self.epoch.code, self.epoch.counter + 1)
+            if target == self.next_epoch:
+                return str(target)  # asked again (the initiator retries): already on its way
+            if stopping:
+                if epoch and self.next_epoch is None and self.worker.index >= target.workers:
+                    # a scale-down's SIGTERM came first: this worker leaves either way, and
+                    # drains with the mesh that goes on without it
+                    log.warning("worker %d: stopping, and not part of epoch %s", self.worker.index, target)
+                    self.next_epoch = target
+                    return str(target)
+                raise RescaleRefusedError(f"worker {self.worker.index} is stopping; rescale it afterwards")
+            if not epoch:
                 try:
                     self.peer_admins.rebalance(range(self.epoch.workers), target, timeout=10.0)
                 except TransportError as exc:
@@ -243,6 +308,7 @@ class WorkerProcess:
             self.worker.snapshot,
             self.peer_admins,
             self.worker.stop_checkpoint(),
+            removed=self.removed,
         )
         self.worker.admit(drain.admission)
         outcome = drain.wait(deadline)
@@ -260,7 +326,7 @@ class WorkerProcess:
         # must exit anyway; the RPCs are cancelled after ``grace`` regardless.
         if not self.server.stop(grace).wait(grace + 3.0):
             log.warning("gRPC server did not report its shutdown within %.0fs; exiting", grace + 3.0)
-        self.directory.stop()
+        self.directory.stop()  # the replicas source outlives this worker: ``tuplemesh worker`` stops it
         if self.metrics is not None:
             self.metrics.stop()
         self.context.term()

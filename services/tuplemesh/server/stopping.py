@@ -9,6 +9,8 @@ idle: every worker idle (nothing queued, every send acknowledged) with the same 
 waves in a row, which no tuple in flight can fake (Mattern's double counting). A checkpointed
 mesh then takes a final checkpoint (the coordinator's worker asks for it and waits for its commit;
 the others wait for that worker to stop), so a restart resumes with nothing to replay.
+A worker a scale-down removes never stops alone (it has no successor to take what its peers
+keep for it): it waits for the rest of the mesh, which the scale-down rescales, to drain with it.
 """
 
 from __future__ import annotations
@@ -87,12 +89,17 @@ class MeshDrain:
         snapshot: Callable[[], WorkerSnapshot],
         peers: PeerStatuses,
         final: FinalCheckpoint | None = None,
+        *,
+        removed: Callable[[], bool] | None = None,
     ) -> None:
         self.index = index
         self.expected = set(expected) - {index}
         self._snapshot = snapshot
         self._peers = peers
         self._final = final or NoFinalCheckpoint()
+        #: True while a scale-down removes this worker: it never stops alone, since no successor
+        #: takes what its running peers keep for it; it waits for the mesh that goes on to drain.
+        self._removed = removed or (lambda: False)
         #: peers seen draining (they may have stopped since), with the epoch they drained in
         self._draining: dict[int, str] = {}
         #: Batches refused from peers that still run (their senders keep them).
@@ -136,7 +143,7 @@ class MeshDrain:
                     (self.index, own.consumed, own.delivered),
                     *((w, s.consumed, s.delivered) for w, s in sorted(answering.items())),
                 )
-            elif time.monotonic() - started >= SIBLING_GRACE_SECS:
+            elif time.monotonic() - started >= SIBLING_GRACE_SECS and not self._removed():
                 idle = own.local_queues_empty
                 wave = ((self.index, own.consumed, own.transfer.sent_tuples),)
             else:

@@ -119,7 +119,7 @@ filesystem is read-only), so these keys have one place: the state values. */}}
 {{- fail "state.redis.url carries a password: keep it in a Secret named by state.redis.existingSecret (key state.redis.existingSecretPasswordKey) and give the URL without it" }}
 {{- end }}
 {{- end }}
-{{- $own := list "TUPLEMESH_INDEX" "TUPLEMESH_WORKERS" "TUPLEMESH_PORT" "TUPLEMESH_CONFIG" "TUPLEMESH_DISCOVERY" "TUPLEMESH_DISCOVERY_SERVICE" "TUPLEMESH_DISCOVERY_NAMESPACE" "TUPLEMESH_PEERS" "TUPLEMESH_ADMIN_TOKEN" "TUPLEMESH_TOPOLOGY_STATE_BACKEND" "TUPLEMESH_TOPOLOGY_STATE_SQLITE_PATH" "TUPLEMESH_TOPOLOGY_STATE_REDIS_URL" "TUPLEMESH_TOPOLOGY_STATE_REDIS_PASSWORD" }}
+{{- $own := list "TUPLEMESH_INDEX" "TUPLEMESH_WORKERS" "TUPLEMESH_PORT" "TUPLEMESH_CONFIG" "TUPLEMESH_DISCOVERY" "TUPLEMESH_DISCOVERY_SERVICE" "TUPLEMESH_DISCOVERY_NAMESPACE" "TUPLEMESH_STATEFULSET" "TUPLEMESH_PEERS" "TUPLEMESH_ADMIN_TOKEN" "TUPLEMESH_TOPOLOGY_STATE_BACKEND" "TUPLEMESH_TOPOLOGY_STATE_SQLITE_PATH" "TUPLEMESH_TOPOLOGY_STATE_REDIS_URL" "TUPLEMESH_TOPOLOGY_STATE_REDIS_PASSWORD" }}
 {{- range .Values.extraEnv }}
 {{- if has .name $own }}
 {{- fail (printf "extraEnv sets %s, which the chart sets itself: use the chart's value for it (workers, ports, discovery, admin, state)" .name) }}

@@ -1,0 +1,49 @@
+"""When a stopping worker may stop its executors (`tuplemesh.server.stopping.MeshDrain`): a worker
+a scale-down removes never stops alone."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from tuplemesh.server.stopping import SIBLING_GRACE_SECS, DrainOutcome, MeshDrain
+from tuplemesh.v1 import admin_pb2
+
+
+class Peers:
+    """Peer 1's status as the test sets it."""
+
+    def __init__(self) -> None:
+        self.state = "SERVING"
+        self.asked = 0
+
+    def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+        self.asked += 1
+        return {
+            1: admin_pb2.WorkerStatus(state=self.state, idle=True, epoch="1/2/c", consumed=5, delivered=5)
+        }
+
+
+def own_snapshot() -> Any:
+    # an idle worker: nothing queued, every send acknowledged
+    return SimpleNamespace(idle=True, local_queues_empty=True, consumed=3, delivered=3,
+                           transfer=SimpleNamespace(sent_tuples=3))  # fmt: skip
+
+
+def test_a_worker_whose_peers_run_stops_alone_after_the_sibling_grace():
+    drain = MeshDrain(0, {0, 1}, own_snapshot, Peers())
+    started = time.monotonic()
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.QUEUES_EMPTY
+    assert SIBLING_GRACE_SECS <= time.monotonic() - started < 5
+
+
+def test_a_removed_worker_waits_for_the_mesh_to_drain_with_it():
+    peers = Peers()
+    drain = MeshDrain(2, {0, 1, 2}, own_snapshot, peers, removed=lambda: True)
+    drain.expected = {1}  # one peer keeps the test short
+    assert drain.wait(time.monotonic() + SIBLING_GRACE_SECS + 1.0) == DrainOutcome.DEADLINE
+    assert drain.admission(1) is not None  # a running peer's batches wait: it keeps them meanwhile
+    peers.state = "NOT_SERVING"  # the rescale reached the rest of the mesh: it drains too
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
+    assert drain.admission(1) is None
