@@ -47,3 +47,21 @@ def test_a_removed_worker_waits_for_the_mesh_to_drain_with_it():
     peers.state = "NOT_SERVING"  # the rescale reached the rest of the mesh: it drains too
     assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
     assert drain.admission(1) is None
+
+
+def test_in_a_rescale_every_peer_drains_from_the_start():
+    """Every worker of the epoch a rescale leaves was asked to drain: a worker takes its peers'
+    batches at once and stops on the mesh's idle waves, without waiting for the grace."""
+    peers = Peers()  # still SERVING as far as its status says: the request reached it a moment ago
+    drain = MeshDrain(0, {0, 1}, own_snapshot, peers, rescaling="1/2/c")
+    assert drain.admission(1) is None and drain.refused_batches == 0
+    started = time.monotonic()
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
+    assert time.monotonic() - started < SIBLING_GRACE_SECS and peers.asked >= 2  # two equal waves
+
+
+def test_a_peer_answering_at_another_epoch_has_left_the_rescale():
+    """A peer that already restarted at the new epoch answers with it: it found the mesh idle."""
+    peers = Peers()
+    drain = MeshDrain(0, {0, 1}, own_snapshot, peers, rescaling="0/2/c")  # peer 1 answers 1/2/c
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE

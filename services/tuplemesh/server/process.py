@@ -88,6 +88,8 @@ class WorkerProcess:
         #: Set by a rescale: the epoch this worker's successor starts at.
         self.next_epoch: Epoch | None = None
         self._rescale_lock = threading.Lock()
+        #: Set by a rescale every worker of this epoch takes part in (they all drain together).
+        self._with_mesh = False
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
         self.transport = settings.transport
@@ -179,7 +181,7 @@ class WorkerProcess:
             newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
             if newest.counter > self.epoch.counter:
                 try:
-                    self.rebalance(newest.workers, str(newest))
+                    self.rebalance(newest.workers, str(newest), catching_up=True)
                 except RescaleRefusedError as exc:
                     log.warning(
                         "worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc
@@ -242,14 +244,15 @@ class WorkerProcess:
             log.info("worker %d draining", self.worker.index)
         return self._state
 
-    def rebalance(self, workers: int, epoch: str) -> str:
+    def rebalance(self, workers: int, epoch: str, *, catching_up: bool = False) -> str:
         """Rescale the mesh to ``workers`` (Admin.Rebalance); returns the new epoch's text.
 
         Without ``epoch`` this worker starts the rescale: the next epoch is one counter up, and
         every other worker of the current assignment is asked first. Then this worker drains
         with the mesh (spouts pause, in-flight tuples drain, the final checkpoint is taken) and
         ends, so its successor starts at the new epoch (see ``next_epoch``): a new WorkerProcess
-        in the same process (``tuplemesh worker``). Any thread.
+        in the same process (``tuplemesh worker``). ``catching_up``: this worker missed a rescale
+        its peers made; it drains alone (they run at the new epoch already). Any thread.
         """
         with self._rescale_lock:
             stopping = self._state == "NOT_SERVING" or self._stop.is_set()
@@ -285,6 +288,7 @@ class WorkerProcess:
                     raise RescaleRefusedError(str(exc)) from None
             log.warning("worker %d: rescale from %s to %s", self.worker.index, self.epoch, target)
             self.next_epoch = target
+            self._with_mesh = not catching_up
             self._stop.set()  # serve() drains with the mesh, and the process hands over
             return str(target)
 
@@ -309,6 +313,7 @@ class WorkerProcess:
             self.peer_admins,
             self.worker.stop_checkpoint(),
             removed=self.removed,
+            rescaling=str(self.epoch) if self._with_mesh else None,
         )
         self.worker.admit(drain.admission)
         outcome = drain.wait(deadline)

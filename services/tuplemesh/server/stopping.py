@@ -91,6 +91,7 @@ class MeshDrain:
         final: FinalCheckpoint | None = None,
         *,
         removed: Callable[[], bool] | None = None,
+        rescaling: str | None = None,
     ) -> None:
         self.index = index
         self.expected = set(expected) - {index}
@@ -100,8 +101,10 @@ class MeshDrain:
         #: True while a scale-down removes this worker: it never stops alone, since no successor
         #: takes what its running peers keep for it; it waits for the mesh that goes on to drain.
         self._removed = removed or (lambda: False)
-        #: peers seen draining (they may have stopped since), with the epoch they drained in
-        self._draining: dict[int, str] = {}
+        #: peers seen draining (they may have stopped since), with the epoch they drained in. A
+        #: rescale (``rescaling``: the epoch it leaves) asked every worker of that epoch to drain:
+        #: all of them drain from the start, with no wait to see it and no batch refused.
+        self._draining: dict[int, str] = dict.fromkeys(self.expected, rescaling) if rescaling else {}
         #: Batches refused from peers that still run (their senders keep them).
         self.refused_batches = 0
 
