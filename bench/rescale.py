@@ -17,10 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import grpc
-
 from bench.records import Record
-from tests.fault.harness import SpoutProgress, start_worker, statuses, write_config
+from tests.fault.harness import SpoutProgress, rescale_pause, spouting, start_worker, write_config
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, wait_serving
 from tuplemesh.launcher import stop_processes
@@ -34,25 +32,6 @@ BEFORE, AFTER = 2, 3
 def _mesh() -> Mesh:
     ports = free_ports(2 * AFTER)
     return Mesh(ports[:AFTER], [None] * AFTER, ports[AFTER:], [None] * AFTER)  # type: ignore[list-item]
-
-
-def _spouting(mesh: Mesh, workers: int) -> set[int]:
-    head = Mesh(
-        mesh.ports[:workers], mesh.procs[:workers], mesh.metrics_ports[:workers], mesh.commands[:workers]
-    )
-    return {i for i, s in enumerate(statuses(head)) if any(e.spout for e in s.executors)}
-
-
-def _resumed(mesh: Mesh, progress: SpoutProgress, old: int, new: int, workers: int) -> float:
-    def serving_new() -> set[int] | None:
-        try:
-            spouting = _spouting(mesh, workers)
-        except grpc.RpcError:
-            return None  # a worker is not serving yet
-        return spouting if spouting and progress.emitting(new, spouting) else None
-
-    spouting = eventually(serving_new, timeout=120, interval=0.05, message="every spout emitting again")
-    return progress.pause(old, new, spouting)
 
 
 def one_round(directory: Path) -> tuple[float, float]:
@@ -76,19 +55,19 @@ def one_round(directory: Path) -> tuple[float, float]:
         for index in range(BEFORE):
             wait_serving(mesh, index)
         with SpoutProgress([mesh.address(i) for i in range(AFTER)]) as progress:
-            eventually(lambda: progress.emitting(0, set(range(BEFORE))), timeout=60, interval=0.05)
+            eventually(lambda: progress.emitting(0, spouting(mesh, BEFORE)), timeout=60, interval=0.05)
             time.sleep(2.0)  # a steady flow and a few checkpoints before the change
             start_worker(mesh, TARGET, AFTER - 1, AFTER, config)  # waits to be included
             reply = mesh.admin(0).Rebalance(admin_pb2.RebalanceRequest(workers=AFTER), timeout=30)
             assert reply.epoch.startswith(f"1/{AFTER}/"), reply.epoch
-            live = _resumed(mesh, progress, 0, 1, AFTER)
+            live = rescale_pause(mesh, progress, 0, 1, AFTER)
             time.sleep(2.0)
             # the baseline: stop the whole mesh, start it again at the other count (epoch 2)
             codes = stop_processes(list(mesh.procs), 60)
             assert codes == [0] * AFTER, codes
             for index in range(BEFORE):
                 start_worker(mesh, TARGET, index, BEFORE, config, "--epoch", "2")
-            restart = _resumed(mesh, progress, 1, 2, BEFORE)
+            restart = rescale_pause(mesh, progress, 1, 2, BEFORE)
     finally:
         stop_processes([p for p in mesh.procs if p is not None and p.poll() is None], 60)
     return live, restart

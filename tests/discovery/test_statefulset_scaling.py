@@ -18,17 +18,25 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
-
 from examples.wordcount import expected_counts
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice, statefulset
-from tests.fault.harness import reports, statuses, wait_settled, write_config
+from tests.fault.harness import (
+    SpoutProgress,
+    emitted,
+    epoch_of,
+    head,
+    reports,
+    rescale_pause,
+    spouting,
+    statuses,
+    wait_rescaled,
+    wait_settled,
+    write_config,
+)
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, wait_serving
-from tuplemesh.launcher import is_serving, stop_processes
+from tuplemesh.launcher import stop_processes
 from tuplemesh.netutil import free_ports
-from tuplemesh.topology.assignment import Epoch
-from tuplemesh.v1 import admin_pb2
 
 TARGET = "examples.stateful_wordcount:topology"
 NAME = "wc"  # the StatefulSet; its pods are wc-0, wc-1, ...
@@ -61,41 +69,6 @@ def publish_endpoint(apiserver: FakeApiServer, mesh: Mesh, index: int) -> None:
     apiserver.put(endpoint_slice(pod, SERVICE, [(pod, "127.0.0.1", True)], port=mesh.ports[index]))
 
 
-def epoch_of(mesh: Mesh, index: int) -> Epoch | None:
-    try:
-        return Epoch.parse(mesh.admin(index).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=2).epoch)
-    except grpc.RpcError:
-        return None
-
-
-def first(mesh: Mesh, workers: int) -> Mesh:
-    return Mesh(
-        mesh.ports[:workers], mesh.procs[:workers], mesh.metrics_ports[:workers], mesh.commands[:workers]
-    )
-
-
-def emitted(mesh: Mesh, workers: int) -> int:
-    return sum(e.emitted for s in statuses(first(mesh, workers)) for e in s.executors if e.spout)
-
-
-def wait_rescaled(mesh: Mesh, workers: int, counter: int, since: float) -> float:
-    """Seconds from ``since`` until every worker serves at the epoch and the spouts emit again."""
-
-    def resumed() -> bool:
-        for index in range(workers):
-            epoch = epoch_of(mesh, index)
-            if epoch is None or (epoch.counter, epoch.workers) != (counter, workers):
-                return False
-            if not is_serving(mesh.health(index)):
-                return False
-        return emitted(mesh, workers) > 0
-
-    eventually(
-        resumed, timeout=60, interval=0.02, message=f"the mesh serving {workers} workers at epoch {counter}"
-    )
-    return time.monotonic() - since
-
-
 def test_stateful_wordcount_follows_the_statefulset_3_to_5_to_2_counts_exact(tmp_path: Path):
     api_port, *ports = free_ports(1 + 2 * MOST)
     apiserver = FakeApiServer(api_port)
@@ -124,27 +97,31 @@ def test_stateful_wordcount_follows_the_statefulset_3_to_5_to_2_counts_exact(tmp
             wait_serving(mesh, index)
         assert {epoch_of(mesh, i).workers for i in range(3)} == {3}  # type: ignore[union-attr]
         eventually(lambda: emitted(mesh, 3) >= 2000, timeout=30, interval=0.1)
+        with SpoutProgress([mesh.address(i) for i in range(MOST)]) as progress:
+            eventually(lambda: progress.emitting(0, spouting(mesh, 3)), timeout=10, interval=0.02)
 
-        # kubectl scale --replicas=5: the controller creates pods 3 and 4
-        scaled = time.monotonic()
-        apiserver.put(statefulset(NAME, 5))
-        for index in (3, 4):
-            start_pod(mesh, index, config, kubeconfig)
-            publish_endpoint(apiserver, mesh, index)
-        up = wait_rescaled(mesh, 5, 1, scaled)
-        eventually(lambda: emitted(mesh, 5) >= 2000, timeout=30, interval=0.1)
+            # kubectl scale --replicas=5: the controller creates pods 3 and 4
+            scaled = time.monotonic()
+            apiserver.put(statefulset(NAME, 5))
+            for index in (3, 4):
+                start_pod(mesh, index, config, kubeconfig)
+                publish_endpoint(apiserver, mesh, index)
+            wait_rescaled(mesh, 5, 1)
+            up = time.monotonic() - scaled, rescale_pause(mesh, progress, 0, 1, 5)
+            eventually(lambda: emitted(mesh, 5) >= 2000, timeout=30, interval=0.1)
 
-        # kubectl scale --replicas=2: the controller terminates pods 4, 3 and 2 at once
-        scaled = time.monotonic()
-        apiserver.put(statefulset(NAME, 2))
-        for index in (4, 3, 2):
-            mesh.procs[index].send_signal(signal.SIGTERM)
-        for index in (4, 3, 2):
-            assert mesh.procs[index].wait(60) == 0, f"removed pod {index} did not drain and exit cleanly"
-            apiserver.delete(f"{NAME}-{index}")
-        down = wait_rescaled(mesh, 2, 2, scaled)
+            # kubectl scale --replicas=2: the controller terminates pods 4, 3 and 2 at once
+            scaled = time.monotonic()
+            apiserver.put(statefulset(NAME, 2))
+            for index in (4, 3, 2):
+                mesh.procs[index].send_signal(signal.SIGTERM)
+            for index in (4, 3, 2):
+                assert mesh.procs[index].wait(60) == 0, f"removed pod {index} did not drain and exit cleanly"
+                apiserver.delete(f"{NAME}-{index}")
+            wait_rescaled(mesh, 2, 2)
+            down = time.monotonic() - scaled, rescale_pause(mesh, progress, 1, 2, 2)
 
-        two = first(mesh, 2)
+        two = head(mesh, 2)
         wait_settled(two, timeout=120.0)
         counts: dict[str, int] = {}
         for report in reports(two)["count"]:
@@ -152,7 +129,10 @@ def test_stateful_wordcount_follows_the_statefulset_3_to_5_to_2_counts_exact(tmp
             counts.update(report["counts"])
         assert counts == dict(expected_counts(REPEAT))
         assert [s.unknown_task_messages for s in statuses(two)] == [0, 0]
-        print(f"rescale pauses: 3 -> 5 workers {up:.2f} s, 5 -> 2 workers {down:.2f} s")
+        print(
+            f"3 -> 5 workers: {up[0]:.2f} s from the scale to the mesh serving, spouts paused {up[1]:.2f} s; "
+            f"5 -> 2 workers: {down[0]:.2f} s, spouts paused {down[1]:.2f} s"
+        )
     finally:
         codes = stop_processes([proc for proc in mesh.procs[:2] if proc is not None], 30)
         for proc in mesh.procs[2:]:

@@ -22,7 +22,8 @@ import grpc
 
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh
-from tuplemesh.launcher import merge_reports
+from tuplemesh.launcher import is_serving, merge_reports
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 
@@ -155,3 +156,61 @@ class SpoutProgress:
             stopped = min(times[-1] for (_, c), times in self._moves.items() if c == old)
             resumed = max(self._moves[(w, new)][0] for w in workers)
         return resumed - stopped
+
+
+def head(mesh: Mesh, workers: int) -> Mesh:
+    """The mesh of workers 0 .. ``workers`` - 1 (a rescaled mesh's remaining workers)."""
+    return Mesh(
+        mesh.ports[:workers], mesh.procs[:workers], mesh.metrics_ports[:workers], mesh.commands[:workers]
+    )
+
+
+def epoch_of(mesh: Mesh, index: int) -> Epoch | None:
+    """The assignment epoch worker ``index`` routes by; None while it does not answer."""
+    try:
+        return Epoch.parse(mesh.admin(index).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=2).epoch)
+    except grpc.RpcError:
+        return None
+
+
+def emitted(mesh: Mesh, workers: int) -> int:
+    """What the spouts of the first ``workers`` workers emitted (since each worker started)."""
+    return sum(e.emitted for s in statuses(head(mesh, workers)) for e in s.executors if e.spout)
+
+
+def wait_rescaled(mesh: Mesh, workers: int, counter: int) -> None:
+    """Until every one of ``workers`` workers serves at epoch ``counter`` and the spouts emit."""
+
+    def resumed() -> bool:
+        for index in range(workers):
+            epoch = epoch_of(mesh, index)
+            if epoch is None or (epoch.counter, epoch.workers) != (counter, workers):
+                return False
+            if not is_serving(mesh.health(index)):
+                return False
+        return emitted(mesh, workers) > 0
+
+    eventually(
+        resumed, timeout=60, interval=0.02, message=f"the mesh serving {workers} workers at epoch {counter}"
+    )
+
+
+def spouting(mesh: Mesh, workers: int) -> set[int]:
+    """Which of the first ``workers`` workers run spout tasks."""
+    return {i for i, s in enumerate(statuses(head(mesh, workers))) if any(e.spout for e in s.executors)}
+
+
+def rescale_pause(mesh: Mesh, progress: SpoutProgress, old: int, new: int, workers: int) -> float:
+    """Wait until every one of the first ``workers`` workers that has spout tasks emits at epoch
+    ``new``; the pause from epoch ``old`` (`SpoutProgress.pause`)."""
+
+    def spouting_again() -> set[int] | None:
+        try:
+            running = spouting(mesh, workers)
+        except grpc.RpcError:
+            return None  # a worker is not serving yet
+        return running if running and progress.emitting(new, running) else None
+
+    running = eventually(spouting_again, timeout=60, interval=0.05, message=f"every spout emitting at {new}")
+    assert running is not None
+    return progress.pause(old, new, running)

@@ -20,16 +20,28 @@ import grpc
 
 from examples.wordcount import expected_counts
 from tests.fault import harness
-from tests.fault.harness import SpoutProgress, reports, statuses, wait_settled, write_config
+from tests.fault.harness import (
+    SpoutProgress,
+    emitted,
+    epoch_of,
+    head,
+    reports,
+    rescale_pause,
+    spouting,
+    statuses,
+    wait_rescaled,
+    wait_settled,
+    write_config,
+)
 from tests.fault.numbered import read_outcome
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
-from tuplemesh.launcher import is_serving, stop_processes
+from tuplemesh.launcher import stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.grpc_impl import EPOCH_METADATA
-from tuplemesh.v1 import admin_pb2, messages_pb2, transfer_pb2_grpc
+from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
 TARGET = "examples.stateful_wordcount:topology"
 MOST = 4  # the largest mesh of the test: every worker knows all four addresses
@@ -61,44 +73,12 @@ def rebalance(mesh: Mesh, via: int, workers: int) -> str:
     return out.stdout
 
 
-def epoch_of(mesh: Mesh, index: int) -> Epoch | None:
-    try:
-        return Epoch.parse(mesh.admin(index).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=2).epoch)
-    except grpc.RpcError:
-        return None
-
-
-def first(mesh: Mesh, workers: int) -> Mesh:
-    """The mesh of workers 0..workers-1."""
-    return Mesh(
-        mesh.ports[:workers], mesh.procs[:workers], mesh.metrics_ports[:workers], mesh.commands[:workers]
-    )
-
-
-def emitted(mesh: Mesh, workers: int) -> int:
-    return sum(e.emitted for s in statuses(first(mesh, workers)) for e in s.executors if e.spout)
-
-
 def rescale(mesh: Mesh, via: int, workers: int, counter: int, progress: SpoutProgress) -> float:
     """Rescale to ``workers`` by ``tuplemesh rebalance``; returns the pause: from the moment the
     first spout stopped until the spouts of every worker emit again at the new epoch."""
     assert f"epoch {counter}/{workers}/" in rebalance(mesh, via, workers)
-
-    def resumed() -> bool:
-        for index in range(workers):
-            epoch = epoch_of(mesh, index)
-            if epoch is None or (epoch.counter, epoch.workers) != (counter, workers):
-                return False
-            if not is_serving(mesh.health(index)):
-                return False
-        return emitted(mesh, workers) > 0
-
-    eventually(
-        resumed, timeout=60, interval=0.02, message=f"the mesh serving {workers} workers at epoch {counter}"
-    )
-    spouting = {i for i, s in enumerate(statuses(first(mesh, workers))) if any(e.spout for e in s.executors)}
-    eventually(lambda: progress.emitting(counter, spouting), timeout=10, interval=0.02)
-    return progress.pause(counter - 1, counter, spouting)
+    wait_rescaled(mesh, workers, counter)
+    return rescale_pause(mesh, progress, counter - 1, counter, workers)
 
 
 def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exact(tmp_path: Path):
@@ -126,12 +106,12 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
         for index in (2, 3):
             start_worker(mesh, index, 4, config)
         with SpoutProgress([mesh.address(i) for i in range(MOST)]) as progress:
-            eventually(lambda: progress.emitting(0, {0, 1}), timeout=10, interval=0.02)
+            eventually(lambda: progress.emitting(0, spouting(mesh, 2)), timeout=10, interval=0.02)
             up = rescale(mesh, via=0, workers=4, counter=1, progress=progress)
             eventually(lambda: emitted(mesh, 4) >= 2000, timeout=30, interval=0.1)
             down = rescale(mesh, via=1, workers=3, counter=2, progress=progress)
         assert mesh.procs[3].wait(30) == 0  # above the new count: drained and exited
-        three = first(mesh, 3)
+        three = head(mesh, 3)
         wait_settled(three, timeout=120.0)
         counts: dict[str, int] = {}
         for report in reports(three)["count"]:
