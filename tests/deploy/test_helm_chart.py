@@ -529,6 +529,9 @@ def test_sqlite_state_store_on_an_empty_dir_or_a_claim_per_pod():
         "volumeMounts"
     ]
     assert "volumeClaimTemplates" not in ephemeral["StatefulSet"][0]["spec"]
+    # a file per pod serves one worker: the count stays 1 instead of following the replicas, so
+    # a pod `kubectl scale` adds fails at start rather than joining with no state for its tasks
+    assert env["TUPLEMESH_WORKERS"]["value"] == "1" and "TUPLEMESH_STATEFULSET" not in env
 
     persistent = render(VALUE_SETS["sqlite-persistent"])
     [sts] = persistent["StatefulSet"]
@@ -686,6 +689,10 @@ def test_every_object_of_the_schema_is_closed():
         (
             {"autoscaling": {"enabled": True}, "discovery": {"mode": "static"}},
             "autoscaling needs discovery.mode kubernetes",
+        ),
+        (
+            {"workers": 1, "autoscaling": {"enabled": True}, "state": {"backend": "sqlite"}},
+            "autoscaling needs a state store every pod reaches",
         ),
         (
             {"config": {"topology.state.backend": "sqlite"}},
