@@ -18,7 +18,13 @@ import time
 from pathlib import Path
 
 from bench.records import Record
-from tests.fault.harness import SpoutProgress, rescale_pause, spouting, start_worker, write_config
+from tests.fault.harness import (
+    SpoutProgress,
+    rescale_pause,
+    spouting,
+    start_worker,
+    stateful_wordcount_config,
+)
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, wait_serving
 from tuplemesh.launcher import stop_processes
@@ -36,18 +42,10 @@ def _mesh() -> Mesh:
 
 def one_round(directory: Path) -> tuple[float, float]:
     """(live rescale pause, stop-and-restart pause), seconds."""
-    config = write_config(
-        directory / "tuplemesh.yaml",
-        **{
-            "wordcount.repeat": 100_000,  # more than the round needs: the spouts never finish
-            "wordcount.rate": 1000.0,
-            "topology.state.backend": "sqlite",
-            "topology.state.sqlite.path": str(directory / f"state-{time.monotonic_ns()}.sqlite"),
-            "topology.state.checkpoint.interval.ms": 500,
-            "storm.messaging.netty.min_wait_ms": 20,
-            "storm.messaging.netty.max_wait_ms": 200,
-        },
-    )
+    run = directory / f"round-{time.monotonic_ns()}"  # a store of its own
+    run.mkdir()
+    # more sentences than the round needs: the spouts never finish
+    config = stateful_wordcount_config(run / "tuplemesh.yaml", 100_000, 1000.0)
     mesh = _mesh()
     try:
         for index in range(BEFORE):

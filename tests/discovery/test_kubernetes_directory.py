@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice
 from tests.helpers import eventually
 from tuplemesh.discovery.kubernetes import KubernetesDirectory, api_client_from_environment
-from tuplemesh.netutil import free_ports
 
 SERVICE = "mesh-tuplemesh-headless"
-
-
-@pytest.fixture
-def apiserver() -> Iterator[FakeApiServer]:
-    server = FakeApiServer(free_ports(1)[0])
-    server.up()
-    yield server
-    server.down()
 
 
 def directory(apiserver: FakeApiServer, tmp_path: Path, watch_timeout: int = 30) -> KubernetesDirectory:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,17 +10,8 @@ from tests.discovery.apiserver import FakeApiServer, statefulset
 from tests.helpers import eventually
 from tuplemesh.discovery.kubernetes import api_client_from_environment
 from tuplemesh.discovery.statefulset import StatefulSetReplicas, replicas_of, statefulset_of_pod
-from tuplemesh.netutil import free_ports
 
 NAME = "mesh-tuplemesh"
-
-
-@pytest.fixture
-def apiserver() -> Iterator[FakeApiServer]:
-    server = FakeApiServer(free_ports(1)[0])
-    server.up()
-    yield server
-    server.down()
 
 
 def source(apiserver: FakeApiServer, tmp_path: Path, watch_timeout: int = 30) -> StatefulSetReplicas:

@@ -18,20 +18,19 @@ import sys
 import time
 from pathlib import Path
 
-from examples.wordcount import expected_counts
 from tests.discovery.apiserver import FakeApiServer, endpoint_slice, statefulset
 from tests.fault.harness import (
     SpoutProgress,
+    assert_exact_counts,
     emitted,
     epoch_of,
     head,
-    reports,
     rescale_pause,
     spouting,
+    stateful_wordcount_config,
     statuses,
     wait_rescaled,
     wait_settled,
-    write_config,
 )
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, wait_serving
@@ -74,18 +73,8 @@ def test_stateful_wordcount_follows_the_statefulset_3_to_5_to_2_counts_exact(tmp
     apiserver = FakeApiServer(api_port)
     apiserver.up()
     kubeconfig = apiserver.kubeconfig(tmp_path / "kubeconfig")
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{
-            "wordcount.repeat": REPEAT,
-            "wordcount.rate": RATE,
-            "topology.state.backend": "sqlite",
-            "topology.state.sqlite.path": str(tmp_path / "state.sqlite"),
-            "topology.state.checkpoint.interval.ms": 500,
-            "storm.messaging.netty.min_wait_ms": 20,
-            "storm.messaging.netty.max_wait_ms": 200,
-            "task.refresh.poll.secs": 0.5,
-        },
+    config = stateful_wordcount_config(
+        tmp_path / "tuplemesh.yaml", REPEAT, RATE, **{"task.refresh.poll.secs": 0.5}
     )
     mesh = Mesh(ports[:MOST], [None] * MOST, ports[MOST:], [None] * MOST)  # type: ignore[list-item]
     try:
@@ -123,11 +112,7 @@ def test_stateful_wordcount_follows_the_statefulset_3_to_5_to_2_counts_exact(tmp
 
         two = head(mesh, 2)
         wait_settled(two, timeout=120.0)
-        counts: dict[str, int] = {}
-        for report in reports(two)["count"]:
-            assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
-            counts.update(report["counts"])
-        assert counts == dict(expected_counts(REPEAT))
+        assert_exact_counts(two, REPEAT)
         assert [s.unknown_task_messages for s in statuses(two)] == [0, 0]
         print(
             f"3 -> 5 workers: {up[0]:.2f} s from the scale to the mesh serving, spouts paused {up[1]:.2f} s; "

@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 
+from examples.wordcount import expected_counts
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh
 from tuplemesh.launcher import is_serving, merge_reports
@@ -49,6 +50,33 @@ def start_worker(
     mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
     mesh.commands[index] = (cmd, env)
     return mesh.procs[index]
+
+
+def stateful_wordcount_config(path: Path, repeat: int, rate: float, **extra: Any) -> Path:
+    """Config of the paced stateful word count the elastic-mesh tests run: a sqlite store beside
+    ``path``, a checkpoint every 500 ms, quick reconnects."""
+    return write_config(
+        path,
+        **{
+            "wordcount.repeat": repeat,
+            "wordcount.rate": rate,
+            "topology.state.backend": "sqlite",
+            "topology.state.sqlite.path": str(path.parent / "state.sqlite"),
+            "topology.state.checkpoint.interval.ms": 500,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+            **extra,
+        },
+    )
+
+
+def assert_exact_counts(mesh: Mesh, repeat: int) -> None:
+    """The word count's merged counts equal the corpus's, no word counted by two tasks."""
+    counts: dict[str, int] = {}
+    for report in reports(mesh)["count"]:
+        assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
+        counts.update(report["counts"])
+    assert counts == dict(expected_counts(repeat))
 
 
 def statuses(mesh: Mesh, reports: bool = False) -> list[admin_pb2.WorkerStatus]:

@@ -93,3 +93,16 @@ def read_outcome(directory: Path) -> tuple[dict[str, int], Counter[tuple[str, in
         for source, n, times in json.loads(path.read_text()):
             seen[(source, n)] += times
     return emitted, seen
+
+
+def assert_each_once(directory: Path) -> dict[str, int]:
+    """Every number each spout life emitted reached a sink exactly once, and nothing else did;
+    returns the numbers emitted per source."""
+    emitted, seen = read_outcome(directory)
+    expected = {(source, n) for source, count in emitted.items() for n in range(count)}
+    missing = expected - seen.keys()
+    assert not missing, f"{len(missing)} tuple(s) lost, e.g. {sorted(missing)[:5]}"
+    assert seen.keys() == expected, "a sink saw numbers no spout emitted"
+    twice = [key for key, times in seen.items() if times != 1]
+    assert not twice, f"{len(twice)} tuple(s) delivered more than once, e.g. {twice[:5]}"
+    return emitted

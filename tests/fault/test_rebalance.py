@@ -18,22 +18,22 @@ from pathlib import Path
 
 import grpc
 
-from examples.wordcount import expected_counts
 from tests.fault import harness
 from tests.fault.harness import (
     SpoutProgress,
+    assert_exact_counts,
     emitted,
     epoch_of,
     head,
-    reports,
     rescale_pause,
     spouting,
+    stateful_wordcount_config,
     statuses,
     wait_rescaled,
     wait_settled,
     write_config,
 )
-from tests.fault.numbered import read_outcome
+from tests.fault.numbered import assert_each_once
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
 from tuplemesh.launcher import stop_processes
@@ -82,18 +82,7 @@ def rescale(mesh: Mesh, via: int, workers: int, counter: int, progress: SpoutPro
 
 
 def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exact(tmp_path: Path):
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{
-            "wordcount.repeat": REPEAT,
-            "wordcount.rate": RATE,
-            "topology.state.backend": "sqlite",
-            "topology.state.sqlite.path": str(tmp_path / "state.sqlite"),
-            "topology.state.checkpoint.interval.ms": 500,
-            "storm.messaging.netty.min_wait_ms": 20,
-            "storm.messaging.netty.max_wait_ms": 200,
-        },
-    )
+    config = stateful_wordcount_config(tmp_path / "tuplemesh.yaml", REPEAT, RATE)
     ports = free_ports(2 * MOST)
     mesh = Mesh(ports[:MOST], [None] * MOST, ports[MOST:], [None] * MOST)  # type: ignore[list-item]
     try:
@@ -113,11 +102,7 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
         assert mesh.procs[3].wait(30) == 0  # above the new count: drained and exited
         three = head(mesh, 3)
         wait_settled(three, timeout=120.0)
-        counts: dict[str, int] = {}
-        for report in reports(three)["count"]:
-            assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
-            counts.update(report["counts"])
-        assert counts == dict(expected_counts(REPEAT))
+        assert_exact_counts(three, REPEAT)
         assert all(s.unknown_task_messages == 0 for s in statuses(three))
         print(f"rescale pauses (first spout stopped to last resumed): 2 -> 4 {up:.2f} s, 4 -> 3 {down:.2f} s")
         # the target (2 s) is a benchmark's business; this bound catches a rescale gone wrong
@@ -182,11 +167,8 @@ def test_a_worker_restarted_with_the_old_worker_count_takes_the_mesh_epoch_and_n
     finally:
         codes = mesh.stop()
     assert codes == [0, 0, 0]
-    produced, seen = read_outcome(out)
-    expected = {(source, n) for source, count in produced.items() for n in range(count)}
+    produced = assert_each_once(out)
     assert len(produced) == 4  # three spout tasks, one of them restarted
-    assert seen.keys() == expected, f"{len(expected - seen.keys())} lost"
-    assert all(times == 1 for times in seen.values())
 
 
 def _without(argv: list[str], flag: str) -> list[str]:

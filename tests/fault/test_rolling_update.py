@@ -17,9 +17,15 @@ from typing import Any
 
 import pytest
 
-from examples.wordcount import expected_counts
-from tests.fault.harness import reports, statuses, wait_settled, write_config
-from tests.fault.numbered import read_outcome
+from tests.fault.harness import (
+    assert_exact_counts,
+    reports,
+    stateful_wordcount_config,
+    statuses,
+    wait_settled,
+    write_config,
+)
+from tests.fault.numbered import assert_each_once
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh, wait_serving
 from tuplemesh.v1 import admin_pb2
@@ -141,15 +147,9 @@ def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_
     # every restart happened under load: the running peers had batches for the stopping worker
     # that it refused, and sent them again to its successor
     assert all(r.resent_to_it > 0 for r in restarts), restarts
-    produced, seen = read_outcome(out)
+    produced = assert_each_once(out)
     assert len(produced) == 2 * WORKERS  # three spout tasks, each in its first and second life
     assert all(count > 0 for count in produced.values()), produced
-    expected = {(source, n) for source, count in produced.items() for n in range(count)}
-    missing = expected - seen.keys()
-    assert not missing, f"{len(missing)} tuple(s) lost, e.g. {sorted(missing)[:5]}"
-    assert seen.keys() == expected  # nothing a spout did not emit
-    twice = [key for key, times in seen.items() if times != 1]
-    assert not twice, f"{len(twice)} tuple(s) delivered more than once, e.g. {twice[:5]}"
 
 
 REPEAT = 2500  # 30000 sentences
@@ -157,18 +157,8 @@ RATE = 800.0  # sentences per second per spout task: about 19 s of input, the re
 
 
 def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp_path: Path):
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{
-            "wordcount.repeat": REPEAT,
-            "wordcount.rate": RATE,
-            "topology.state.backend": "sqlite",
-            "topology.state.sqlite.path": str(tmp_path / "state.sqlite"),
-            "topology.state.checkpoint.interval.ms": 500,
-            "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
-            "storm.messaging.netty.min_wait_ms": 20,
-            "storm.messaging.netty.max_wait_ms": 200,
-        },
+    config = stateful_wordcount_config(
+        tmp_path / "tuplemesh.yaml", REPEAT, RATE, **{"topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT}
     )
     mesh = start_mesh("examples.stateful_wordcount:topology", WORKERS, config)
     restarts: list[Restart] = []
@@ -182,10 +172,7 @@ def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp
             checkpointed.append(checkpoint_after_rollback(mesh, attempt))
             assert not all(s.spouts_finished for s in statuses(mesh)), "the input ran out mid-update"
         wait_settled(mesh, timeout=120.0)
-        counts: dict[str, int] = {}
-        for report in reports(mesh)["count"]:
-            assert not counts.keys() & report["counts"].keys(), "a word counted by two tasks"
-            counts.update(report["counts"])
+        assert_exact_counts(mesh, REPEAT)
         unknown = [s.unknown_task_messages for s in statuses(mesh)]
     finally:
         codes = mesh.stop()
@@ -195,4 +182,3 @@ def test_a_rolling_restart_of_the_stateful_word_count_keeps_its_counts_exact(tmp
     assert codes == [0] * WORKERS
     assert unknown == [0] * WORKERS
     assert all(r.resent_to_it > 0 for r in restarts), restarts  # each restart under load
-    assert counts == dict(expected_counts(REPEAT))
