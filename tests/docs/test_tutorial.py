@@ -246,12 +246,14 @@ def test_the_release_runs_the_users_image_and_topology_and_feeds_prometheus_and_
     )
 
 
-def test_scaling_restarts_the_workers_with_the_new_count(project: Path):
+def test_scaling_sets_the_replicas_the_workers_follow(project: Path):
     manifests = render(scale(project))
     [sts] = manifests["StatefulSet"]
     env = {e["name"]: e for e in worker_container(manifests)["env"]}
     assert sts["spec"]["replicas"] == 5
-    assert env["TUPLEMESH_WORKERS"]["value"] == "5"
+    # no count in the pod template: the workers read and follow the StatefulSet's replicas
+    assert env["TUPLEMESH_STATEFULSET"]["value"] == sts["metadata"]["name"]
+    assert "TUPLEMESH_WORKERS" not in env
     assert worker_container(manifests)["image"] == "registry.example.com/trending:1.0.0"
 
 
@@ -377,6 +379,8 @@ def rendered_workers(project: Path, tmp_path: Path) -> Iterator[tuple[dict[str, 
     apiserver = FakeApiServer(api_port)
     apiserver.up()
     kubeconfig = apiserver.kubeconfig(tmp_path / "kubeconfig")
+    # the workers take their count from the StatefulSet, as in the cluster
+    apiserver.put({**sts, "metadata": {**sts["metadata"], "namespace": call.namespace}})
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for i in range(workers):
