@@ -44,10 +44,10 @@ run: $(COMPILED)
 test: test-compiled test-pure
 
 test-compiled: prerequisites $(COMPILED)
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15
 
 test-pure: prerequisites $(COMPILED)
-	TUPLEMESH_PURE_PYTHON=1 $(BIN)/pytest
+	TUPLEMESH_PURE_PYTHON=1 $(BIN)/pytest --durations=15
 
 prerequisites: $(STAMP)
 	$(PY) tests/prerequisites.py
