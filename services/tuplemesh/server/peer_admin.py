@@ -19,7 +19,7 @@ __all__ = ["PeerAdmins"]
 
 log = logging.getLogger(__name__)
 
-#: A peer restarts within seconds (a rescale re-executes every worker): reconnect soon after
+#: A peer restarts within seconds (a rescale restarts every worker's server): reconnect soon after
 #: it is back, not after gRPC's default backoff of up to two minutes, during which every call
 #: to it fails at once and a draining peer would look gone.
 _RECONNECT_OPTIONS = (
@@ -114,7 +114,9 @@ class PeerAdmins:
             try:
                 call.result()
             except grpc.RpcError as exc:
-                if worker >= epoch.workers and exc.code() == grpc.StatusCode.UNAVAILABLE:
+                # unreachable until the deadline (wait_for_ready) or refused at once: gone
+                gone = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                if worker >= epoch.workers and exc.code() in gone:
                     log.info("worker %d: worker %d, left out of %s, is gone", self._own, worker, epoch)
                     continue
                 why = f"{exc.code().name} {exc.details()}"
