@@ -2,10 +2,11 @@
 
 ``numbered``: numbers (3 tasks, flat out) -> relay (shuffle, 3 tasks) -> sink (fields on the
 source, 3 tasks). Each spout task numbers its tuples 0, 1, 2, ... under a source name of its own
-(``<task>:<pid>``: a restarted worker's spout is a new source) and, when its worker stops, writes
-how many it emitted to ``<numbered.dir>/spout-<task>-<pid>.json``; each sink task writes every
-(source, number) it saw, with how often, to ``<numbered.dir>/sink-<task>-<pid>.json``. A stopped
-mesh can then be checked exactly: every number emitted reached a sink once.
+(``<task>:<pid>:<epoch>``: a restarted worker's spout, or one a rescale started again in the same
+process, is a new source) and, when it closes, writes how many it emitted to
+``<numbered.dir>/spout-<task>-<pid>-<epoch>.json``; each sink task writes every (source, number) it
+saw, with how often, to ``<numbered.dir>/sink-<task>-<pid>-<epoch>.json``. A stopped mesh can then
+be checked exactly: every number emitted reached a sink once.
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ from tuplemesh.topology import BasicBolt, OutputFieldsDeclarer, Spout, TopologyB
 BURST = 100
 
 
+def life(conf: Any, context: Any) -> str:
+    """One life of a task: ``<task>-<pid>-<epoch>``."""
+    return f"{context.task_id}-{os.getpid()}-{conf['topology.epoch']}"
+
+
 class NumberSpout(Spout):
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["source", "n"])
 
     def open(self, conf: Any, context: Any, collector: Any) -> None:
         self.collector = collector
-        self.out = Path(conf["numbered.dir"]) / f"spout-{context.task_id}-{os.getpid()}.json"
-        self.source = f"{context.task_id}:{os.getpid()}"
+        self.out = Path(conf["numbered.dir"]) / f"spout-{life(conf, context)}.json"
+        self.source = life(conf, context).replace("-", ":")
         self.next = 0
 
     def next_tuple(self) -> None:
@@ -57,7 +63,7 @@ class Relay(BasicBolt):
 
 class NumberedSink(BasicBolt):
     def prepare(self, conf: Any, context: Any, collector: Any) -> None:
-        self.out = Path(conf["numbered.dir"]) / f"sink-{context.task_id}-{os.getpid()}.json"
+        self.out = Path(conf["numbered.dir"]) / f"sink-{life(conf, context)}.json"
         self.seen: Counter[tuple[str, int]] = Counter()
 
     def execute(self, tup: Tuple) -> None:

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import grpc
+import pytest
 
 from tests.fault import harness
 from tests.fault.harness import (
@@ -110,6 +111,45 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
     finally:
         codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
     assert codes == [0] * len(codes)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+def test_live_rescales_2_to_3_to_2_at_full_load_with_acking_off_lose_and_duplicate_nothing(
+    tmp_path: Path, transport: str
+):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = write_config(
+        tmp_path / "tuplemesh.yaml",
+        **{"messaging.transport": transport, "numbered.dir": str(out), "topology.acker.executors": 0},
+    )
+    ports = free_ports(6)
+    mesh = Mesh(ports[:3], [None] * 3, ports[3:], [None] * 3)  # type: ignore[list-item]
+    target = "tests.fault.numbered:numbered"
+    try:
+        for index in (0, 1):
+            harness.start_worker(mesh, target, index, 2, config)
+        for index in (0, 1):
+            wait_serving(mesh, index)
+        eventually(lambda: emitted(mesh, 2) >= 20_000, timeout=60, interval=0.1)
+        harness.start_worker(mesh, target, 2, 3, config)  # waits for the mesh to include it
+        assert "epoch 1/3/" in rebalance(mesh, via=0, workers=3)
+        wait_rescaled(mesh, 3, 1)
+        eventually(lambda: emitted(mesh, 3) >= 20_000, timeout=60, interval=0.1)
+        assert "epoch 2/2/" in rebalance(mesh, via=2, workers=2)  # asked of the worker it removes
+        assert mesh.procs[2].wait(30) == 0
+        two = head(mesh, 2)
+        wait_rescaled(two, 2, 2)
+        eventually(lambda: emitted(two, 2) >= 20_000, timeout=60, interval=0.1)
+        moved = [s.unknown_task_messages for s in statuses(two)]
+    finally:
+        codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
+    assert codes == [0, 0, 0]
+    assert moved == [0, 0], f"messages for tasks a worker does not own, per worker: {moved}"
+    produced = assert_each_once(out)
+    # three spout tasks in each of the three epochs, each of them emitting
+    assert sorted(int(source.split(":")[2]) for source in produced) == [0] * 3 + [1] * 3 + [2] * 3
+    assert all(count > 0 for count in produced.values()), produced
 
 
 def test_a_batch_routed_by_another_epoch_is_refused_counted_and_never_delivered(tmp_path: Path):
