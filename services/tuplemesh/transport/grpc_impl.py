@@ -388,14 +388,7 @@ class GrpcContext:
         self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
     ) -> GrpcBinding:
         settings = self.settings
-        session = ReceiverSession(
-            topology_id,
-            on_batch,
-            settings.window_batches,
-            settings.log_interval_seconds,
-            congestion,
-            settings.epoch,
-        )
+        session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion)
         servicer = _TransferServicer(session)
         if self._shared_server is not None:
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, self._shared_server)

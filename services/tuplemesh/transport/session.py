@@ -32,6 +32,7 @@ from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
+from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 
 __all__ = ["Ack", "ReceiverSession", "StreamState"]
@@ -106,6 +107,24 @@ class ReceiverSession:
         self._shutdowns = 0
         self._epoch_refused = 0
         self._reject_log = RateLimitedLog(log, log_interval)
+
+    @classmethod
+    def bound_with(
+        cls,
+        topology_id: str,
+        on_batch: OnBatch,
+        settings: TransportSettings,
+        congestion: CongestedTasks | None = None,
+    ) -> ReceiverSession:
+        """The session a network transport binds: credit, log interval and epoch from ``settings``."""
+        return cls(
+            topology_id,
+            on_batch,
+            settings.window_batches,
+            settings.log_interval_seconds,
+            congestion,
+            settings.epoch,
+        )
 
     def reject_batch(self, where: str, reason: str) -> None:
         """Count and log (rate-limited) a batch refused as wrong (another topology, a bad body)."""

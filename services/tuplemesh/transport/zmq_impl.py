@@ -86,14 +86,7 @@ class ZmqBinding:
         congestion: CongestedTasks | None = None,
     ) -> None:
         settings = context.settings
-        self.session = ReceiverSession(
-            topology_id,
-            on_batch,
-            settings.window_batches,
-            settings.log_interval_seconds,
-            congestion,
-            settings.epoch,
-        )
+        self.session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion)
         self.address = f"tcp://{settings.bind_host}:{port + settings.zmq_port_offset}"
         self._where = f"zmq receive on {self.address}"
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
