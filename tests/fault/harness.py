@@ -52,6 +52,15 @@ def start_worker(
     return mesh.procs[index]
 
 
+def numbered_config(tmp_path: Path, *, acking: bool = False, **extra: Any) -> tuple[Path, Path]:
+    """Config of the numbered pipeline (``tests.fault.numbered``), acking off unless asked, and
+    the directory its spouts and sinks report to: (config, directory)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    acker = {} if acking else {"topology.acker.executors": 0}
+    return write_config(tmp_path / "tuplemesh.yaml", **{"numbered.dir": str(out), **acker, **extra}), out
+
+
 def stateful_wordcount_config(path: Path, repeat: int, rate: float, **extra: Any) -> Path:
     """Config of the paced stateful word count the elastic-mesh tests run: a sqlite store beside
     ``path``, a checkpoint every 500 ms, quick reconnects."""

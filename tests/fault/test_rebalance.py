@@ -26,13 +26,13 @@ from tests.fault.harness import (
     emitted,
     epoch_of,
     head,
+    numbered_config,
     rescale_pause,
     spouting,
     stateful_wordcount_config,
     statuses,
     wait_rescaled,
     wait_settled,
-    write_config,
 )
 from tests.fault.numbered import assert_each_once
 from tests.helpers import child_pythonpath, eventually
@@ -117,12 +117,7 @@ def test_stateful_wordcount_rescaled_2_to_4_to_3_while_sentences_flow_counts_exa
 def test_live_rescales_2_to_3_to_2_at_full_load_with_acking_off_lose_and_duplicate_nothing(
     tmp_path: Path, transport: str
 ):
-    out = tmp_path / "out"
-    out.mkdir()
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{"messaging.transport": transport, "numbered.dir": str(out), "topology.acker.executors": 0},
-    )
+    config, out = numbered_config(tmp_path, **{"messaging.transport": transport})
     ports = free_ports(6)
     mesh = Mesh(ports[:3], [None] * 3, ports[3:], [None] * 3)  # type: ignore[list-item]
     target = "tests.fault.numbered:numbered"
@@ -153,9 +148,7 @@ def test_live_rescales_2_to_3_to_2_at_full_load_with_acking_off_lose_and_duplica
 
 
 def test_a_batch_routed_by_another_epoch_is_refused_counted_and_never_delivered(tmp_path: Path):
-    out = tmp_path / "out"
-    out.mkdir()
-    config = write_config(tmp_path / "tuplemesh.yaml", **{"numbered.dir": str(out)})
+    config, _ = numbered_config(tmp_path, acking=True)
     mesh = start_mesh("tests.fault.numbered:numbered", 1, config)
     try:
         mine = epoch_of(mesh, 0)
@@ -184,11 +177,7 @@ def test_a_batch_routed_by_another_epoch_is_refused_counted_and_never_delivered(
 def test_a_worker_restarted_with_the_old_worker_count_takes_the_mesh_epoch_and_nothing_is_lost(
     tmp_path: Path,
 ):
-    out = tmp_path / "out"
-    out.mkdir()
-    config = write_config(
-        tmp_path / "tuplemesh.yaml", **{"numbered.dir": str(out), "topology.acker.executors": 0}
-    )
+    config, out = numbered_config(tmp_path)
     mesh = start_mesh("tests.fault.numbered:numbered", 3, config)
     try:
         eventually(lambda: emitted(mesh, 3) >= 20_000, timeout=60, interval=0.2)

@@ -19,11 +19,11 @@ import pytest
 
 from tests.fault.harness import (
     assert_exact_counts,
+    numbered_config,
     reports,
     stateful_wordcount_config,
     statuses,
     wait_settled,
-    write_config,
 )
 from tests.fault.numbered import assert_each_once
 from tests.helpers import eventually
@@ -121,16 +121,8 @@ def print_restarts(what: str, restarts: list[Restart]) -> None:
 def test_a_rolling_restart_under_full_load_with_acking_off_loses_and_duplicates_nothing(
     tmp_path: Path, transport: str
 ):
-    out = tmp_path / "out"
-    out.mkdir()
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{
-            "messaging.transport": transport,
-            "numbered.dir": str(out),
-            "topology.acker.executors": 0,
-            "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
-        },
+    config, out = numbered_config(
+        tmp_path, **{"messaging.transport": transport, "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT}
     )
     mesh = start_mesh("tests.fault.numbered:numbered", WORKERS, config)
     restarts: list[Restart] = []

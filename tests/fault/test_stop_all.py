@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from examples.wordcount import CORPUS
-from tests.fault.harness import reports, statuses, write_config
+from tests.fault.harness import numbered_config, reports, statuses, write_config
 from tests.fault.numbered import assert_each_once
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
@@ -43,16 +43,7 @@ def sigterm_all(mesh: Mesh) -> list[tuple[int, float]]:
 
 
 def test_sigterm_to_every_worker_under_full_load_ends_in_time_with_nothing_lost(tmp_path: Path):
-    out = tmp_path / "out"
-    out.mkdir()
-    config = write_config(
-        tmp_path / "tuplemesh.yaml",
-        **{
-            "numbered.dir": str(out),
-            "topology.acker.executors": 0,
-            "topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT,
-        },
-    )
+    config, out = numbered_config(tmp_path, **{"topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT})
     mesh = start_mesh("tests.fault.numbered:numbered", WORKERS, config)
     try:
         # every queue on the path fills: the spouts are only held back by backpressure
