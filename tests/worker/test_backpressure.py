@@ -2,10 +2,11 @@
 
 Two branches share two workers: ``fast_src -> fast`` (a task of each on each worker, shuffle
 grouping sends half of its tuples across) and ``slow_src -> slow`` (one task each, on different
-workers, so all of its tuples cross the one connection between the workers). The slow bolt stalls completely until the test releases it, so
-its inboxes fill and its spouts are held back. The fast branch must still deliver every one of
-its tuples while the slow one is stalled: with head-of-line blocking on the shared connection
-it would never finish. No rate or duration is measured, so load cannot change the outcome.
+workers, so all of its tuples cross the one connection between the workers). The slow bolt
+stalls completely until the test releases it, so its inbox fills and its spout is held back.
+The fast branch must still deliver every one of its tuples while the slow one is stalled: with
+head-of-line blocking on the shared connection it would never finish. No rate or duration is
+measured, so load cannot change the outcome.
 """
 
 from __future__ import annotations
