@@ -48,10 +48,8 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
     emitted = merged["ids"][0]["emitted"]
     seen = sink_counts(merged)
     assert seen == Counter(range(emitted)), "an id was dropped or delivered twice"
-    elapsed = samples[-1][0]
-    assert emitted < 2500 * elapsed  # the producer was held to the consumer's pace (backpressure)
-    # and the consumer kept busy: a quarter of its ~2000/s, a bound a loaded 2-core machine keeps
-    assert emitted > 500 * elapsed
+    # the producer was held to the consumer's pace: were it not, the memory bounds below would not
+    # hold (rates are the benchmark's business, not this test's)
     warm = [s for s in samples if s[0] >= 10.0]
     for column, who in ((1, "sink"), (2, "spout")):
         growth = max(s[column] for s in warm) - warm[0][column]

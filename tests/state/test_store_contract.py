@@ -409,7 +409,8 @@ def test_redis_stopped_is_unavailable_within_the_timeout_and_the_same_store_reco
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match=f"redis://127.0.0.1:{own_redis_server.port}/0"):
             call()
-        assert time.monotonic() - started < 1.0
+        # refused at once, not after a timeout or retries with backoff (generous for a loaded machine)
+        assert time.monotonic() - started < 5.0
     own_redis_server.start()
     # the same object, no reopening: its pooled connections to the old server are replaced
     assert store.last_committed(topology) == 1
