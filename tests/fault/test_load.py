@@ -56,7 +56,8 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
         assert growth < 30 * 1024 * 1024, f"{who} RSS grew {growth >> 20} MiB after warm-up"
         assert max(s[column] for s in samples) < 200 * 1024 * 1024
     assert executed[SINK].consumed == emitted
-    print(f"slow consumer: {emitted} ids in {samples[-1][0]:.0f}s, peak RSS {max(s[2] for s in samples) >> 20} MiB")
+    peak = max(s[2] for s in samples) >> 20
+    print(f"slow consumer: {emitted} ids in {samples[-1][0]:.0f}s, peak RSS {peak} MiB")
 
 
 def test_flapping_peer_leaves_no_growth_in_memory_or_threads(tmp_path: Path):
