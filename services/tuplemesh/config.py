@@ -221,6 +221,18 @@ KEYS: dict[str, ConfigKey] = {
             unit="batches",
         ),
         ConfigKey(
+            "topology.receive.max.bytes",
+            int,
+            128 * 1024 * 1024,
+            "Ceiling on the payload bytes a worker holds for its executors: received from other "
+            "workers and not yet taken, in every inbox and overflow together. A batch that would go "
+            "past it waits (the transport stops reading, so its sender waits too); nothing is "
+            "dropped. A batch is always taken when nothing is held, so no single batch can stall. "
+            "0: no ceiling (slots alone bound the inboxes).",
+            _non_negative,
+            unit="bytes",
+        ),
+        ConfigKey(
             "topology.receiver.buffer.size",
             int,
             8,

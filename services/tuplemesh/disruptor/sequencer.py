@@ -62,6 +62,11 @@ class Sequencer:
         """Make producers blocked on a full ring (and later claims) raise AlertError."""
         self._alerted = True
 
+    @property
+    def alerted(self) -> bool:
+        """Whether ``alert`` was called (and not cleared): the ring is halted. Any thread."""
+        return self._alerted
+
     def clear_alert(self) -> None:
         """Allow claims again after ``alert``."""
         self._alerted = False

@@ -193,6 +193,24 @@ EXPORTS: dict[str, Export] = {
     "receive.overflow_batches": Export(
         "tuplemesh_receive_overflow_batches", "Batches waiting for a full inbox.", "gauge"
     ),
+    "receive.held_bytes": Export(
+        "tuplemesh_receive_held_bytes",
+        "Payload bytes received and not yet taken by an executor (every inbox and overflow).",
+        "gauge",
+    ),
+    "receive.held_bytes_capacity": Export(
+        "tuplemesh_receive_held_bytes_capacity",
+        "The ceiling on received bytes held (topology.receive.max.bytes; 0: none).",
+        "gauge",
+    ),
+    "receive.ceiling_waits": Export(
+        "tuplemesh_receive_ceiling_waits_total",
+        "Received batches that waited for the ceiling on bytes held (their sender waited too).",
+    ),
+    "receive.ceiling_wait_seconds": Export(
+        "tuplemesh_receive_ceiling_wait_seconds_total",
+        "Time received batches spent waiting for the ceiling on bytes held.",
+    ),
     # the transfer path
     "transfer.lost_tuples": Export(
         "tuplemesh_transfer_tuples_lost_total", "Tuples a transport refused (counted, logged)."

@@ -39,6 +39,7 @@ from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+from tuplemesh.worker.memtune import return_large_buffers_to_system
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["WorkerProcess"]
@@ -92,6 +93,7 @@ class WorkerProcess:
         self._with_mesh = False
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
+        return_large_buffers_to_system()
         self.transport = settings.transport
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)

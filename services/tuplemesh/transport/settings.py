@@ -35,6 +35,9 @@ class TransportSettings:
     admin_token: str  # empty: calls need no token
     zmq_io_threads: int
     zmq_hwm_batches: int
+    #: the receiver's high-water mark: zmq.hwm, lowered so that a full pipe holds no more than the
+    #: worker's ceiling on received bytes (topology.receive.max.bytes) in largest messages
+    zmq_receive_hwm_batches: int
     zmq_linger_millis: int
     zmq_port_offset: int
     log_interval_seconds: float
@@ -59,7 +62,16 @@ class TransportSettings:
             admin_token=conf["admin.token"],
             zmq_io_threads=conf["zmq.threads"],
             zmq_hwm_batches=conf["zmq.hwm"],
+            zmq_receive_hwm_batches=_receive_hwm(
+                conf["zmq.hwm"], conf["topology.receive.max.bytes"], conf["messaging.max.message.bytes"]
+            ),
             zmq_linger_millis=conf["zmq.linger.millis"],
             zmq_port_offset=conf["zmq.port.offset"],
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
         )
+
+
+def _receive_hwm(hwm: int, ceiling: int, largest: int) -> int:
+    """libzmq reads ahead into a pipe of ``hwm`` messages that Python never sees until it takes
+    them, outside the receive path's ceiling: bound that pipe by the ceiling too (0: no ceiling)."""
+    return hwm if not ceiling else max(1, min(hwm, ceiling // largest))

@@ -94,7 +94,7 @@ class ZmqBinding:
         self._streams: dict[bytes, StreamState] = {}  # per peer identity
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
-        self._socket.setsockopt(zmq.RCVHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.RCVHWM, settings.zmq_receive_hwm_batches)
         self._socket.setsockopt(zmq.SNDHWM, settings.zmq_hwm_batches)
         self._socket.setsockopt(zmq.LINGER, settings.zmq_linger_millis)
         self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)  # an ack to a vanished peer is an error, not a drop

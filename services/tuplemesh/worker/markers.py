@@ -8,8 +8,10 @@ __all__ = ["FLUSH", "STOP", "Batch", "Marker"]
 class Batch(list):
     """A batch of ``(task, tuple or payload)`` for one inbox, stamped when it was published."""
 
-    __slots__ = ("stamp", "trace")
+    __slots__ = ("nbytes", "stamp", "trace")
 
+    #: Payload bytes (set by the receive path, for the worker's ceiling on bytes held)
+    nbytes: int
     #: ``time.monotonic()`` when the batch was published into the inbox
     stamp: float
     #: The OpenTelemetry context of the span that published it (set only while tracing)

@@ -12,6 +12,15 @@ arrival order, and moves in as the executor frees slots. Per-task backpressure
 (``tuplemesh.worker.congestion``) stops the senders feeding that task long before the overflow
 grows; the overflow is still bounded (``overflow_limit`` batches per inbox, then the receive
 thread does block, as it did before).
+
+Slots do not bound memory: one slot may hold a batch of a few bytes or of 16 MiB. So the bytes
+of the payloads received and not yet taken by an executor (in inboxes and overflows, all inboxes
+together) are held under one ceiling per worker, ``max_held_bytes``: a batch that would go past
+it waits on the receive thread until executors have taken enough (the transport then stops
+reading, and its own flow control holds the sender). Nothing is dropped. A batch is always
+admitted when nothing is held, so a batch larger than the ceiling still goes through, alone.
+The executors' progress is read from their inboxes' consumer sequences: nothing is added to
+the executor's loop.
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ class ReceivePath:
         inbox_of_task: Mapping[int, RingBuffer[Any]],
         log_interval: float,
         overflow_limit: int = 0,
+        max_held_bytes: int = 0,
     ):
         self.worker_index = worker_index
         # keyed by int | None: a broadcast (task None) looks up like any task, and misses
@@ -61,6 +71,15 @@ class ReceivePath:
         self.shutdown_notice = threading.Event()
         self._unknown_log = RateLimitedLog(log, log_interval)
         self.tracer = tracing.tracer()  # OpenTelemetry; None: not tracing
+        #: the ceiling on payload bytes received and not yet taken by an executor; 0: no ceiling
+        self.max_held_bytes = max_held_bytes
+        self.held_bytes = 0
+        # ring id -> (ring, (sequence, bytes) of each batch published into it, not yet taken)
+        self._published: dict[int, tuple[RingBuffer[Any], deque[tuple[int, int]]]] = {}
+        self._held_lock = threading.Lock()
+        #: batches that waited for the ceiling, and how long they waited in all
+        self.ceiling_waits = 0
+        self.ceiling_wait_seconds = 0.0
 
     def on_batch(self, batch: list[TaskMessage]) -> list[int]:
         """Publish ``batch`` into executor inboxes; returns the task ids this worker does not own.
@@ -87,6 +106,13 @@ class ReceivePath:
                 groups[id(ring)] = (ring, Batch((message,)))
             else:
                 group[1].append(message)
+        ceiling = self.max_held_bytes
+        if ceiling:
+            admitted = 0
+            for _, messages in groups.values():
+                messages.nbytes = sum([len(m[1]) for m in messages])
+                admitted += messages.nbytes
+            self._admit(admitted)
         halted = 0
         now = time.monotonic()
         span: Any = None
@@ -101,10 +127,14 @@ class ReceivePath:
             try:
                 if self.overflow_limit:
                     self._put_or_overflow(ring, messages)
+                elif ceiling:
+                    self._held_in(ring, ring.put(messages), messages.nbytes)
                 else:
                     ring.put(messages)
             except AlertError:  # the executor was halted: this worker is stopping
                 halted += len(messages)
+                if ceiling:
+                    self._release(messages.nbytes)
         if span is not None:
             span.end()
         with self._lock:
@@ -143,7 +173,7 @@ class ReceivePath:
                 waiting = self._overflow.get(key)
                 if waiting is None:
                     try:
-                        ring.try_put(messages)
+                        self._taken_in(ring, ring.try_put(messages), messages)
                         return
                     except InsufficientCapacityError:
                         self._overflow[key] = (ring, deque([messages]))
@@ -151,9 +181,9 @@ class ReceivePath:
                 queue = waiting[1]
                 try:  # the executor may have freed slots since: move the oldest in first
                     while queue:
-                        ring.try_put(queue[0])
+                        self._taken_in(ring, ring.try_put(queue[0]), queue[0])
                         queue.popleft()
-                    ring.try_put(messages)
+                    self._taken_in(ring, ring.try_put(messages), messages)
                     del self._overflow[key]
                     return
                 except InsufficientCapacityError:
@@ -175,18 +205,74 @@ class ReceivePath:
             for key, (ring, waiting) in list(self._overflow.items()):
                 try:
                     while waiting:
-                        ring.try_put(waiting[0])
+                        self._taken_in(ring, ring.try_put(waiting[0]), waiting[0])
                         waiting.popleft()
                 except InsufficientCapacityError:
                     pass
                 except AlertError:  # halted: the worker is stopping; counted as undeliverable
                     self.undeliverable += sum(len(b) for b in waiting)
+                    if self.max_held_bytes:
+                        self._release(sum(b.nbytes for b in waiting))
                     waiting.clear()
                 if waiting:
                     left += len(waiting)
                 else:
                     del self._overflow[key]
         return left
+
+    # -- the ceiling on bytes held -----------------------------------------------------------------
+    def _taken_in(self, ring: RingBuffer[Any], sequence: int, messages: Batch) -> None:
+        """``messages`` went into ``ring`` at ``sequence``: its bytes are held until taken from there."""
+        if self.max_held_bytes:
+            self._held_in(ring, sequence, messages.nbytes)
+
+    def _held_in(self, ring: RingBuffer[Any], sequence: int, nbytes: int) -> None:
+        with self._held_lock:
+            published = self._published.get(id(ring))
+            if published is None:
+                self._published[id(ring)] = (ring, deque([(sequence, nbytes)]))
+            else:
+                published[1].append((sequence, nbytes))
+
+    def _release(self, nbytes: int) -> None:
+        with self._held_lock:
+            self.held_bytes -= nbytes
+
+    def reclaim(self) -> int:
+        """Release the bytes of every batch an executor has taken from its inbox; returns the bytes
+        still held (inboxes and overflows). Any thread."""
+        with self._held_lock:
+            for key, (ring, published) in list(self._published.items()):
+                taken = ring.sequencer.minimum_gating_sequence()
+                while published and published[0][0] <= taken:
+                    self.held_bytes -= published.popleft()[1]
+                if not published:
+                    del self._published[key]
+            return self.held_bytes
+
+    def _admit(self, nbytes: int) -> None:
+        """Hold ``nbytes`` more, first waiting while that would pass the ceiling (backpressure: the
+        transport stops reading meanwhile). Nothing held admits any batch: no size can stall."""
+        ceiling = self.max_held_bytes
+        started = 0.0
+        while True:
+            held = self.reclaim()
+            if held == 0 or held + nbytes <= ceiling or self._halted():
+                break
+            if not started:
+                started = time.monotonic()
+            self.move_overflow()
+            time.sleep(0.001)  # deliberate: executors free bytes by taking batches; poll for that
+        with self._held_lock:
+            self.held_bytes += nbytes
+            if started:
+                self.ceiling_waits += 1
+                self.ceiling_wait_seconds += time.monotonic() - started
+
+    def _halted(self) -> bool:
+        """An inbox holding bytes was halted (the worker is stopping): waiting could last forever;
+        the publish that follows is refused and the sender keeps the batch."""
+        return any(ring.sequencer.alerted for ring, _ in list(self._published.values()))
 
     @property
     def overflowing(self) -> int:

@@ -17,6 +17,7 @@ class QueueSettings:
     """The bounded buffers of the data path and how batches fill and leave them. Immutable."""
 
     receive_buffer_batches: int  # slots of each executor's inbox ring (a power of two)
+    receive_max_bytes: int  # payload bytes received and not yet taken, all inboxes; 0: no ceiling
     transfer_buffer_batches: int  # slots of the worker's transfer ring (a power of two)
     wait_strategy: str  # how threads wait on an empty ring
     wait_timeout_seconds: float  # of the timeout-blocking wait strategy
@@ -33,6 +34,7 @@ class QueueSettings:
         conf = as_config(conf)
         return cls(
             receive_buffer_batches=conf["topology.executor.receive.buffer.size"],
+            receive_max_bytes=conf["topology.receive.max.bytes"],
             transfer_buffer_batches=conf["topology.transfer.buffer.size"],
             wait_strategy=conf["topology.disruptor.wait.strategy"],
             wait_timeout_seconds=conf.seconds("topology.disruptor.wait.timeout.millis"),

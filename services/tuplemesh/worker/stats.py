@@ -174,6 +174,13 @@ class ReceiveSnapshot:
     undeliverable: int = 0
     #: Batches waiting in the overflow for a full inbox (a gauge).
     overflow_batches: int = 0
+    #: Payload bytes received and not yet taken by an executor, in every inbox and overflow (a
+    #: gauge), and the ceiling on them (``topology.receive.max.bytes``; 0: none).
+    held_bytes: int = 0
+    held_bytes_capacity: int = 0
+    #: Batches that waited for the ceiling before they were taken in, and their wait in all.
+    ceiling_waits: int = 0
+    ceiling_wait_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,7 +98,9 @@ class Worker:
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
         log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
-        self.receive = ReceivePath(index, self.local_inbox_of_task, log_interval)
+        self.receive = ReceivePath(
+            index, self.local_inbox_of_task, log_interval, max_held_bytes=queues.receive_max_bytes
+        )
         # read at every snapshot: the per-worker backpressure signal an autoscaler scales on
         self._congested_now = congested_tasks(self.local_inbox_of_task, queues.backpressure_watermark)
         self.transfer = TransferPath(
@@ -277,6 +279,10 @@ class Worker:
             unknown_tasks=receive.unknown,
             undeliverable=receive.undeliverable,
             overflow_batches=receive.overflowing,
+            held_bytes=receive.reclaim(),
+            held_bytes_capacity=receive.max_held_bytes,
+            ceiling_waits=receive.ceiling_waits,
+            ceiling_wait_seconds=receive.ceiling_wait_seconds,
         )
         transfer = self.transfer.stats()
         binding = BindingStats() if self._binding is None else self._binding.stats()
