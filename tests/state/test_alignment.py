@@ -14,6 +14,7 @@ from tuplemesh.config import Config
 from tuplemesh.state import DictState, KeyValueState, MemoryStore, PartKey, StatefulBolt
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.protocol import (
+    ALIGNMENT_GIVEN_UP,
     BARRIER,
     BARRIER_STREAM,
     NO_CHECKPOINT,
@@ -164,7 +165,7 @@ def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on
     assert h.executed == []
     h.feed(data(1, "z"))  # a third held tuple: over the bound
     assert h.executed == ["x", "y", "z"] and h.aligned.alignments_given_up == 1
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
     h.feed(barrier(2, 5), data(1, "w"))  # checkpoint 5 is over here: its late barrier changes nothing
     assert h.executed == ["x", "y", "z", "w"] and h.signals() == []
     assert h.store.get_part(h.key, 5) is None
@@ -173,7 +174,7 @@ def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on
 def test_a_newer_barrier_gives_up_the_older_checkpoint_and_aligns_the_newer():
     h = Harness().started()
     h.feed(barrier(1, 5), data(1, "held"), barrier(2, 6))
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
     assert h.executed == ["held"]
     h.feed(barrier(1, 6))
     assert stored_seen(h, 6) == ["held"]
