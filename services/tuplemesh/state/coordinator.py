@@ -30,6 +30,7 @@ from typing import Any
 from tuplemesh.config import as_config
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
+from tuplemesh.state.locations import log_resume
 from tuplemesh.state.protocol import (
     ALIGNMENT_GIVEN_UP,
     CHECKPOINT_NOW,
@@ -58,10 +59,13 @@ CHECKPOINT_COUNTER = "checkpoint"
 
 def register_attempt(conf: Mapping[str, Any], topology: str) -> int:
     """Count a worker process start in the store: the coordinator rolls the mesh back to the last
-    committed checkpoint when it sees a new attempt. Retries while the store is unavailable."""
+    committed checkpoint when it sees a new attempt. Retries while the store is unavailable.
+    Logs where that checkpoint is kept when the store holds one (a resume)."""
     store = open_store(conf)
     try:
-        return store.increment(topology, ATTEMPT_COUNTER)
+        attempt = store.increment(topology, ATTEMPT_COUNTER)
+        log_resume(store, topology, attempt)
+        return attempt
     finally:
         store.close()
 
