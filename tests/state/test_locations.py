@@ -10,9 +10,10 @@ import pytest
 from examples.stateful_wordcount import build as build_topology
 from examples.wordcount import topology as stateless
 from tuplemesh.config import Config
-from tuplemesh.state import SqliteStore
+from tuplemesh.state import MemoryStore, SqliteStore
 from tuplemesh.state.coordinator import register_attempt
-from tuplemesh.state.locations import RunStateFile, default_sqlite_path
+from tuplemesh.state.locations import RunStateFile, default_sqlite_path, store_location
+from tuplemesh.state.redis import RedisStore
 
 PATH_KEY = "topology.state.sqlite.path"
 
@@ -72,3 +73,9 @@ def test_a_start_that_resumes_says_from_which_checkpoint_and_file_once(
         "start 2 of this topology); to start from the beginning instead, stop the workers and "
         "remove that file, or set topology.state.sqlite.path to another file"
     )
+
+
+def test_the_resume_line_names_a_store_that_is_not_a_file_without_its_password():
+    redis = RedisStore("redis://user:secret@db.example:6380/2")
+    assert store_location(redis)[0] == "redis store redis://db.example:6380/2"
+    assert store_location(MemoryStore()) == ("this process's memory store", "use another topology name")

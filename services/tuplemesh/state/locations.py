@@ -21,6 +21,7 @@ from typing import Any
 from tuplemesh.config import env_name
 from tuplemesh.redis_address import RedisAddress
 from tuplemesh.state.base import StateStore
+from tuplemesh.state.memory import MemoryStore
 from tuplemesh.state.stores import backend_name
 from tuplemesh.topology.builder import Topology
 
@@ -78,7 +79,9 @@ def store_location(store: StateStore) -> tuple[str, str]:
     address = getattr(store, "address", None)
     if isinstance(address, RedisAddress):
         return f"redis store {address}", "use another redis db (topology.state.redis.url) or topology name"
-    return f"{type(store).__name__}", "use another store or topology name"
+    if isinstance(store, MemoryStore):
+        return "this process's memory store", "use another topology name"
+    return f"the {type(store).__name__} store", "clear the store or use another topology name"
 
 
 def log_resume(store: StateStore, topology: str, attempt: int) -> None:
