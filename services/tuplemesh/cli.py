@@ -333,7 +333,7 @@ def _serve_epochs(
 ) -> int:
     """Serve the worker at its epoch, and at every next one a rescale moves it to; the exit code."""
     from tuplemesh.server import WorkerProcess
-    from tuplemesh.server.joining import choose_epoch
+    from tuplemesh.server.joining import JoiningServer, choose_epoch
     from tuplemesh.server.peer_admin import PeerAdmins
     from tuplemesh.topology.assignment import Epoch
 
@@ -341,13 +341,16 @@ def _serve_epochs(
         # the mesh may have been rescaled since this worker's flags were written: join its epoch
         peers = PeerAdmins(conf, args.index, directory.snapshot)
         own = Epoch.of(topology, args.workers, conf["topology.epoch"])
+        waiting = JoiningServer(conf, topology, args.index, own, args.port)  # serves while it waits
         epoch = choose_epoch(
             args.index,
             own,
             partial(peers.epochs, timeout=1.0),
             signals.requested,
             start_alone=replicas is None or args.index == 0,
+            on_wait=waiting.wait,
         )
+        waiting.stop()
         peers.close()
         if epoch is None:
             directory.stop()

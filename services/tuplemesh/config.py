@@ -589,8 +589,10 @@ KEYS: dict[str, ConfigKey] = {
             "topology.state.sqlite.path",
             str,
             "",
-            "The sqlite backend's file, shared by the workers of one machine (empty: "
-            "tuplemesh-state.sqlite in the worker's working directory).",
+            "The sqlite backend's file, shared by the workers of one machine. Empty: a worker "
+            "keeps $XDG_STATE_HOME/tuplemesh/state.sqlite (~/.local/state/tuplemesh/state.sqlite) "
+            "and resumes from it when restarted; tuplemesh run uses a fresh file per run, removed "
+            "at its end.",
         ),
     ]
 }

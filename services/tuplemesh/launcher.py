@@ -24,6 +24,7 @@ from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
+from tuplemesh.state.locations import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.stats import WorkerSnapshot
@@ -58,9 +59,13 @@ class ProcessCluster:
         ports = free_ports(2 * num_workers, host)
         self.ports, self.metrics_ports = ports[:num_workers], ports[num_workers:]
         self.config_path = config_path
-        self.env = {**os.environ, **(env or {})}
         self.procs: list[subprocess.Popen[bytes]] = []
         conf = Config.load(config_path)  # TLS material and the Admin token, as the workers see them
+        # a run resumes no earlier run: its checkpoints go to a fresh file unless the config names one
+        self.state_file = RunStateFile(
+            conf.with_overrides({"messaging.transport": transport, **topology.conf}), topology
+        )
+        self.env = {**os.environ, **self.state_file.env, **(env or {})}
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -141,6 +146,7 @@ class ProcessCluster:
         codes = stop_processes(self.procs, timeout)
         for channel in self.channels:
             channel.close()
+        self.state_file.close()
         return codes
 
 

@@ -67,3 +67,13 @@ def test_a_pod_of_a_followed_statefulset_waits_for_an_answer_instead_of_starting
     own = Epoch(3, CODE, 0)
     other = answers([Epoch(3, "fedcba9876543210", 4)])
     assert choose_epoch(1, own, other, threading.Event(), start_alone=False) == own
+
+
+def test_each_wait_is_announced_with_the_epoch_the_mesh_runs_so_the_worker_can_serve_meanwhile():
+    old, grown = Epoch(2, CODE, 0), Epoch(4, CODE, 1)
+    waits: list[Epoch | None] = []
+    peer_epochs = answers([old], [], [grown])
+    assert choose_epoch(3, Epoch(4, CODE, 0), peer_epochs, threading.Event(), on_wait=waits.append) == grown
+    assert waits == [old, None]  # the mesh restarting at its next epoch: no peer answers
+    assert choose_epoch(1, old, answers([old]), threading.Event(), on_wait=waits.append) == old
+    assert waits == [old, None]  # included at once: no wait, nothing served ahead of the worker

@@ -7,13 +7,17 @@ the coordinator is task 99. Every batch is handed in as the executor would hand 
 from __future__ import annotations
 
 import itertools
+import logging
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from tuplemesh.config import Config
 from tuplemesh.state import DictState, KeyValueState, MemoryStore, PartKey, StatefulBolt
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.protocol import (
+    ALIGNMENT_GIVEN_UP,
     BARRIER,
     BARRIER_STREAM,
     NO_CHECKPOINT,
@@ -158,13 +162,20 @@ def test_aligned_snapshot_holds_exactly_the_tuples_before_the_barriers():
     assert h.counters.received == 2 + 8
 
 
-def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on():
+def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on(
+    caplog: pytest.LogCaptureFixture,
+):
     h = Harness(buffer=2).started()
     h.feed(barrier(1, 5), data(1, "x"), data(1, "y"))
     assert h.executed == []
-    h.feed(data(1, "z"))  # a third held tuple: over the bound
+    with caplog.at_level(logging.WARNING, logger="tuplemesh.state.alignment"):
+        h.feed(data(1, "z"))  # a third held tuple: over the bound
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"{h.key}: alignment given up: more than 2 tuples held back" in warning
+    assert "checkpoint 5" in warning and "not a store error" in warning
+    assert "topology.state.alignment.buffer.size" in warning
     assert h.executed == ["x", "y", "z"] and h.aligned.alignments_given_up == 1
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
     h.feed(barrier(2, 5), data(1, "w"))  # checkpoint 5 is over here: its late barrier changes nothing
     assert h.executed == ["x", "y", "z", "w"] and h.signals() == []
     assert h.store.get_part(h.key, 5) is None
@@ -173,7 +184,7 @@ def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on
 def test_a_newer_barrier_gives_up_the_older_checkpoint_and_aligns_the_newer():
     h = Harness().started()
     h.feed(barrier(1, 5), data(1, "held"), barrier(2, 6))
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, False], REPORT_STREAM)]
+    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
     assert h.executed == ["held"]
     h.feed(barrier(1, 6))
     assert stored_seen(h, 6) == ["held"]

@@ -14,6 +14,7 @@ from tuplemesh.config import Config
 from tuplemesh.state import MemoryStore, StoreUnavailable
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER, CoordinatorBolt
 from tuplemesh.state.protocol import (
+    ALIGNMENT_GIVEN_UP,
     COMMIT,
     CONTROL_STREAM,
     COORDINATOR,
@@ -76,7 +77,7 @@ class Setup:
         self.bolt.execute(TICK)
         return self.collector.take()
 
-    def report(self, checkpoint: int, attempt: int, task: int, stored: bool = True) -> None:
+    def report(self, checkpoint: int, attempt: int, task: int, stored: bool | None = True) -> None:
         fields = Fields(["checkpoint", "attempt", "task", "stored"])
         self.bolt.execute(Tuple([checkpoint, attempt, task, stored], task, "x", REPORT_STREAM, fields))
 
@@ -142,6 +143,40 @@ def test_a_part_that_could_not_be_stored_abandons_the_checkpoint_and_the_next_on
         setup.report(1, 1, task)
     assert setup.committed() is None and setup.bolt.report()["abandoned"] == 1
     assert setup.tick(0.2) == [(4, [TRIGGER, 2, 1]), (5, [TRIGGER, 2, 1])]
+
+
+def test_a_task_that_gave_up_aligning_abandons_the_checkpoint_with_a_warning_not_a_store_error(
+    setup: Setup, caplog: pytest.LogCaptureFixture
+):
+    setup.new_attempt()
+    setup.tick()
+    setup.tick(0.2)
+    with caplog.at_level(logging.WARNING):
+        setup.report(1, 1, 3, stored=ALIGNMENT_GIVEN_UP)
+    assert setup.committed() is None
+    report = setup.bolt.report()
+    assert (report["abandoned"], report["abandoned_alignments"]) == (1, 1)
+    assert setup.bolt.snapshot().abandoned == 1
+    [record] = [r for r in caplog.records if "abandoned" in r.getMessage()]
+    assert record.levelno == logging.WARNING
+    message = record.getMessage()
+    assert "checkpoint 1 abandoned: task 3 gave up aligning" in message
+    assert "more than 100000 tuples" in message and "Not a store error" in message
+    assert "topology.state.alignment.buffer.size" in message and "could not store" not in message
+    # a part the store refused still reads as a store error, and is not counted as alignment
+    setup.tick(0.2)
+    with caplog.at_level(logging.WARNING):
+        setup.report(2, 1, 2, stored=False)
+    assert setup.bolt.report()["abandoned_alignments"] == 1 and setup.bolt.report()["abandoned"] == 2
+
+
+def test_a_restarted_coordinator_reports_the_last_checkpoint_the_store_committed(setup: Setup):
+    setup.store.commit(setup.name, 7)  # committed by the coordinator of an earlier start
+    assert setup.bolt.snapshot().last_committed == NO_CHECKPOINT  # nothing read yet
+    setup.new_attempt()
+    assert setup.tick() == [(4, [ROLLBACK, 7, 1]), (5, [ROLLBACK, 7, 1])]
+    assert setup.bolt.snapshot().last_committed == 7
+    assert setup.bolt.report()["last_committed"] == 7 and setup.bolt.snapshot().committed == 0
 
 
 def test_a_checkpoint_past_its_timeout_is_abandoned(setup: Setup):

@@ -10,7 +10,6 @@ import pytest
 from tuplemesh.config import Config
 from tuplemesh.errors import ConfigError, PluginError
 from tuplemesh.state import MemoryStore, PartKey, SqliteStore, StoreUnavailable, open_store
-from tuplemesh.state.sqlite import DEFAULT_SQLITE_FILE
 from tuplemesh.state.stores import backend_name, store_class
 
 KEY = PartKey("topo", "count", 3)
@@ -54,10 +53,12 @@ def test_backend_auto_is_memory_for_the_local_transport_and_sqlite_otherwise(tmp
     assert backend_name(Config({"messaging.transport": "grpc"})) == "sqlite"
     assert isinstance(open_store(Config({"messaging.transport": "local"})), MemoryStore)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     store = open_store(Config({"messaging.transport": "grpc"}))
-    assert isinstance(store, SqliteStore) and store.path == Path(DEFAULT_SQLITE_FILE)
+    default = tmp_path / "xdg" / "tuplemesh" / "state.sqlite"
+    assert isinstance(store, SqliteStore) and store.path == default
     store.close()
-    assert (tmp_path / DEFAULT_SQLITE_FILE).exists()
+    assert default.exists() and list(tmp_path.glob("*.sqlite")) == []  # not the working directory
     path = tmp_path / "elsewhere" / "x.sqlite"
     open_store(Config({"topology.state.backend": "sqlite", "topology.state.sqlite.path": str(path)})).close()
     assert path.exists()

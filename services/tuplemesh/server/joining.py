@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NoReturn
 
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from tuplemesh.config import as_config
+from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
+from tuplemesh.transport.grpc_impl import bind_port, new_server
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
-__all__ = ["choose_epoch"]
+__all__ = ["WAITING_TO_JOIN", "JoiningServer", "choose_epoch"]
+
+#: The serving state (Admin ``GetStatus``) of a worker waiting to be included in the mesh.
+WAITING_TO_JOIN = "WAITING_TO_JOIN"
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +43,22 @@ def choose_epoch(
     stop: threading.Event,
     *,
     start_alone: bool = True,
+    on_wait: Callable[[Epoch | None], None] | None = None,
 ) -> Epoch | None:
     """The epoch worker ``index`` starts at; None when ``stop`` was set while it waited.
 
     ``start_alone=False``: while no peer answers at all, wait (a pod of a StatefulSet the mesh
     follows, other than ordinal 0: its peers may be restarting at a rescale, and ordinal 0
-    starts a new mesh)."""
+    starts a new mesh). ``on_wait`` is called before each wait with the epoch the mesh runs
+    (None while no peer answers): a `JoiningServer` serves while the worker waits."""
     waited = False
     while True:
         answers = peer_epochs()
         epochs = [e for e in answers if e.code == own.code]
         if not epochs and (waited or (not answers and not start_alone)):
             # the mesh it waits for is restarting at its next epoch: wait for it, not for no one
+            if on_wait is not None:
+                on_wait(None)
             if stop.wait(WAIT_SECS):
                 return None
             continue
@@ -65,5 +81,115 @@ def choose_epoch(
             chosen,
         )
         waited = True
+        if on_wait is not None:
+            on_wait(chosen)
         if stop.wait(WAIT_SECS):
             return None
+
+
+class _WaitingAdmin(admin_pb2_grpc.AdminServicer):
+    """Admin of a worker waiting to join: its status; every other call is refused, naming why."""
+
+    def __init__(self, server: JoiningServer) -> None:
+        self._server = server
+
+    def GetStatus(
+        self, request: admin_pb2.GetStatusRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.WorkerStatus:
+        s = self._server
+        return admin_pb2.WorkerStatus(
+            topology=s.topology,
+            worker=s.index,
+            workers=s.own.workers,
+            epoch=str(s.own),
+            uptime_seconds=time.monotonic() - s.started,
+            state=WAITING_TO_JOIN,
+            idle=True,
+            local_queues_empty=True,
+        )
+
+    def _refuse(self, context: grpc.ServicerContext) -> NoReturn:
+        context.abort(grpc.StatusCode.UNAVAILABLE, self._server.why())
+        raise AssertionError("unreachable")  # abort raises
+
+    # GetAssignment too: the epoch of a worker that waits is no epoch the mesh routes by, and
+    # the workers that ask their peers for epochs (joining, following a rescale) must skip it
+    def GetAssignment(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
+    def ListQueues(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
+    def WatchStats(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        self._refuse(context)
+
+    def Emit(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
+    def Drain(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
+    def WatchTuples(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        self._refuse(context)
+
+    def Rebalance(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
+
+class JoiningServer:
+    """What a worker serves on its port while it waits to be included in the mesh: health
+    NOT_SERVING ("tuplemesh.v1.Admin" SERVING: it is alive, a liveness probe must not restart
+    it) and Admin ``GetStatus`` with state `WAITING_TO_JOIN`, its index and the epoch it was
+    started for. It starts at the first wait (`wait`, choose_epoch's ``on_wait``) and must be
+    stopped before the worker itself binds the port."""
+
+    def __init__(
+        self, conf: Mapping[str, Any], topology: Topology, index: int, own: Epoch, port: int
+    ) -> None:
+        self.conf = as_config(conf).with_overrides(dict(topology.conf))
+        self.topology = topology.name
+        self.index = index
+        self.own = own
+        self.port = port
+        self.started = time.monotonic()
+        self.mesh: Epoch | None = None
+        self._server: grpc.Server | None = None
+
+    def why(self) -> str:
+        mesh = (
+            "no peer answers yet"
+            if self.mesh is None
+            else f"the mesh runs {self.mesh.workers} worker(s), epoch {self.mesh}"
+        )
+        return (
+            f"worker {self.index} is waiting to be included in the mesh ({mesh}); "
+            "ask a worker of the mesh, or rescale it to include this one"
+        )
+
+    def wait(self, mesh: Epoch | None) -> None:
+        """The worker waits (again): serve, from the first wait on."""
+        self.mesh = mesh
+        if self._server is not None:
+            return
+        server = new_server(self.conf)
+        checks = health.HealthServicer()
+        for service in ("", "tuplemesh.v1.Transfer"):
+            checks.set(service, health_pb2.HealthCheckResponse.NOT_SERVING)
+        checks.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
+        health_pb2_grpc.add_HealthServicer_to_server(checks, server)
+        admin_pb2_grpc.add_AdminServicer_to_server(_WaitingAdmin(self), server)
+        bind_port(server, self.conf["worker.bind.host"], self.port, self.conf)
+        server.start()
+        self._server = server
+        log.info(
+            "worker %d: serving health (NOT_SERVING) and Admin.GetStatus (%s) on port %d while it waits",
+            self.index,
+            WAITING_TO_JOIN,
+            self.port,
+        )
+
+    def stop(self) -> None:
+        """Release the port (the worker binds it next). Idempotent."""
+        if self._server is not None:
+            self._server.stop(0).wait(5.0)
+            self._server = None

@@ -35,6 +35,7 @@ from tuplemesh.state.components import StatefulBolt
 from tuplemesh.state.kv import DictState
 from tuplemesh.state.parts import load_part
 from tuplemesh.state.protocol import (
+    ALIGNMENT_GIVEN_UP,
     BARRIER,
     BARRIER_STREAM,
     COMMIT,
@@ -235,8 +236,10 @@ class AlignedInput:
                 self.held_max = len(ta.held)
             if len(ta.held) > self._bound:
                 self._warnings.log(
-                    "%s: more than %d tuples held back waiting for the barriers of checkpoint %d; "
-                    "giving it up (raise topology.state.alignment.buffer.size?)",
+                    "%s: alignment given up: more than %d tuples held back waiting for the barriers "
+                    "of checkpoint %d from its other inputs; that checkpoint is abandoned (not a "
+                    "store error) and the held tuples run now. If this repeats, raise "
+                    "topology.state.alignment.buffer.size or look for the input that lags behind",
                     ta.key,
                     self._bound,
                     ta.aligning,
@@ -329,7 +332,9 @@ class AlignedInput:
         self.alignments_given_up += 1
         if ta.stateful:  # the coordinator abandons the checkpoint now instead of at its timeout
             self._collectors[ta.task].emit_direct(
-                self._plan.coordinator_task, [checkpoint, ta.attempt, ta.task, False], stream=REPORT_STREAM
+                self._plan.coordinator_task,
+                [checkpoint, ta.attempt, ta.task, ALIGNMENT_GIVEN_UP],
+                stream=REPORT_STREAM,
             )
         self._release(ta)
 

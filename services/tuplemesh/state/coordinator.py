@@ -30,7 +30,9 @@ from typing import Any
 from tuplemesh.config import as_config
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
+from tuplemesh.state.locations import log_resume
 from tuplemesh.state.protocol import (
+    ALIGNMENT_GIVEN_UP,
     CHECKPOINT_NOW,
     COMMIT,
     CONTROL_STREAM,
@@ -57,10 +59,13 @@ CHECKPOINT_COUNTER = "checkpoint"
 
 def register_attempt(conf: Mapping[str, Any], topology: str) -> int:
     """Count a worker process start in the store: the coordinator rolls the mesh back to the last
-    committed checkpoint when it sees a new attempt. Retries while the store is unavailable."""
+    committed checkpoint when it sees a new attempt. Retries while the store is unavailable.
+    Logs where that checkpoint is kept when the store holds one (a resume)."""
     store = open_store(conf)
     try:
-        return store.increment(topology, ATTEMPT_COUNTER)
+        attempt = store.increment(topology, ATTEMPT_COUNTER)
+        log_resume(store, topology, attempt)
+        return attempt
     finally:
         store.close()
 
@@ -77,7 +82,8 @@ class CoordinatorBolt(Bolt):
         self.committed = 0
         self.last_committed = NO_CHECKPOINT
         self.last_duration = 0.0  # seconds from trigger to commit of the last committed one
-        self.abandoned = 0  # timed out, or a task could not store its part
+        self.abandoned = 0  # timed out, a task could not store its part, or gave up aligning
+        self.alignments_given_up = 0  # of those abandoned: a task held back too many tuples
         self.store_errors = 0
         self.rollbacks = 0
 
@@ -92,6 +98,7 @@ class CoordinatorBolt(Bolt):
         self._store: StateStore | None = None
         interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
         self._errors = RateLimitedLog(log, interval, logging.ERROR)
+        self._warnings = RateLimitedLog(log, interval, logging.WARNING)
         self._pending: int | None = None  # the checkpoint under way
         self._pending_since = 0.0
         self._stored: set[int] = set()
@@ -143,6 +150,9 @@ class CoordinatorBolt(Bolt):
     def _roll_back(self, store: StateStore, attempt: int, now: float) -> None:
         last = store.last_committed(self._topology)
         restore = NO_CHECKPOINT if last is None else last
+        # what the store holds is what counts as committed, also for a coordinator that just
+        # started (a restart, a rescale) and has committed nothing itself yet
+        self.last_committed = max(self.last_committed, restore)
         log.warning(
             "topology %r: attempt %d begins; every task resumes from checkpoint %s",
             self._topology,
@@ -159,8 +169,19 @@ class CoordinatorBolt(Bolt):
     def _on_report(self, checkpoint: int, attempt: int, task: int, stored: bool) -> None:
         if checkpoint != self._pending or attempt != self.attempt:
             return  # from an abandoned checkpoint or an earlier attempt
+        if stored is ALIGNMENT_GIVEN_UP:
+            self.alignments_given_up += 1
+            self._abandon(
+                f"task {task} gave up aligning: it held back more than "
+                f"{self._settings.alignment_buffer} tuples waiting for this checkpoint's barriers "
+                "from its other inputs. Not a store error: the task processes on and the next "
+                "checkpoint follows. If this repeats, raise topology.state.alignment.buffer.size "
+                "(memory per task) or look for the input that lags behind (its barriers come late)",
+                logging.WARNING,
+            )
+            return
         if not stored:
-            self._abandon(f"task {task} could not store its part")
+            self._abandon(f"task {task} could not store its part in the state store")
             return
         self._stored.add(task)
         if self._stored >= self._expected:
@@ -181,8 +202,9 @@ class CoordinatorBolt(Bolt):
             if self._asked:  # asked for while this one ran: the next starts now, not at a tick
                 self._tick(time.monotonic())
 
-    def _abandon(self, why: str) -> None:
-        self._errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)
+    def _abandon(self, why: str, level: int = logging.ERROR) -> None:
+        errors = self._warnings if level == logging.WARNING else self._errors
+        errors.log("topology %r: checkpoint %s abandoned: %s", self._topology, self._pending, why)
         self.abandoned += 1
         self._pending = None
         self._next_start = time.monotonic() + self._settings.interval_seconds
@@ -211,6 +233,7 @@ class CoordinatorBolt(Bolt):
             "last_committed": self.last_committed,
             "last_duration_seconds": self.last_duration,
             "abandoned": self.abandoned,
+            "abandoned_alignments": self.alignments_given_up,
             "store_errors": self.store_errors,
             "rollbacks": self.rollbacks,
         }

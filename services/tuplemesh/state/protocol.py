@@ -15,7 +15,8 @@ identically:
   they keep their place among the tuples (per source and destination task, delivery is FIFO on
   every transport);
 - ``__checkpoint_report`` (every spout task and stateful bolt task -> coordinator):
-  ``[n, attempt, task, stored]`` once the task's part of checkpoint ``n`` is stored (or failed).
+  ``[n, attempt, task, stored]`` once the task's part of checkpoint ``n`` is stored (True), could
+  not be stored (False), or was never taken because the task gave up aligning (None).
 
 `tuplemesh.state.wiring` adds them to a topology. Every user spout is wrapped in a
 `CheckpointedSpout` (position, rewind, barriers); bolts align their inputs in
@@ -35,6 +36,7 @@ from tuplemesh.topology.components import TaskContext
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
+    "ALIGNMENT_GIVEN_UP",
     "BARRIER",
     "BARRIER_STREAM",
     "CHECKPOINT_NOW",
@@ -66,6 +68,10 @@ ROLLBACK = 1
 COMMIT = 2
 #: the value of a tick that asks the coordinator for a checkpoint now (ordinary ticks have none)
 CHECKPOINT_NOW = "now"
+#: the ``stored`` value of a report from a task that gave up aligning: its part was never taken.
+#: Falsy like a store failure's False, so a coordinator that tells them apart is not needed to
+#: abandon the checkpoint; the one that does says what happened.
+ALIGNMENT_GIVEN_UP = None
 #: the checkpoint of a rollback when none was ever committed: start from the beginning
 NO_CHECKPOINT = -1
 

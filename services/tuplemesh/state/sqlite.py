@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tuplemesh.state.base import PartKey, StoreUnavailable
+from tuplemesh.state.locations import SQLITE_PATH_KEY, default_sqlite_path
 
-__all__ = ["DEFAULT_SQLITE_FILE", "SqliteStore"]
-
-#: Where the file goes when ``topology.state.sqlite.path`` is empty: the worker's working directory.
-DEFAULT_SQLITE_FILE = "tuplemesh-state.sqlite"
+__all__ = ["SqliteStore"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS parts (
@@ -77,8 +75,9 @@ class SqliteStore:
 
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SqliteStore:
-        """The store at ``topology.state.sqlite.path`` (default: a file in the working directory)."""
-        return cls(conf.get("topology.state.sqlite.path") or DEFAULT_SQLITE_FILE)
+        """The store at ``topology.state.sqlite.path``; when it is empty, the stable file of
+        `tuplemesh.state.locations.default_sqlite_path` (a one-off run sets a fresh path)."""
+        return cls(conf.get(SQLITE_PATH_KEY) or default_sqlite_path())
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         with self._lock:

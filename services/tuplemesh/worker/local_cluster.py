@@ -8,6 +8,7 @@ from typing import Any
 
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
+from tuplemesh.state.locations import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
@@ -26,6 +27,8 @@ class LocalCluster:
     def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
         base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
         self.conf = base.with_overrides(dict(topology.conf)) if topology.conf else base
+        self.state_file = RunStateFile(self.conf, topology)  # a run resumes no earlier run
+        self.conf = self.conf.with_overrides(self.state_file.overrides)
         self.topology = topology
         self.num_workers = num_workers
         self.transport = self.conf["messaging.transport"]
@@ -87,6 +90,7 @@ class LocalCluster:
             clean &= worker.stop()
         for context in {id(c): c for c in self.contexts}.values():
             context.term()
+        self.state_file.close()
         return clean
 
     def snapshots(self) -> list[WorkerSnapshot]:
