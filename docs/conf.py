@@ -7,6 +7,7 @@ the checkout's own sources, not of an installed copy.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from pathlib import Path
@@ -43,3 +44,20 @@ bench_results = str(ROOT / "bench" / "results.json")
 html_theme = "furo"
 html_title = "tuplemesh"
 html_static_path = ["_static"]
+
+
+def _drop_builtin_docstrings(app, what, name, obj, options, lines):  # noqa: ANN001, ANN201
+    """A constant or alias without a ``#:`` comment would show its type's docstring (``int``'s,
+    ``tuple``'s): leave its entry to the page's own words instead."""
+    if what not in ("data", "attribute"):
+        return
+    text = inspect.cleandoc("\n".join(lines)).strip()
+    for source in (type(obj), getattr(obj, "__origin__", None)):
+        doc = inspect.getdoc(source) if source is not None else None
+        if doc and text.startswith(inspect.cleandoc(doc).strip()[:60]):
+            lines.clear()
+            return
+
+
+def setup(app):  # noqa: ANN001, ANN201
+    app.connect("autodoc-process-docstring", _drop_builtin_docstrings)
