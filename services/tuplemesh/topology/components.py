@@ -55,7 +55,10 @@ class OutputFieldsDeclarer:
 class SpoutCollector(Protocol):
     """What a spout emits through. Called only from the spout's own executor thread."""
 
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None: ...
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None:
+        """Emit one tuple (one value per declared field of ``stream``). With acking on, a tuple
+        with a ``msg_id`` is tracked: the spout's ``ack`` or ``fail`` gets that id back."""
+        ...
 
     def emit_many(
         self,
@@ -68,7 +71,9 @@ class SpoutCollector(Protocol):
 
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
-    ) -> None: ...
+    ) -> None:
+        """``emit`` to one ``task`` of a subscriber of the direct ``stream``."""
+        ...
 
 
 class BoltCollector(Protocol):
@@ -79,7 +84,10 @@ class BoltCollector(Protocol):
         values: Sequence[Any],
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
-    ) -> None: ...
+    ) -> None:
+        """Emit one tuple (one value per declared field of ``stream``), anchored to ``anchors``:
+        with acking on, it joins their tuple trees, so a failure downstream replays their roots."""
+        ...
 
     def emit_many(
         self,
@@ -96,11 +104,18 @@ class BoltCollector(Protocol):
         values: Sequence[Any],
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
-    ) -> None: ...
+    ) -> None:
+        """``emit`` to one ``task`` of a subscriber of the direct ``stream``."""
+        ...
 
-    def ack(self, tup: Tuple) -> None: ...
+    def ack(self, tup: Tuple) -> None:
+        """This bolt is done with ``tup``: ack or fail every input once (a ``BasicBolt`` acks
+        for you)."""
+        ...
 
-    def fail(self, tup: Tuple) -> None: ...
+    def fail(self, tup: Tuple) -> None:
+        """``tup`` could not be processed: with acking on, its spout tuples fail and are replayed."""
+        ...
 
 
 class MetricCounter(Protocol):
