@@ -11,6 +11,7 @@ import inspect
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -38,7 +39,9 @@ autodoc_typehints = "signature"
 # ``__all__`` are documented where a page names their module (tests/docs/test_api_reference.py).
 autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
 
-# Where the benchmark plots come from; `-D bench_results=PATH` reads another file.
+# Where the benchmark plots come from: the committed reference run, and the checkout's latest
+# `make bench` if there is one; `-D bench_results=PATH` (or bench_reference) reads another file.
+bench_reference = str(DOCS / "bench" / "reference.json")
 bench_results = str(ROOT / "bench" / "results.json")
 
 html_theme = "furo"
@@ -46,7 +49,9 @@ html_title = "tuplemesh"
 html_static_path = ["_static"]
 
 
-def _drop_builtin_docstrings(app, what, name, obj, options, lines):  # noqa: ANN001, ANN201
+def _drop_builtin_docstrings(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """A constant or alias without a ``#:`` comment would show its type's docstring (``int``'s,
     ``tuple``'s): leave its entry to the page's own words instead."""
     if what not in ("data", "attribute"):
@@ -59,5 +64,5 @@ def _drop_builtin_docstrings(app, what, name, obj, options, lines):  # noqa: ANN
             return
 
 
-def setup(app):  # noqa: ANN001, ANN201
+def setup(app: Any) -> None:
     app.connect("autodoc-process-docstring", _drop_builtin_docstrings)

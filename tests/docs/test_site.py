@@ -103,5 +103,27 @@ def test_without_usable_results_the_plots_page_says_so_and_the_build_passes(tmp_
     out = build(tmp_path, results)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     page = (tmp_path / "html" / "benchmark-plots.html").read_text()
-    assert "<img" not in page.split('role="main"')[-1]
-    assert "No benchmark" in page and "make bench" in page
+    reference, latest = page.split('role="main"')[-1].split('id="your-latest-run"')
+    assert "<img" not in latest
+    assert "No benchmark" in latest and "make bench" in latest
+    # the committed reference run is drawn all the same, with the machine it ran on
+    assert_reference_drawn(reference, tmp_path / "html")
+
+
+def assert_reference_drawn(page: str, site: Path) -> None:
+    recorded = json.loads((DOCS / "bench" / "reference.json").read_text())
+    parts = {record["part"] for record in recorded["records"]}
+    assert {"ring", "hotpath"} <= parts
+    for part in parts:
+        assert f'src="_images/bench-reference-{part}.png"' in page, part
+        assert (site / "_images" / f"bench-reference-{part}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    mode = "hot path compiled" if recorded["compiled"] else "pure Python"
+    machine = f"{recorded['cpu']}, {recorded['cores']} cores"
+    assert f"Run of {recorded['when']}, Python {recorded['python']} on {machine}" in page and mode in page
+
+
+def test_the_committed_reference_run_is_drawn_beside_the_latest_one(site: Path):
+    page = (site / "benchmark-plots.html").read_text()
+    reference, latest = page.split('id="your-latest-run"')
+    assert_reference_drawn(reference, site)
+    assert 'src="_images/bench-ring.png"' in latest and "bench-reference" not in latest
