@@ -15,7 +15,12 @@ DOCS = ROOT / "docs"
 
 PAGES = [
     "index", "getting-started", "tutorial", "concepts", "api", "configuration", "guarantees",
-    "state", "state-backends", "spark", "operations", "benchmarks", "benchmark-plots",
+    "state", "state-backends", "windows", "spark", "operations", "benchmarks", "benchmark-plots",
+]  # fmt: skip
+#: the API reference's pages beside api.html, one or two public modules each
+API_PAGES = [
+    "local-cluster", "state", "windowing", "gateway", "client", "spark", "acking", "config", "plugins",
+    "disruptor", "errors",
 ]  # fmt: skip
 
 RESULTS = {
@@ -71,6 +76,10 @@ def test_every_page_is_built(site: Path):
     index = (site / "index.html").read_text()
     for page in PAGES[1:]:
         assert f'href="{page}.html"' in index, f"{page} is not in the navigation"
+    api = (site / "api.html").read_text()
+    for page in API_PAGES:
+        assert (site / "api" / f"{page}.html").is_file(), page
+        assert f'href="api/{page}.html"' in api, f"api/{page} is not linked from the API reference"
 
 
 def test_the_api_reference_is_generated_from_the_docstrings(site: Path):
