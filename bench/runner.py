@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -23,6 +24,7 @@ from bench import (
     wordcount,
 )
 from bench.records import Record, format_table
+from tuplemesh import compiled_modules
 
 
 def _e2e(quick: bool = False) -> list[Record]:
@@ -43,6 +45,17 @@ PARTS = {
 }
 
 
+def cpu_model() -> str:
+    """The CPU's model name as the kernel reports it (what the figures depend on most)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def run_benchmarks(part: str, as_json: bool, quick: bool, output: str, pure_vs_compiled: int = 0) -> int:
     """``pure_vs_compiled``: that many rounds of each part compiled and pure Python, compared."""
     names = list(PARTS) if part == "all" else [part]
@@ -59,6 +72,9 @@ def run_benchmarks(part: str, as_json: bool, quick: bool, output: str, pure_vs_c
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "compiled": bool(compiled_modules()),
         "quick": quick,
         "records": [r.as_dict() for r in records],
     }

@@ -1,9 +1,13 @@
-"""Sphinx extension: the ``benchmark-plots`` directive draws ``bench/results.json`` with matplotlib.
+"""Sphinx extension: the ``benchmark-plots`` directive draws benchmark results with matplotlib.
 
-Each benchmark part becomes one horizontal bar chart: every case's rate beside the baselines
-measured in the same run, with the ratio on each baseline's bar. Without a results file (no
-``make bench`` yet) or with one that cannot be read, the directive renders a note saying so and
-draws nothing: the docs build never fails for want of benchmark numbers.
+``{benchmark-plots} reference`` draws the committed reference run (``bench_reference``,
+docs/bench/reference.json); ``{benchmark-plots} results`` draws the checkout's latest
+``make bench`` (``bench_results``, bench/results.json). Each benchmark part becomes one
+horizontal bar chart: every case's rate beside the baselines measured in the same run, with the
+ratio on each baseline's bar, under a line naming the run's date, Python, CPU, cores and whether
+the hot path ran compiled. Without a results file (no ``make bench`` yet) or with one that cannot
+be read, the directive renders a note saying so and draws nothing: the docs build never fails for
+want of benchmark numbers.
 """
 
 from __future__ import annotations
@@ -132,13 +136,38 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(lines)
 
 
+def describe_run(doc: Mapping[str, Any]) -> str:
+    """The line above a run's plots: when, on what, and how (compiled or pure Python, quick)."""
+    compiled = doc.get("compiled")
+    mode = {True: "hot path compiled", False: "pure Python"}.get(compiled, "compiled or pure: not recorded")
+    cpu = doc.get("cpu")
+    cores = doc.get("cores")
+    machine = ", ".join(
+        str(item) for item in (cpu, f"{cores} cores" if cores else None, doc.get("machine", "?")) if item
+    )
+    return (
+        f"Run of {doc.get('when', 'an unknown date')}, Python {doc.get('python', '?')} on "
+        f"{machine}; {mode}{' (quick mode)' if doc.get('quick') else ''}."
+    )
+
+
+#: directive argument -> (config value naming the file, prefix of the images' names)
+SOURCES = {"results": ("bench_results", "bench-"), "reference": ("bench_reference", "bench-reference-")}
+
+
 class BenchmarkPlots(SphinxDirective):
-    """``benchmark-plots``: one figure per benchmark part, or a note when there is nothing to plot."""
+    """``benchmark-plots [results|reference]``: one figure per benchmark part, or a note when
+    there is nothing to plot."""
 
     has_content = False
+    optional_arguments = 1
 
     def run(self) -> list[nodes.Node]:
-        path = Path(self.config.bench_results)
+        source = self.arguments[0] if self.arguments else "results"
+        if source not in SOURCES:
+            raise self.error(f"benchmark-plots: unknown source {source!r}; use one of {sorted(SOURCES)}")
+        setting, prefix = SOURCES[source]
+        path = Path(getattr(self.config, setting))
         # Re-read this page whenever the results change (or while they are absent).
         self.env.note_dependency(str(path))
         doc, why_not = load_results(path)
@@ -146,14 +175,10 @@ class BenchmarkPlots(SphinxDirective):
             note = nodes.note()
             note += nodes.paragraph(text=why_not)
             return [note]
-        run = (
-            f"Run of {doc.get('when', 'an unknown date')}, Python {doc.get('python', '?')} on "
-            f"{doc.get('machine', '?')}{' (quick mode)' if doc.get('quick') else ''}."
-        )
-        out: list[nodes.Node] = [nodes.paragraph(text=run)]
+        out: list[nodes.Node] = [nodes.paragraph(text=describe_run(doc))]
         targets = {str(r.get("case")): str(r.get("target", "")) for r in doc["records"]}
         for part, groups in bars_by_part(doc["records"]).items():
-            image = plot_part(part, groups, Path(self.env.srcdir) / GENERATED / f"bench-{part}.png")
+            image = plot_part(part, groups, Path(self.env.srcdir) / GENERATED / f"{prefix}{part}.png")
             figure = nodes.figure()
             figure += nodes.image(uri=f"/{GENERATED}/{image.name}", alt=f"benchmark part {part}")
             caption = "; ".join(
@@ -168,5 +193,6 @@ class BenchmarkPlots(SphinxDirective):
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("bench_results", "bench/results.json", "env", types=[str])
+    app.add_config_value("bench_reference", "docs/bench/reference.json", "env", types=[str])
     app.add_directive("benchmark-plots", BenchmarkPlots)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,4 +1,4 @@
-"""Every exception tuplemesh raises, in one tree.
+"""Every exception tuplemesh raises, in one tree::
 
     TuplemeshError
     ├── ConfigError              a config key has a bad value (names key and value)

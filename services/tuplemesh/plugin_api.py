@@ -20,9 +20,13 @@ class Serializer(Protocol):
 
     def serialize(
         self, source_task: int, stream_id: int, values: Sequence[Any], anchors: dict[int, int] | None = None
-    ) -> bytes: ...
+    ) -> bytes:
+        """One tuple as bytes (``anchors`` only for a tuple in a tracked tuple tree)."""
+        ...
 
-    def deserialize(self, payload: bytes) -> Decoded: ...
+    def deserialize(self, payload: bytes) -> Decoded:
+        """The tuple ``serialize`` encoded, as ``Decoded``."""
+        ...
 
 
 #: What ``deserialize_rows`` returns: (source task, stream id, the values of each tuple).
@@ -37,14 +41,23 @@ class RowsSerializer(Serializer, Protocol):
     ``serialize`` payload with it. Without them, each tuple is sent as its own payload.
     """
 
-    def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes: ...
+    def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes:
+        """The values of many tuples of one source task and stream as one body."""
+        ...
 
-    def deserialize_rows(self, body: bytes) -> DecodedRows: ...
+    def deserialize_rows(self, body: bytes) -> DecodedRows:
+        """The rows ``serialize_rows`` encoded, as ``DecodedRows``."""
+        ...
 
 
 class CustomStreamGrouping(Protocol):
     """User grouping: ``prepare`` once per emitting executor, ``choose_tasks`` per emit."""
 
-    def prepare(self, target_tasks: Sequence[int]) -> None: ...
+    def prepare(self, target_tasks: Sequence[int]) -> None:
+        """``target_tasks``: the task ids of the subscribing bolt, the only ones to choose from."""
+        ...
 
-    def choose_tasks(self, values: Sequence[Any]) -> Sequence[int]: ...
+    def choose_tasks(self, values: Sequence[Any]) -> Sequence[int]:
+        """The tasks that get the tuple with these ``values``: any of ``target_tasks`` (another
+        task raises ``ValueError`` naming it)."""
+        ...

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import child_pythonpath
+from tuplemesh import compiled_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,4 +34,8 @@ def test_bench_ring_json_records_ratios(tmp_path):
     assert names == ["queue.Queue(maxsize=1024)", "queue.SimpleQueue", "deque+Condition(1024)"]
     for b in first["baselines"]:
         assert b["ratio"] == pytest.approx(first["items_per_second"] / b["items_per_second"], rel=1e-2)
-    assert json.loads((tmp_path / "r.json").read_text())["records"] == records
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written["records"] == records
+    # the machine the figures depend on, printed above the plots of the docs
+    assert written["cores"] == os.cpu_count() and written["cpu"]
+    assert written["compiled"] is bool(compiled_modules())  # the child runs with this process's env

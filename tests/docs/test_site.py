@@ -15,7 +15,12 @@ DOCS = ROOT / "docs"
 
 PAGES = [
     "index", "getting-started", "tutorial", "concepts", "api", "configuration", "guarantees",
-    "state", "state-backends", "spark", "operations", "benchmarks", "benchmark-plots",
+    "state", "state-backends", "windows", "spark", "operations", "benchmarks", "benchmark-plots",
+]  # fmt: skip
+#: the API reference's pages beside api.html, one or two public modules each
+API_PAGES = [
+    "local-cluster", "state", "windowing", "gateway", "client", "spark", "acking", "config", "plugins",
+    "disruptor", "errors",
 ]  # fmt: skip
 
 RESULTS = {
@@ -71,6 +76,10 @@ def test_every_page_is_built(site: Path):
     index = (site / "index.html").read_text()
     for page in PAGES[1:]:
         assert f'href="{page}.html"' in index, f"{page} is not in the navigation"
+    api = (site / "api.html").read_text()
+    for page in API_PAGES:
+        assert (site / "api" / f"{page}.html").is_file(), page
+        assert f'href="api/{page}.html"' in api, f"api/{page} is not linked from the API reference"
 
 
 def test_the_api_reference_is_generated_from_the_docstrings(site: Path):
@@ -103,5 +112,27 @@ def test_without_usable_results_the_plots_page_says_so_and_the_build_passes(tmp_
     out = build(tmp_path, results)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     page = (tmp_path / "html" / "benchmark-plots.html").read_text()
-    assert "<img" not in page.split('role="main"')[-1]
-    assert "No benchmark" in page and "make bench" in page
+    reference, latest = page.split('role="main"')[-1].split('id="your-latest-run"')
+    assert "<img" not in latest
+    assert "No benchmark" in latest and "make bench" in latest
+    # the committed reference run is drawn all the same, with the machine it ran on
+    assert_reference_drawn(reference, tmp_path / "html")
+
+
+def assert_reference_drawn(page: str, site: Path) -> None:
+    recorded = json.loads((DOCS / "bench" / "reference.json").read_text())
+    parts = {record["part"] for record in recorded["records"]}
+    assert {"ring", "hotpath"} <= parts
+    for part in parts:
+        assert f'src="_images/bench-reference-{part}.png"' in page, part
+        assert (site / "_images" / f"bench-reference-{part}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    mode = "hot path compiled" if recorded["compiled"] else "pure Python"
+    machine = f"{recorded['cpu']}, {recorded['cores']} cores"
+    assert f"Run of {recorded['when']}, Python {recorded['python']} on {machine}" in page and mode in page
+
+
+def test_the_committed_reference_run_is_drawn_beside_the_latest_one(site: Path):
+    page = (site / "benchmark-plots.html").read_text()
+    reference, latest = page.split('id="your-latest-run"')
+    assert_reference_drawn(reference, site)
+    assert 'src="_images/bench-ring.png"' in latest and "bench-reference" not in latest

@@ -114,31 +114,40 @@ class BoltDeclarer:
         return self
 
     def shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Each tuple of ``source``'s ``stream`` goes to one task of this bolt, spread evenly."""
         return self._add(source, stream, ShuffleGrouping())
 
     def fields_grouping(
         self, source: str, fields: Sequence[str], stream: str = DEFAULT_STREAM
     ) -> BoltDeclarer:
+        """Tuples with equal values of ``fields`` (a name or a list of names, declared by ``source``)
+        always go to the same task of this bolt."""
         if isinstance(fields, str):
             fields = [fields]
         return self._add(source, stream, FieldsGrouping(tuple(fields)))
 
     def all_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Every tuple goes to every task of this bolt."""
         return self._add(source, stream, AllGrouping())
 
     def global_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Every tuple goes to one task of this bolt, the one with the lowest id."""
         return self._add(source, stream, GlobalGrouping())
 
     def direct_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """The emitter picks the task with ``emit_direct``; ``stream`` must be declared direct."""
         return self._add(source, stream, DirectGrouping())
 
     def local_or_shuffle_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Shuffle among this bolt's tasks in the emitting worker when it has any, else among all."""
         return self._add(source, stream, LocalOrShuffleGrouping())
 
     def none_grouping(self, source: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """No preference where tuples go (Storm's none grouping; distributed as shuffle)."""
         return self._add(source, stream, NoneGrouping())
 
     def custom_grouping(self, source: str, grouping: Any, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Your ``CustomStreamGrouping`` chooses the tasks of each tuple."""
         return self._add(source, stream, CustomGrouping(grouping))
 
     def tick_every(self, seconds: float) -> BoltDeclarer:

@@ -55,7 +55,10 @@ class OutputFieldsDeclarer:
 class SpoutCollector(Protocol):
     """What a spout emits through. Called only from the spout's own executor thread."""
 
-    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None: ...
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None) -> None:
+        """Emit one tuple (one value per declared field of ``stream``). With acking on, a tuple
+        with a ``msg_id`` is tracked: the spout's ``ack`` or ``fail`` gets that id back."""
+        ...
 
     def emit_many(
         self,
@@ -68,7 +71,9 @@ class SpoutCollector(Protocol):
 
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
-    ) -> None: ...
+    ) -> None:
+        """``emit`` to one ``task`` of a subscriber of the direct ``stream``."""
+        ...
 
 
 class BoltCollector(Protocol):
@@ -79,7 +84,10 @@ class BoltCollector(Protocol):
         values: Sequence[Any],
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
-    ) -> None: ...
+    ) -> None:
+        """Emit one tuple (one value per declared field of ``stream``), anchored to ``anchors``:
+        with acking on, it joins their tuple trees, so a failure downstream replays their roots."""
+        ...
 
     def emit_many(
         self,
@@ -96,11 +104,18 @@ class BoltCollector(Protocol):
         values: Sequence[Any],
         anchors: Sequence[Tuple] | Tuple | None = None,
         stream: str = DEFAULT_STREAM,
-    ) -> None: ...
+    ) -> None:
+        """``emit`` to one ``task`` of a subscriber of the direct ``stream``."""
+        ...
 
-    def ack(self, tup: Tuple) -> None: ...
+    def ack(self, tup: Tuple) -> None:
+        """This bolt is done with ``tup``: ack or fail every input once (a ``BasicBolt`` acks
+        for you)."""
+        ...
 
-    def fail(self, tup: Tuple) -> None: ...
+    def fail(self, tup: Tuple) -> None:
+        """``tup`` could not be processed: with acking on, its spout tuples fail and are replayed."""
+        ...
 
 
 class MetricCounter(Protocol):
@@ -115,17 +130,25 @@ class MetricGauge(Protocol):
     """A user gauge (``context.metrics.gauge``); exported as the sum over the component's tasks
     in the worker. Executor thread only."""
 
-    def set(self, value: float) -> None: ...
+    def set(self, value: float) -> None:
+        """Set this task's value."""
+        ...
 
-    def inc(self, amount: float = 1.0) -> None: ...
+    def inc(self, amount: float = 1.0) -> None:
+        """Add ``amount`` to this task's value."""
+        ...
 
-    def dec(self, amount: float = 1.0) -> None: ...
+    def dec(self, amount: float = 1.0) -> None:
+        """Subtract ``amount`` from this task's value."""
+        ...
 
 
 class MetricHistogram(Protocol):
     """A user histogram (``context.metrics.histogram``). Executor thread only; no lock."""
 
-    def observe(self, value: float) -> None: ...
+    def observe(self, value: float) -> None:
+        """Count ``value`` in its bucket and add it to the sum."""
+        ...
 
 
 class TaskMetrics(Protocol):
@@ -136,27 +159,41 @@ class TaskMetrics(Protocol):
     same handle. A bad name, or one name defined twice differently, raises TopologyError.
     """
 
-    def counter(self, name: str, help: str) -> MetricCounter: ...
+    def counter(self, name: str, help: str) -> MetricCounter:
+        """A counter, exported as ``tuplemesh_user_<name>_total``; ``help`` is its description."""
+        ...
 
-    def gauge(self, name: str, help: str) -> MetricGauge: ...
+    def gauge(self, name: str, help: str) -> MetricGauge:
+        """A gauge, exported as ``tuplemesh_user_<name>``."""
+        ...
 
-    def histogram(self, name: str, help: str, buckets: Sequence[float] | None = None) -> MetricHistogram: ...
+    def histogram(self, name: str, help: str, buckets: Sequence[float] | None = None) -> MetricHistogram:
+        """A histogram with these bucket bounds (default: seconds, 10 microseconds to 1 second)."""
+        ...
 
 
 class TaskContext(Protocol):
     """What a task may ask about its place in the topology (`TopologyContext` is the runtime's)."""
 
     @property
-    def task_id(self) -> int: ...
+    def task_id(self) -> int:
+        """This task's id, unique in the topology."""
+        ...
 
     @property
-    def component_id(self) -> str: ...
+    def component_id(self) -> str:
+        """The name of this task's spout or bolt."""
+        ...
 
     @property
-    def worker_index(self) -> int: ...
+    def worker_index(self) -> int:
+        """The index of the worker this task runs in."""
+        ...
 
     @property
-    def conf(self) -> Mapping[str, Any]: ...
+    def conf(self) -> Mapping[str, Any]:
+        """The configuration of the worker this task runs in (the ``conf`` of ``open``/``prepare``)."""
+        ...
 
     @property
     def component_tasks(self) -> tuple[int, ...]:
@@ -169,14 +206,18 @@ class TaskContext(Protocol):
         ...
 
     @property
-    def topology_name(self) -> str: ...
+    def topology_name(self) -> str:
+        """The name given to ``TopologyBuilder``."""
+        ...
 
     @property
     def metrics(self) -> TaskMetrics:
         """This task's user metrics (counters, gauges, histograms under its component's labels)."""
         ...
 
-    def tasks_of(self, component: str) -> tuple[int, ...]: ...
+    def tasks_of(self, component: str) -> tuple[int, ...]:
+        """Every task id of ``component``, across all workers."""
+        ...
 
     def output_fields(self, stream: str = DEFAULT_STREAM) -> Fields:
         """The fields this task's component declared on ``stream``."""

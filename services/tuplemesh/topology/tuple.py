@@ -71,6 +71,11 @@ class Tuple:
 
     A tuple delivered inside its worker is shared by every local receiver, unserialized; one
     that crossed workers went through the topology's serializer (msgpack turns tuples into lists).
+
+    ``values`` are the emitted values, in the order of ``fields`` (the stream's declared
+    ``Fields``); ``source_component``, ``source_task`` and ``source_stream`` say who emitted it
+    on which stream. ``tup[i]``, ``len(tup)`` and iteration work on ``values``; ``tup.get(name)``
+    looks a value up by field name.
     """
 
     __slots__ = ("fields", "source_component", "source_stream", "source_task", "values")

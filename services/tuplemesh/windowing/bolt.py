@@ -96,6 +96,7 @@ class WindowedBolt:
         """Called once in the task's executor thread before the first window."""
 
     def execute_window(self, window: Window) -> None:
+        """Called with each window as it closes (``window.tuples``, its start and end)."""
         raise NotImplementedError
 
     def component_config(self) -> Mapping[str, Any]:

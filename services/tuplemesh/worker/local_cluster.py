@@ -53,6 +53,7 @@ class LocalCluster:
         self._finished_at: float | None = None
 
     def start(self) -> None:
+        """Start every worker's executors; spouts begin calling ``next_tuple`` at once."""
         for worker in self.workers:
             worker.start()
         self._started_at = time.monotonic()
@@ -83,6 +84,8 @@ class LocalCluster:
         return False
 
     def stop(self) -> bool:
+        """Stop the spouts, then every worker, then the transport; True when every worker's
+        threads stopped in time."""
         clean = True
         for worker in self.workers:
             worker.deactivate_spouts()
@@ -94,6 +97,7 @@ class LocalCluster:
         return clean
 
     def snapshots(self) -> list[WorkerSnapshot]:
+        """Each worker's counters and queue depths, as ``/metrics`` and Admin read them."""
         return [w.snapshot() for w in self.workers]
 
     def counters(self) -> dict[str, dict[str, int]]:
