@@ -128,6 +128,20 @@ def test_new_refuses_an_existing_path(demo: Path):
     assert {p: p.read_bytes() for p in demo.rglob("*") if p.is_file()} == before
 
 
+def test_a_name_with_underscores_is_the_package_and_with_hyphens_the_release_and_image(tmp_path: Path):
+    out = tuplemesh("new", "hot_tags", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    project = tmp_path / "hot_tags"
+    assert (project / "hot_tags" / "topology.py").is_file()
+    readme = (project / "README.md").read_text()
+    # Kubernetes names (the Helm release) allow no underscores
+    assert "helm install hot-tags ../tuplemesh/deploy/helm/tuplemesh" in readme
+    assert "--set image.repository=registry.example.com/hot-tags" in readme
+    assert "--set topology.target=hot_tags.topology:topology" in readme
+    assert "docker build -t registry.example.com/hot-tags:1.0.0 ." in readme
+    assert tomllib.loads((project / "pyproject.toml").read_text())["project"]["name"] == "hot_tags"
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [

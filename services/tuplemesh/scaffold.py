@@ -50,7 +50,7 @@ def check_name(name: str) -> None:
             f"{name!r} is not a valid Python package name for a project: use lowercase letters, "
             f"digits and underscores, starting with a letter (at most {_MAX_NAME} characters)"
         )
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+    if keyword.iskeyword(name):
         raise ScaffoldError(f"{name!r} is a Python keyword: choose another project name")
     # importing the topology as NAME would find the other module first, or hide it
     taken = {"tuplemesh": "tuplemesh itself", "tests": "the project's tests directory"}
@@ -79,14 +79,20 @@ def write_project(name: str, parent: Path) -> Path:
         "release": name.replace("_", "-"),
         "tuplemesh_version": _tuplemesh_version(),
     }
+    templates = resources.files("tuplemesh") / "templates" / "new"
+    # every file rendered before the directory is made: a broken template leaves nothing behind
+    texts = {}
+    for template, path in FILES:
+        text = templates.joinpath(template).read_text(encoding="utf-8")
+        texts[path.format(name=name)] = Template(text).substitute(values)
     try:
         root.mkdir()  # fails if anything is there: never write into an existing directory
     except FileExistsError:
         raise ScaffoldError(f"{root} already exists: choose another name or remove it") from None
-    templates = resources.files("tuplemesh") / "templates" / "new"
-    for template, path in FILES:
-        text = Template(templates.joinpath(template).read_text(encoding="utf-8")).substitute(values)
-        out = root / path.format(name=name)
+    except OSError as exc:
+        raise ScaffoldError(f"cannot create {root}: {exc.strerror}") from None
+    for path, text in texts.items():
+        out = root / path
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
     return root

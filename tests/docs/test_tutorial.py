@@ -143,6 +143,17 @@ def test_the_files_the_tutorial_shows_are_what_tuplemesh_new_writes_word_for_wor
         assert text == written[path], path
 
 
+def test_the_projects_readme_gives_the_tutorials_commands(project: Path):
+    shell = re.findall(
+        r"^```shell\n(.*?)^```$", (project / "README.md").read_text(), re.MULTILINE | re.DOTALL
+    )
+    lines = "".join(shell).replace("\\\n", " ").splitlines()
+    readme = [shlex.split(line, comments=True) for line in lines]
+    for step in ("pytest", "run", "image", "helm-install"):
+        for words in commands(step):
+            assert words in readme, (step, words)
+
+
 def test_the_users_pytest_passes_on_local_workers(project: Path):
     [words] = commands("pytest")
     out = run(words, project)
