@@ -256,6 +256,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("config", help="print every configuration key, its env var and default")
+
+    new = sub.add_parser("new", help="write a new topology project (the tutorial's) into ./NAME")
+    new.add_argument("name", metavar="NAME", help="the project's Python package name, e.g. trending")
     return parser
 
 
@@ -513,6 +516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "config":
             sys.stdout.write(describe_keys())
             return 0
+        if args.command == "new":
+            from tuplemesh.scaffold import new
+
+            return new(args.name)
     except (CliError, TuplemeshError) as exc:
         print(f"tuplemesh: error: {exc}", file=sys.stderr)
         return 2

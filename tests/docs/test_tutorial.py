@@ -1,6 +1,7 @@
-"""The tutorial (docs/tutorial.md), driven: its files written out as the user's project, its pytest
-and `tuplemesh run` commands run for real, its Helm commands rendered by the real Helm engine
-and validated, its Dockerfile checked against the base image and the chart, and the rendered
+"""The tutorial (docs/tutorial.md), driven: its `tuplemesh new` command writes the user's project,
+which must be the files the tutorial shows word for word; its pytest and `tuplemesh run`
+commands run for real, its Helm commands rendered by the real Helm engine
+and validated, its Dockerfile checked against tuplemesh's own image and the chart, and the rendered
 container command run as worker processes that must serve.
 
 Code blocks are found by their markers: ``{code-block}`` with ``:caption: PATH`` is a file of the
@@ -95,11 +96,23 @@ def executable(words: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("user") / "trending"
-    for path, text in files().items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    return root
+    """The project the tutorial's `tuplemesh new` writes, in the directory it is run from."""
+    install = commands("install")
+    new = the_command("install", "tuplemesh", "new")
+    # the project is made next to the checkout, and the rest of the tutorial runs inside it
+    assert install[install.index(new) + 1] == ["cd", new[2]]
+    assert ["pip", "install", "./" + Path(CHECKOUT).name] in install
+    parent = tmp_path_factory.mktemp("user")
+    out = subprocess.run(
+        executable(new), cwd=parent, env={**os.environ, "PYTHONPATH": child_pythonpath()},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    return parent / new[2]
+
+
+def project_files(project: Path) -> dict[str, str]:
+    return {str(p.relative_to(project)): p.read_text() for p in project.rglob("*") if p.is_file()}
 
 
 def user_env(project: Path) -> dict[str, str]:
@@ -116,11 +129,29 @@ def run(words: list[str], project: Path, timeout: float = 180) -> subprocess.Com
 # -- the project and the local steps ---------------------------------------------------------------
 
 
-def test_the_layout_lists_exactly_the_files_the_tutorial_writes():
+def test_the_layout_lists_exactly_the_files_tuplemesh_new_writes(project: Path):
     tree = next(b for b in blocks() if b.lang == "text" and b.body.startswith("trending/"))
     listed = {line.split("── ")[1] for line in tree.body.splitlines() if "── " in line}
-    assert listed == set(files())
-    assert {"pyproject.toml", "Dockerfile", "deploy/values.yaml", "trending/topology.py"} <= listed
+    assert listed == set(project_files(project))
+    # every file but the README is shown
+    assert set(files()) == listed - {"README.md"}
+
+
+def test_the_files_the_tutorial_shows_are_what_tuplemesh_new_writes_word_for_word(project: Path):
+    written = project_files(project)
+    for path, text in files().items():
+        assert text == written[path], path
+
+
+def test_the_projects_readme_gives_the_tutorials_commands(project: Path):
+    shell = re.findall(
+        r"^```shell\n(.*?)^```$", (project / "README.md").read_text(), re.MULTILINE | re.DOTALL
+    )
+    lines = "".join(shell).replace("\\\n", " ").splitlines()
+    readme = [shlex.split(line, comments=True) for line in lines]
+    for step in ("pytest", "run", "image", "helm-install"):
+        for words in commands(step):
+            assert words in readme, (step, words)
 
 
 def test_the_users_pytest_passes_on_local_workers(project: Path):
@@ -289,39 +320,59 @@ def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return instructions[last_from:]
 
 
-def test_the_dockerfile_builds_on_the_base_image_and_keeps_the_worker_command(project: Path):
-    base = final_stage(dockerfile_instructions((ROOT / "deploy" / "Dockerfile").read_text()))
-    user = dockerfile_instructions(files()["Dockerfile"])
+def stages(instructions: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The instructions split at each FROM."""
+    out: list[list[tuple[str, str]]] = []
+    for word, arg in instructions:
+        if word == "FROM":
+            out.append([])
+        out[-1].append((word, arg))
+    return out
+
+
+def test_the_dockerfile_compiles_tuplemesh_from_its_sdist_and_keeps_the_worker_command(project: Path):
+    tuplemesh_image = final_stage(dockerfile_instructions((ROOT / "deploy" / "Dockerfile").read_text()))
+    [build, image] = stages(dockerfile_instructions(files()["Dockerfile"]))
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    meta = tomllib.loads(files()["pyproject.toml"])["project"]
 
-    [cd, build_base, _push, _back] = commands("base-image")
-    assert cd == ["cd", CHECKOUT]
-    assert build_base[:4] == ["docker", "build", "-f", "deploy/Dockerfile"]
-    base_tag = build_base[build_base.index("-t") + 1]
-    assert base_tag.endswith(f"/tuplemesh:{version}")
-    assert user[0] == ("FROM", base_tag)
+    # the tutorial's commands make exactly the two files the Dockerfile copies
+    sdist = f"tuplemesh-{version}.tar.gz"  # what `python -m build --sdist` names tuplemesh's
+    wheel = f"{meta['name']}-{meta['version']}-py3-none-any.whl"  # what `pip wheel` names the user's
+    build_sdist = ["python", "-m", "build", "--sdist", "--outdir", "dist", CHECKOUT]
+    assert the_command("image", "python") == build_sdist
+    assert the_command("image", "pip", "wheel") == ["pip", "wheel", "--no-deps", "-w", "dist", "."]
+    # and the project depends on that very tuplemesh
+    assert meta["dependencies"] == [f"tuplemesh=={version}"]
 
-    # the base image: Python with pip, the `tuplemesh` entrypoint, the non-root user
-    assert base[0][1].startswith("python:3.11")
-    assert ("ENTRYPOINT", '["tuplemesh"]') in base
-    base_user = [arg for word, arg in base if word == "USER"][-1]
-    # the user's image keeps the entrypoint and ends as the same user the chart runs as
-    assert "ENTRYPOINT" not in {word for word, _ in user}
-    assert [arg for word, arg in user if word == "USER"][-1] == base_user
+    # the build stage: the full Python image (a C compiler for mypyc) makes the wheels
+    assert build[0] == ("FROM", "python:3.11 AS build")
+    assert ("COPY", f"dist/{sdist} dist/{wheel} /dist/") in build
+    [wheels] = [arg for word, arg in build if word == "RUN"]
+    assert shlex.split(wheels) == [
+        "pip", "wheel", "--no-cache-dir", "--wheel-dir", "/wheels", f"/dist/{sdist}[zmq]", f"/dist/{wheel}",
+    ]  # fmt: skip
+
+    # the image: tuplemesh's own base, only those wheels (no index), the `tuplemesh` entrypoint
+    assert image[0] == tuplemesh_image[0]
+    assert image[0][1].startswith("python:3.11-slim")
+    pip_install = next(arg for word, arg in image if word == "RUN" and "pip install" in arg)
+    assert pip_install.startswith("--mount=type=bind,from=build,source=/wheels,target=/wheels ")
+    assert "--no-index --find-links /wheels" in pip_install
+    assert shlex.split(pip_install)[-2:] == ["tuplemesh[zmq]", meta["name"]]
+    assert ("ENTRYPOINT", '["tuplemesh"]') in image
+    assert ("ENTRYPOINT", '["tuplemesh"]') in tuplemesh_image
+
+    # it ends as the user the chart runs as, as tuplemesh's own image does
+    image_user = [arg for word, arg in image if word == "USER"][-1]
+    assert image_user == [arg for word, arg in tuplemesh_image if word == "USER"][-1]
     chart_values = yaml.safe_load((ROOT / "deploy" / "helm" / "tuplemesh" / "values.yaml").read_text())
     pod = chart_values["podSecurityContext"]
-    assert base_user == f"{pod['runAsUser']}:{pod['runAsGroup']}"
+    assert image_user == f"{pod['runAsUser']}:{pod['runAsGroup']}"
 
     # CMD is the chart's args: the container runs `tuplemesh worker TARGET`, as `tuplemesh run` does
-    cmd = json.loads(dict(user)["CMD"])
+    cmd = json.loads(dict(image)["CMD"])
     assert cmd == worker_container(render(install(project)))["args"]
-
-    # the wheel it installs is the one `pip wheel` makes of the user's pyproject
-    meta = tomllib.loads(files()["pyproject.toml"])["project"]
-    wheel = f"{meta['name']}-{meta['version']}-py3-none-any.whl"
-    assert dict(user)["COPY"] == f"dist/{wheel} /tmp/"
-    assert f"pip install --no-cache-dir /tmp/{wheel}" in dict(user)["RUN"]
-    assert the_command("image", "pip") == ["pip", "wheel", "--no-deps", "-w", "dist", "."]
 
 
 # -- the rendered container, run ------------------------------------------------------------------
