@@ -4,6 +4,9 @@ The launcher knows no more than an operator with grpcurl would: it spawns ``tupl
 processes with static peers, waits for them through the health service, follows them through
 ``Admin.GetStatus``, decides the run is finished when every spout is finished and no tuple is in
 flight anywhere, collects the task reports, then SIGTERMs the workers and checks their exit codes.
+
+The workers run in a process group of their own: Ctrl-C in a terminal reaches the launcher only,
+which then stops every worker with one SIGTERM (their normal drain).
 """
 
 from __future__ import annotations
@@ -27,13 +30,32 @@ from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import RunSummary, summarize
+from tuplemesh.worker.summary import RunSummary, failing_error, summarize
 
-__all__ = ["ProcessCluster", "is_serving", "merge_reports", "run_processes", "stop_processes"]
+__all__ = [
+    "Interrupted",
+    "ProcessCluster",
+    "is_serving",
+    "merge_reports",
+    "run_processes",
+    "stop_processes",
+]
 
 
 class WorkerDied(RuntimeError):
     """A worker process exited while the run was going on."""
+
+
+class Interrupted(Exception):
+    """SIGINT (Ctrl-C) or SIGTERM reached ``tuplemesh run``: the run stops its workers and ends."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
 
 
 class ProcessCluster:
@@ -77,7 +99,17 @@ class ProcessCluster:
             ]  # fmt: skip
             if self.config_path:
                 cmd += ["--config", self.config_path]
-            self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL))
+            # a group of its own: a terminal's Ctrl-C goes to the launcher, which SIGTERMs each
+            # worker once (a worker takes a second signal as "exit now, skip the drain")
+            self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, process_group=0))
+
+    def addresses(self) -> list[str]:
+        """One line per worker: where Admin (``tuplemesh top``, grpcurl) and /metrics answer."""
+        return [
+            f"worker {index}: admin {self.host}:{port} (tuplemesh top --target {self.host}:{port}), "
+            f"metrics http://{self.host}:{metrics}/metrics"
+            for index, (port, metrics) in enumerate(zip(self.ports, self.metrics_ports, strict=True))
+        ]
 
     def check_alive(self) -> None:
         if self._stopping:
@@ -117,15 +149,24 @@ class ProcessCluster:
         return consumed == delivered
 
     def wait_done(
-        self, timeout: float, on_poll: Callable[[list[WorkerSnapshot], list[str]], None] | None = None
+        self,
+        timeout: float | None,
+        on_poll: Callable[[list[WorkerSnapshot], list[str]], None] | None = None,
+        tolerated: int | None = None,
     ) -> bool:
-        """Wait until quiescent; ``on_poll`` sees the snapshots and serving states on each poll."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if on_poll is not None:
+        """Wait until quiescent (``timeout`` None: until a signal, as ``run --serve``); ``on_poll``
+        sees the snapshots and serving states on each poll. With ``tolerated``, user code raising
+        more exceptions than that (or in prepare/open) ends the wait at once, with False."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is None or time.monotonic() < deadline:
+            if on_poll is not None or tolerated is not None:
                 statuses = self.statuses()
-                on_poll([snapshot_from_proto(s) for s in statuses], [s.state for s in statuses])
-            if self.quiescent():
+                snapshots = [snapshot_from_proto(s) for s in statuses]
+                if on_poll is not None:
+                    on_poll(snapshots, [s.state for s in statuses])
+                if tolerated is not None and failing_error(snapshots, tolerated) is not None:
+                    return False
+            if deadline is not None and self.quiescent():
                 time.sleep(0.02)
                 if self.quiescent():
                     return True
@@ -185,8 +226,18 @@ def run_processes(
     timeout: float,
     config_path: str | None,
     live: bool,
+    *,
+    tolerated: int | None = None,
+    serve: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """The whole ``tuplemesh run`` over worker processes; never leaves a process behind."""
+    """The whole ``tuplemesh run`` over worker processes; never leaves a process behind.
+
+    ``tolerated``: the user-code exceptions the run survives (None: only counted). ``serve``:
+    keep the mesh up after its spouts finish, until SIGINT or SIGTERM. ``announce`` is handed
+    one line per worker with its addresses once they are started. SIGINT and SIGTERM stop the
+    workers (one SIGTERM each) and end the run: ``interrupted`` in the summary, unless serving.
+    """
     cluster = ProcessCluster(target, topology, num_workers, transport=transport, config_path=config_path)
     started = time.monotonic()
     completed = False
@@ -195,27 +246,50 @@ def run_processes(
     reports: dict[str, list[Any]] = {}
     finished_at = None
     codes: list[int] = []
+    interrupted: Interrupted | None = None
+    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         cluster.start()
+        if announce is not None:
+            for line in cluster.addresses():
+                announce(line)
         cluster.wait_serving(min(timeout, 60.0))
         if live:
             from tuplemesh.progress import LiveProgress
 
             with LiveProgress(topology.name, num_workers, transport) as progress:
-                completed = cluster.wait_done(timeout, progress.update)
+                completed = cluster.wait_done(None if serve else timeout, progress.update, tolerated)
         else:
-            completed = cluster.wait_done(timeout)
+            completed = cluster.wait_done(None if serve else timeout, None, tolerated)
         finished_at = time.monotonic()
         snapshots = cluster.snapshots()
         reports = cluster.reports() if completed else {}
+    except Interrupted as exc:
+        interrupted = exc
+        try:  # what the mesh had done when the signal came (and its result, when it finished)
+            finished_at = time.monotonic()
+            snapshots = cluster.snapshots()
+            completed = serve and cluster.quiescent()
+            reports = cluster.reports() if completed else {}
+        except (WorkerDied, grpc.RpcError, Interrupted):
+            pass
     except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
         message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
     finally:
+        # one SIGTERM per worker, their drain uninterrupted: further signals wait for it
+        for sig in handlers:
+            signal.signal(sig, signal.SIG_IGN)
         codes = cluster.stop()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
     seconds = (finished_at or time.monotonic()) - started
     matched: bool | None = None
     if message:
         matched = False
+    elif interrupted is not None and not serve:
+        matched, message = False, f"interrupted by {interrupted.args[0]}; workers stopped"
+    elif interrupted is not None and not completed:
+        message = f"served until {interrupted.args[0]}; the spouts had not finished: result not checked"
     elif not completed:
         matched, message = False, f"did not complete within {timeout}s"
     elif any(codes):
@@ -224,7 +298,7 @@ def run_processes(
         matched, message = topology.check(reports)
     else:
         message = "no result check defined"
-    return summarize(
+    summary = summarize(
         snapshots,
         topology=topology.name,
         workers=num_workers,
@@ -233,4 +307,7 @@ def run_processes(
         completed=completed,
         matched=matched,
         message=message,
+        tolerated=tolerated,
     )
+    summary.interrupted = interrupted is not None and not serve
+    return summary

@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
 READINESS = ("", "tuplemesh.v1.Transfer")
 
+#: Unless metrics.port is set, /metrics listens on the worker's port plus this: 6700 -> 9100,
+#: the port Prometheus exporters conventionally start at, and one more for each next worker port.
+METRICS_PORT_OFFSET = 2400
+
 #: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
 EPOCH_POLL_SECS = 0.5
 
@@ -127,7 +131,11 @@ class WorkerProcess:
             self.server,
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
-        self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
+        try:
+            self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
+        except BaseException:
+            self.context.term()  # nothing else runs yet; a transport's sockets must not outlive this
+            raise
         self.metrics: MetricsEndpoint | None = None
         self.signals = signals or TerminationSignals()
         # set by a signal or by a rescale; only a signal sets ``signals.requested``, so after a
@@ -144,28 +152,64 @@ class WorkerProcess:
         return self._state
 
     def start(self) -> None:
-        self.worker.start()  # registers Transfer on the shared server before it starts
-        self.server.start()
+        # /metrics binds first: a port in use (another worker's) must fail the start before any
+        # thread of this one runs, so the process exits at once instead of serving half-started
         settings = self.settings
-        if settings.metrics_enabled and settings.metrics_port:
+        port = self.metrics_port()
+        if settings.metrics_enabled and port:
             try:
                 self.metrics = MetricsEndpoint(
                     self.worker,
                     settings.metrics_bind_host,
-                    settings.metrics_port,
+                    port,
                     self.rpc_errors,
                     self.tls_connections,
                 )
             except OSError as exc:
+                self.abort()
+                how = (
+                    "metrics.port"
+                    if self.conf.given("metrics.port")
+                    else f"metrics.port (--port + {METRICS_PORT_OFFSET})"
+                )
                 raise TransportError(
-                    f"metrics.port {settings.metrics_port}: cannot serve /metrics: {exc.strerror}"
+                    f"{how} {port}: cannot serve /metrics on {settings.metrics_bind_host}:{port}: "
+                    f"{exc.strerror or exc}; set metrics.port (TUPLEMESH_METRICS_PORT) to a free port, or 0"
                 ) from exc
+        try:
+            self.worker.start()  # registers Transfer on the shared server before it starts
+            self.server.start()
+        except BaseException:
+            self.abort()
+            raise
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
         threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
         if self.replicas is not None and self.worker.index == 0:
             threading.Thread(target=self._follow_replicas, name="follow-replicas", daemon=True).start()
+
+    def metrics_port(self) -> int:
+        """The /metrics port: ``metrics.port`` when set, else this worker's port plus
+        METRICS_PORT_OFFSET (workers on one host, on ports 6700, 6701, ..., never collide)."""
+        if self.conf.given("metrics.port"):
+            return int(self.settings.metrics_port)
+        port = self.port + METRICS_PORT_OFFSET
+        if port > 65535:
+            raise TransportError(
+                f"metrics.port: --port {self.port} + {METRICS_PORT_OFFSET} is beyond 65535; set metrics.port"
+            )
+        return port
+
+    def abort(self) -> None:
+        """Undo a start that failed: nothing of this worker may keep the process alive."""
+        if self.metrics is not None:
+            self.metrics.stop()
+            self.metrics = None
+        self.server.stop(None)
+        self.worker.stop(1.0)
+        self.directory.stop()
+        self.context.term()
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""
