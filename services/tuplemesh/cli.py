@@ -199,9 +199,13 @@ def _key_flags(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, str]
     return {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
 
 
-_WORKERS_HELP = f"number of workers (default {KEYS['topology.workers'].default}); "
+_WORKERS_HELP = (
+    f"number of workers (default {KEYS['topology.workers'].default}, or topology.workers from "
+    "--config or TUPLEMESH_WORKERS)"
+)
 _TRANSPORT_HELP = (
-    f"{', '.join(TRANSPORTS)} or a MODULE:ATTR plugin (default {KEYS['messaging.transport'].default}); "
+    f"{', '.join(TRANSPORTS)} or a MODULE:ATTR plugin (default {KEYS['messaging.transport'].default}, "
+    "or messaging.transport from --config or TUPLEMESH_TRANSPORT)"
 )
 
 
@@ -220,17 +224,17 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
-    run.add_argument("--workers", help=_WORKERS_HELP + _KEY_HELP.format(key="topology.workers"))
+    run.add_argument("--workers", help=_WORKERS_HELP)
     run.add_argument(
         "--quiet", action="store_true", default=_env_bool("quiet"), help="no live progress table"
     )
-    run.add_argument("--transport", help=_TRANSPORT_HELP + _KEY_HELP.format(key="messaging.transport"))
+    run.add_argument("--transport", help=_TRANSPORT_HELP)
     run.add_argument("--config", default=_env("config"), help="YAML config file")
     run.add_argument(
         "--timeout",
         type=_positive_float("timeout"),
         default=_env("timeout", "300"),
-        help="seconds before an unfinished run counts as failed",
+        help="seconds before an unfinished run counts as failed (default 300)",
     )
     run.add_argument(
         "--json", action="store_true", default=_env_bool("json"), help="print the summary as one JSON object"
@@ -249,7 +253,7 @@ def _parser() -> argparse.ArgumentParser:
         "--index",
         help="this worker's index, the StatefulSet ordinal; " + _KEY_HELP.format(key="worker.index"),
     )
-    worker.add_argument("--workers", help=_WORKERS_HELP + _KEY_HELP.format(key="topology.workers"))
+    worker.add_argument("--workers", help=_WORKERS_HELP)
     worker.add_argument("--epoch", help=_KEY_HELP.format(key="topology.epoch"))
     worker.add_argument(
         "--port",
@@ -263,7 +267,7 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("peers", ""),
         help="HOST:PORT of every worker in index order, comma-separated (static discovery)",
     )
-    worker.add_argument("--transport", help=_TRANSPORT_HELP + _KEY_HELP.format(key="messaging.transport"))
+    worker.add_argument("--transport", help=_TRANSPORT_HELP)
     worker.add_argument("--config", default=_env("config"), help="YAML config file")
     worker.add_argument(
         "--discovery", choices=["static", "kubernetes"], default=_env("discovery", "static"),

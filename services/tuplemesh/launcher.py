@@ -287,7 +287,7 @@ def run_processes(
     if message:
         matched = False
     elif interrupted is not None and not serve:
-        matched, message = False, f"interrupted by {interrupted.args[0]}; workers stopped"
+        message = f"interrupted by {interrupted.args[0]}; workers stopped"
     elif interrupted is not None and not completed:
         message = f"served until {interrupted.args[0]}; the spouts had not finished: result not checked"
     elif not completed:

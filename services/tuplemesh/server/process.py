@@ -133,8 +133,20 @@ class WorkerProcess:
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         try:
             self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
-        except BaseException:
+        except TransportError as exc:
             self.context.term()  # nothing else runs yet; a transport's sockets must not outlive this
+            if self.conf.get("tls.enabled"):  # grpc says no more than "cannot bind" for bad PEMs too
+                raise TransportError(
+                    f"--port {port}: cannot listen on {settings.bind_host}:{port} with TLS: the port is "
+                    f"in use, or tls.cert.file {self.conf['tls.cert.file']!r} / tls.key.file "
+                    f"{self.conf['tls.key.file']!r} is not a PEM certificate and its key"
+                ) from exc
+            raise TransportError(
+                f"--port {port}: cannot listen on {settings.bind_host}:{port} (in use, or not an "
+                "address of this host: worker.bind.host); give each worker of a host its own --port"
+            ) from exc
+        except BaseException:
+            self.context.term()
             raise
         self.metrics: MetricsEndpoint | None = None
         self.signals = signals or TerminationSignals()
