@@ -247,7 +247,7 @@ def _parser() -> argparse.ArgumentParser:
         "or SIGTERM; --timeout does not apply",
     )
 
-    worker = sub.add_parser("worker", help="run one worker process (what `run` and the Helm chart start)")
+    worker = sub.add_parser("worker", help="run one worker process (what run and the Helm chart start)")
     worker.add_argument("target", metavar="MODULE:ATTR", help="the topology")
     worker.add_argument(
         "--index",

@@ -288,6 +288,8 @@ def run_processes(
         matched = False
     elif interrupted is not None and not serve:
         message = f"interrupted by {interrupted.args[0]}; workers stopped"
+        if any(codes):
+            message += f" (exit codes {codes}: a worker did not stop cleanly)"
     elif interrupted is not None and not completed:
         message = f"served until {interrupted.args[0]}; the spouts had not finished: result not checked"
     elif not completed:
