@@ -232,15 +232,36 @@ def test_ctrl_c_stops_every_worker_once_and_exits_130():
     assert all(refused(a) for a in addresses)
 
 
+def test_ctrl_c_stops_a_local_run_and_exits_130(tmp_path):
+    marker = tmp_path / "opened"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuplemesh.cli", "run", f"{TOPOLOGIES}:endless", "--transport", "local"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(OPENED_MARKER=str(marker)),
+    )
+    eventually(marker.exists, 60.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines() == ["tuplemesh: interrupted by SIGINT; workers stopped"]
+
+
 def test_serve_keeps_the_mesh_up_after_the_spouts_finish_until_sigterm():
     proc, addresses = start_run(f"{TOPOLOGIES}:counted", "--serve", "--json")
 
-    def spouts_finished() -> bool:
-        with grpc.insecure_channel(addresses[0]) as channel:
-            admin = admin_pb2_grpc.AdminStub(channel)
-            return admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=10).spouts_finished
+    def all_counted() -> bool:
+        statuses = []
+        for address in addresses:
+            with grpc.insecure_channel(address) as channel:
+                admin = admin_pb2_grpc.AdminStub(channel)
+                statuses.append(admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=10))
+        executed = sum(e.executed for s in statuses for e in s.executors if e.component == "sink")
+        return all(s.spouts_finished for s in statuses) and executed == 60
 
-    eventually(spouts_finished, 60.0)
+    eventually(all_counted, 60.0)
     assert proc.poll() is None  # finished, and still serving
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=90)
@@ -248,6 +269,16 @@ def test_serve_keeps_the_mesh_up_after_the_spouts_finish_until_sigterm():
     summary = json.loads(stdout)
     assert summary["completed"] is True and summary["matched"] is True
     assert summary["message"] == "60 of 60 tuples counted"
+    assert all(refused(a) for a in addresses)
+
+
+def test_serve_ends_an_unbounded_run_on_sigterm_unchecked():
+    proc, addresses = start_run(f"{TOPOLOGIES}:endless", "--serve")
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=90)
+    assert proc.returncode == 0, stderr
+    assert "RESULT UNCHECKED: served until SIGTERM; the spouts had not finished: result not checked" in stdout
+    assert error_lines(stderr) == []
     assert all(refused(a) for a in addresses)
 
 

@@ -364,11 +364,15 @@ def _run(args: argparse.Namespace) -> int:
         tune_gc(conf)
         cluster = LocalCluster(topology, workers, conf)
         freeze_startup_objects(conf)
+        from tuplemesh.launcher import Interrupted, SignalLatch, ignoring_signals
+
         try:
-            run = cluster.run(args.timeout, tolerated=tolerated)
-        except KeyboardInterrupt:
-            cluster.stop()
-            print("tuplemesh: interrupted; workers stopped", file=sys.stderr)
+            with SignalLatch() as latch:  # a signal ends the run at its next poll, once started
+                run = cluster.run(args.timeout, tolerated=tolerated, check=latch.check)
+        except Interrupted as exc:
+            with ignoring_signals():
+                cluster.stop()
+            print(f"tuplemesh: interrupted by {exc.args[0]}; workers stopped", file=sys.stderr)
             return EXIT_INTERRUPTED
         summary = run.as_dict()
     else:
@@ -398,6 +402,8 @@ def _run(args: argparse.Namespace) -> int:
     if summary["failed_by_errors"]:
         print(f"tuplemesh: error: {summary['message']}", file=sys.stderr)
         return 1
+    if args.serve and summary["matched"] is None:
+        return 0  # served until a signal, as asked: an unbounded topology has no result to check
     return 0 if summary["completed"] and summary["matched"] is not False else 1
 
 

@@ -11,13 +11,14 @@ which then stops every worker with one SIGTERM (their normal drain).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -35,6 +36,8 @@ from tuplemesh.worker.summary import RunSummary, failing_error, summarize
 __all__ = [
     "Interrupted",
     "ProcessCluster",
+    "SignalLatch",
+    "ignoring_signals",
     "is_serving",
     "merge_reports",
     "run_processes",
@@ -54,8 +57,43 @@ class Interrupted(Exception):
         self.signum = signum
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise Interrupted(signum)
+class SignalLatch:
+    """While entered, SIGINT and SIGTERM are only noted; ``check`` raises Interrupted for one
+    that came. The polling loop checks between calls, so no exception ever lands inside a gRPC
+    call (one raised there can leave the channel failing). Main thread only."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._handlers: dict[int, Any] = {}
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.received = signum
+
+    def __enter__(self) -> SignalLatch:
+        self._handlers = {sig: signal.signal(sig, self._note) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+
+    def check(self) -> None:
+        """Raise Interrupted once for a signal that came since the last check."""
+        signum, self.received = self.received, None
+        if signum is not None:
+            raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def ignoring_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while inside: a stop under way (one SIGTERM per worker, their
+    drain) is not cut short by a second Ctrl-C. Main thread only."""
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 class ProcessCluster:
@@ -87,6 +125,8 @@ class ProcessCluster:
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
         self._stopping = False
+        #: Checked on every poll: a SIGINT or SIGTERM the launcher received ends the wait
+        self.signals: SignalLatch | None = None
 
     def start(self) -> None:
         peers = ",".join(f"{self.host}:{p}" for p in self.ports)
@@ -112,6 +152,9 @@ class ProcessCluster:
         ]
 
     def check_alive(self) -> None:
+        """WorkerDied for a worker that exited, Interrupted for a signal (see ``signals``)."""
+        if self.signals is not None:
+            self.signals.check()
         if self._stopping:
             return
         for index, proc in enumerate(self.procs):
@@ -247,7 +290,7 @@ def run_processes(
     finished_at = None
     codes: list[int] = []
     interrupted: Interrupted | None = None
-    handlers = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    cluster.signals = latch = SignalLatch().__enter__()
     try:
         cluster.start()
         if announce is not None:
@@ -276,12 +319,9 @@ def run_processes(
     except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
         message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
     finally:
-        # one SIGTERM per worker, their drain uninterrupted: further signals wait for it
-        for sig in handlers:
-            signal.signal(sig, signal.SIG_IGN)
-        codes = cluster.stop()
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
+        latch.__exit__()
+        with ignoring_signals():  # one SIGTERM per worker, their drain uninterrupted
+            codes = cluster.stop()
     seconds = (finished_at or time.monotonic()) - started
     matched: bool | None = None
     if message:
