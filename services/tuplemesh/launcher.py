@@ -182,9 +182,10 @@ class ProcessCluster:
         """Every worker's snapshot, as its Admin reports it."""
         return [snapshot_from_proto(s) for s in self.statuses()]
 
-    def quiescent(self) -> bool:
-        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``."""
-        first = self.snapshots()
+    def quiescent(self, first: list[WorkerSnapshot] | None = None) -> bool:
+        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``
+        (``first``: every worker's snapshot, just read; read here when not given)."""
+        first = self.snapshots() if first is None else first
         if not all(s.spouts_finished for s in first):
             return False
         consumed = sum(s.consumed for s in first)
@@ -202,14 +203,13 @@ class ProcessCluster:
         more exceptions than that (or in prepare/open) ends the wait at once, with False."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while deadline is None or time.monotonic() < deadline:
-            if on_poll is not None or tolerated is not None:
-                statuses = self.statuses()
-                snapshots = [snapshot_from_proto(s) for s in statuses]
-                if on_poll is not None:
-                    on_poll(snapshots, [s.state for s in statuses])
-                if tolerated is not None and failing_error(snapshots, tolerated) is not None:
-                    return False
-            if deadline is not None and self.quiescent():
+            statuses = self.statuses()
+            snapshots = [snapshot_from_proto(s) for s in statuses]
+            if on_poll is not None:
+                on_poll(snapshots, [s.state for s in statuses])
+            if tolerated is not None and failing_error(snapshots, tolerated) is not None:
+                return False
+            if deadline is not None and self.quiescent(snapshots):
                 time.sleep(0.02)
                 if self.quiescent():
                     return True
