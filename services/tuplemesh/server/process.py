@@ -167,7 +167,11 @@ class WorkerProcess:
         # /metrics binds first: a port in use (another worker's) must fail the start before any
         # thread of this one runs, so the process exits at once instead of serving half-started
         settings = self.settings
-        port = self.metrics_port()
+        try:
+            port = self.metrics_port()
+        except TransportError:
+            self.abort()
+            raise
         if settings.metrics_enabled and port:
             try:
                 self.metrics = MetricsEndpoint(
