@@ -12,7 +12,9 @@ the server stops with a grace period. A second SIGTERM exits at once.
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 import time
 from typing import Any, cast
@@ -65,6 +67,21 @@ FOLLOW_UNREADY_SECS = 30.0
 #: Backoff between refused attempts to rescale to the replicas (a peer stopping or unreachable).
 FOLLOW_MIN_BACKOFF_SECS = 0.5
 FOLLOW_MAX_BACKOFF_SECS = 5.0
+
+
+def _in_use(host: str, port: int) -> bool:
+    """True when another socket listens on ``host:port`` (binding as gRPC does, SO_REUSEADDR)."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError:
+        return False  # an unknown host: gRPC's bind says so
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 class WorkerProcess:
@@ -132,6 +149,8 @@ class WorkerProcess:
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         try:
+            if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it
+                raise TransportError(f"{settings.bind_host}:{port} is in use")
             self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
         except TransportError as exc:
             self.context.term()  # nothing else runs yet; a transport's sockets must not outlive this
