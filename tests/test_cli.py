@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,3 +302,36 @@ def test_workers_precedence_file_env_flag(tmp_path, in_file, env, flag, expected
     out = tuplemesh(*args, *(["--workers", flag] if flag else []), env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["workers"] == expected
+
+
+def test_help_is_plain_text_listing_the_commands():
+    out = tuplemesh("--help")
+    assert out.returncode == 0
+    assert "``" not in out.stdout and "`" not in out.stdout  # no RST markup
+    description = " ".join(out.stdout.split("\n\n")[1].split())
+    assert description.startswith("Run Storm-style topologies (spouts and bolts) on a mesh of Python worker")
+    assert description.endswith("defaults < config file < environment < the flag on the command line.")
+    for command in ("run", "worker", "top", "rebalance", "config"):
+        assert re.search(rf"^    {command}\s+\S", out.stdout, re.MULTILINE), command
+
+
+def test_run_help_shows_the_defaults_and_choices():
+    text = " ".join(tuplemesh("run", "--help").stdout.split())
+    assert "--workers WORKERS number of workers (default 1, or topology.workers" in text
+    assert "--transport TRANSPORT local, grpc, zmq or a MODULE:ATTR plugin (default grpc," in text
+    assert "(default 300)" in text and "--serve" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "examples.wordcount:topology", "--worker", "3"], "unrecognized arguments: --worker 3"),
+        (["run", "examples.wordcount:topology", "--trans", "local"], "unrecognized arguments: --trans local"),
+        (["worker", "examples.wordcount:topology", "--ind", "0"], "unrecognized arguments: --ind 0"),
+        (["--log", "INFO", "config"], "argument command: invalid choice: 'INFO'"),  # not --log-level
+    ],
+)
+def test_abbreviated_flags_are_refused(args, message):
+    out = tuplemesh(*args)
+    assert out.returncode == 2
+    assert f"tuplemesh: error: {message}" in out.stderr

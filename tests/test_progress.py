@@ -22,7 +22,9 @@ def snapshot(worker: int, executed: int) -> WorkerSnapshot:
         workers=2,
         uptime_seconds=1.0,
         executors=(
-            ExecutorSnapshot(f"s{worker}", "s", (worker,), True, False, emitted=3 * executed),
+            ExecutorSnapshot(
+                f"s{worker}", "s", (worker,), True, False, emitted=3 * executed, spout_errors=worker
+            ),
             ExecutorSnapshot(f"b{worker}", "b", (2 + worker,), False, False, executed=executed),
         ),
         queues=(QueueSnapshot(f"inbox:b{worker}", 3, 4, 9), QueueSnapshot("transfer", 1, 8, 5)),
@@ -44,7 +46,7 @@ def test_totals_sum_every_worker_and_fill_shows_each():
     progress.update([snapshot(0, 10), snapshot(1, 32)], ["SERVING", "NOT_SERVING"])
     text = rendered(progress)
     assert [line.split() for line in text.splitlines() if line.strip().startswith("│ s")] == [
-        ["│", "s", "│", "126", "│", "0", "│", "│"]
+        ["│", "s", "│", "126", "│", "0", "│", "│", "1", "│"]  # spout errors count as errors
     ]
     rows = [line.split("│")[1:-1] for line in text.splitlines() if line.strip().startswith("│ b")]
     assert [c.strip() for c in rows[0]][:3] == ["b", "0", "42"]

@@ -10,6 +10,7 @@ environment < the flag given on the command line.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import logging
 import os
@@ -20,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from tuplemesh import build_info
 from tuplemesh.client import TlsSettings
-from tuplemesh.config import Config, describe_keys, env_name
-from tuplemesh.errors import TuplemeshError
+from tuplemesh.config import KEYS, Config, describe_keys, env_name
+from tuplemesh.errors import PluginError, TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
-from tuplemesh.transport import make_context
+from tuplemesh.transport import TRANSPORTS, make_context
 
 if TYPE_CHECKING:  # imported where used: a worker's start-up pays only for what it runs
     from tuplemesh.discovery import PeerDirectory
@@ -125,12 +126,28 @@ def load_topology(target: str) -> Topology:
     """Resolve ``module:attr`` to a Topology (or a zero-argument callable returning one).
 
     The working directory is importable, as with ``python -m`` (uvicorn's ``--app-dir .``).
+    Whatever goes wrong in the user's module is a one-line CliError naming the target.
     """
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    obj = import_from_string(target)
+    module_name = target.partition(":")[0]
+    try:
+        obj = import_from_string(target)
+    except PluginError as exc:
+        raise CliError(str(exc)) from None
+    except Exception as exc:  # the module raised while imported: an ImportError, a SyntaxError ...
+        raise CliError(f"cannot import module {module_name!r} (from {target!r}): {_one_line(exc)}") from None
     if callable(obj) and not isinstance(obj, Topology):
-        obj = obj()
+        required = _required_parameters(obj)
+        if required:
+            raise CliError(
+                f"{target!r} needs argument(s) {', '.join(required)}: name a Topology, or a function "
+                "that builds one without arguments"
+            )
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise CliError(f"{target!r} raised while building the topology: {_one_line(exc)}") from None
     if not isinstance(obj, Topology):
         raise CliError(
             f"{target!r} is a {type(obj).__name__}, not a Topology (build it with TopologyBuilder.build())"
@@ -138,7 +155,41 @@ def load_topology(target: str) -> Topology:
     return obj
 
 
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line (a SyntaxError also names its file and line)."""
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _required_parameters(fn: Any) -> list[str]:
+    """The parameters ``fn`` cannot be called without (none when it has no signature to read)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+
+
 _KEY_HELP = "sets {key} (default: the config file, its env var, then the key's default)"
+
+DESCRIPTION = (
+    "Run Storm-style topologies (spouts and bolts) on a mesh of Python worker processes. "
+    "Every flag is also an environment variable TUPLEMESH_<FLAG> (--workers is TUPLEMESH_WORKERS, "
+    "--quiet is TUPLEMESH_QUIET=true). A flag that sets a config key has that key's precedence: "
+    "defaults < config file < environment < the flag on the command line."
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every parser of the command refuses abbreviated flags (``--worker 3`` is not ``--workers``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
 
 def _key_flags(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, str]:
@@ -148,8 +199,18 @@ def _key_flags(args: argparse.Namespace, flags: Sequence[str]) -> dict[str, str]
     return {flag: getattr(args, flag) for flag in flags if getattr(args, flag) is not None}
 
 
+_WORKERS_HELP = (
+    f"number of workers (default {KEYS['topology.workers'].default}, or topology.workers from "
+    "--config or TUPLEMESH_WORKERS)"
+)
+_TRANSPORT_HELP = (
+    f"{', '.join(TRANSPORTS)} or a MODULE:ATTR plugin (default {KEYS['messaging.transport'].default}, "
+    "or messaging.transport from --config or TUPLEMESH_TRANSPORT)"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tuplemesh", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="tuplemesh", description=DESCRIPTION)
     parser.add_argument(
         "--version", action="version", version=f"tuplemesh {build_info.version()} ({build_info.build()})"
     )
@@ -159,46 +220,54 @@ def _parser() -> argparse.ArgumentParser:
         default=_env("log-level", "WARNING"),
         help=f"logging level: {', '.join(_LOG_LEVELS)} (default WARNING)",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, title="commands", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a topology to completion on N workers and check its result")
     run.add_argument("target", metavar="MODULE:ATTR", help="the topology, e.g. examples.wordcount:topology")
-    run.add_argument("--workers", help=_KEY_HELP.format(key="topology.workers"))
+    run.add_argument("--workers", help=_WORKERS_HELP)
     run.add_argument(
         "--quiet", action="store_true", default=_env_bool("quiet"), help="no live progress table"
     )
-    run.add_argument("--transport", help=_KEY_HELP.format(key="messaging.transport"))
+    run.add_argument("--transport", help=_TRANSPORT_HELP)
     run.add_argument("--config", default=_env("config"), help="YAML config file")
     run.add_argument(
         "--timeout",
         type=_positive_float("timeout"),
         default=_env("timeout", "300"),
-        help="seconds before an unfinished run counts as failed",
+        help="seconds before an unfinished run counts as failed (default 300)",
     )
     run.add_argument(
         "--json", action="store_true", default=_env_bool("json"), help="print the summary as one JSON object"
     )
+    run.add_argument(
+        "--serve",
+        action="store_true",
+        default=_env_bool("serve"),
+        help="keep the workers up after the spouts finish (or for unbounded spouts) until Ctrl-C "
+        "or SIGTERM; --timeout does not apply",
+    )
 
-    worker = sub.add_parser("worker", help="run one worker process (what `run` and the Helm chart start)")
+    worker = sub.add_parser("worker", help="run one worker process (what run and the Helm chart start)")
     worker.add_argument("target", metavar="MODULE:ATTR", help="the topology")
     worker.add_argument(
         "--index",
         help="this worker's index, the StatefulSet ordinal; " + _KEY_HELP.format(key="worker.index"),
     )
-    worker.add_argument("--workers", help=_KEY_HELP.format(key="topology.workers"))
+    worker.add_argument("--workers", help=_WORKERS_HELP)
     worker.add_argument("--epoch", help=_KEY_HELP.format(key="topology.epoch"))
     worker.add_argument(
         "--port",
         type=_port("port"),
         default=_env("port", "6700"),
-        help="port for Transfer, Admin, health and reflection (default 6700)",
+        help="port for Transfer, Admin, health and reflection (default 6700); /metrics is on this "
+        "port + 2400 unless metrics.port is set",
     )
     worker.add_argument(
         "--peers",
         default=_env("peers", ""),
         help="HOST:PORT of every worker in index order, comma-separated (static discovery)",
     )
-    worker.add_argument("--transport", help=_KEY_HELP.format(key="messaging.transport"))
+    worker.add_argument("--transport", help=_TRANSPORT_HELP)
     worker.add_argument("--config", default=_env("config"), help="YAML config file")
     worker.add_argument(
         "--discovery", choices=["static", "kubernetes"], default=_env("discovery", "static"),
@@ -269,12 +338,17 @@ def _print_summary(summary: dict[str, Any]) -> None:
     )
     print(f"{'component':<16}{'emitted':>12}{'executed':>12}{'errors':>8}{'tuples/s':>14}")
     for name, c in summary["components"].items():
-        print(f"{name:<16}{c['emitted']:>12}{c['executed']:>12}{c['errors']:>8}{c['per_second']:>14,.0f}")
+        errors = c["errors"] + c["spout_errors"]  # bolt and spout code alike
+        print(f"{name:<16}{c['emitted']:>12}{c['executed']:>12}{errors:>8}{c['per_second']:>14,.0f}")
     t = summary["transfer"]
     losses = ", ".join(f"{k.replace('_', '-')} {v}" for k, v in t.items() if k not in ("messages", "batches"))
     print(f"transfer: {t['messages']} tuples in {t['batches']} batches, {losses}")
     verdict = {True: "RESULT OK", False: "RESULT WRONG", None: "RESULT UNCHECKED"}[summary["matched"]]
     print(f"{verdict}: {summary['message']}")
+
+
+#: ``tuplemesh run``'s exit code when SIGINT (Ctrl-C) or SIGTERM stopped it: 128 + SIGINT, as a shell's.
+EXIT_INTERRUPTED = 130
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -283,24 +357,56 @@ def _run(args: argparse.Namespace) -> int:
     conf = Config.load(args.config, flags=_key_flags(args, ("workers", "transport")))
     topology = load_topology(args.target)
     workers = conf["topology.workers"]
+    # the topology's own conf may set it too, as every key
+    tolerated = conf.with_overrides(dict(topology.conf))["topology.errors.tolerated"]
     if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
+        if args.serve:
+            raise CliError("--serve needs worker processes: use --transport grpc or zmq, not local")
         tune_gc(conf)
         cluster = LocalCluster(topology, workers, conf)
         freeze_startup_objects(conf)
-        summary = cluster.run(args.timeout).as_dict()
+        from tuplemesh.launcher import Interrupted, SignalLatch, ignoring_signals
+
+        try:
+            with SignalLatch() as latch:  # a signal ends the run at its next poll, once started
+                run = cluster.run(args.timeout, tolerated=tolerated, check=latch.check)
+        except Interrupted as exc:
+            with ignoring_signals():
+                cluster.stop()
+            print(f"tuplemesh: interrupted by {exc.args[0]}; workers stopped", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        summary = run.as_dict()
     else:
         from tuplemesh.launcher import run_processes
 
         live = not args.json and not args.quiet and sys.stderr.isatty()
         summary = run_processes(
-            args.target, topology, workers, conf["messaging.transport"], args.timeout, args.config, live
+            args.target,
+            topology,
+            workers,
+            conf["messaging.transport"],
+            args.timeout,
+            args.config,
+            live,
+            tolerated=tolerated,
+            serve=args.serve,
+            announce=lambda line: print(line, file=sys.stderr, flush=True),
         ).as_dict()
     if args.json:
-        print(json.dumps(summary, sort_keys=True))
+        print(json.dumps(summary, sort_keys=True), flush=True)
     else:
         _print_summary(summary)
+        sys.stdout.flush()
+    if summary["interrupted"]:
+        print(f"tuplemesh: {summary['message']}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if summary["failed_by_errors"]:
+        print(f"tuplemesh: error: {summary['message']}", file=sys.stderr)
+        return 1
+    if args.serve and summary["matched"] is None:
+        return 0  # served until a signal, as asked: an unbounded topology has no result to check
     return 0 if summary["completed"] and summary["matched"] is not False else 1
 
 
@@ -523,6 +629,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CliError, TuplemeshError) as exc:
         print(f"tuplemesh: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before or after a run's workers ran (they stop themselves)
+        print("tuplemesh: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     parser.error(f"unknown command {args.command!r}")
     return 2
 

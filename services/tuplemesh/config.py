@@ -315,6 +315,16 @@ KEYS: dict[str, ConfigKey] = {
             flag="index",
         ),
         ConfigKey(
+            "topology.errors.tolerated",
+            int,
+            0,
+            "Exceptions raised by user code (bolts and spouts, every method) that `tuplemesh run` "
+            "tolerates: one more fails the run (exit 1, naming the first exception). 0: any "
+            "exception fails it. A raising prepare() or open() fails the run at once, whatever this says.",
+            _non_negative,
+            unit="exceptions",
+        ),
+        ConfigKey(
             "topology.epoch",
             int,
             0,
@@ -443,7 +453,9 @@ KEYS: dict[str, ConfigKey] = {
             "metrics.port",
             int,
             9100,
-            "Port of the worker's Prometheus /metrics endpoint; 0 turns it off.",
+            "Port of the worker's Prometheus /metrics endpoint; 0 turns it off. Unless set, it "
+            "follows the worker's own port: --port + 2400 (9100 for 6700, 9101 for 6701, ...), so "
+            "workers on one host never collide.",
             lambda v: None if 0 <= v <= 65535 else "must be a port in 0..65535 (0: off)",
         ),
         ConfigKey(

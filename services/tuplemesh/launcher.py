@@ -4,17 +4,21 @@ The launcher knows no more than an operator with grpcurl would: it spawns ``tupl
 processes with static peers, waits for them through the health service, follows them through
 ``Admin.GetStatus``, decides the run is finished when every spout is finished and no tuple is in
 flight anywhere, collects the task reports, then SIGTERMs the workers and checks their exit codes.
+
+The workers run in a process group of their own: Ctrl-C in a terminal reaches the launcher only,
+which then stops every worker with one SIGTERM (their normal drain).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
@@ -28,13 +32,69 @@ from tuplemesh.state.locations import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import RunSummary, summarize
+from tuplemesh.worker.summary import RunSummary, failing_error, summarize
 
-__all__ = ["ProcessCluster", "is_serving", "merge_reports", "run_processes", "stop_processes"]
+__all__ = [
+    "Interrupted",
+    "ProcessCluster",
+    "SignalLatch",
+    "ignoring_signals",
+    "is_serving",
+    "merge_reports",
+    "run_processes",
+    "stop_processes",
+]
 
 
 class WorkerDied(RuntimeError):
     """A worker process exited while the run was going on."""
+
+
+class Interrupted(Exception):
+    """SIGINT (Ctrl-C) or SIGTERM reached ``tuplemesh run``: the run stops its workers and ends."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class SignalLatch:
+    """While entered, SIGINT and SIGTERM are only noted; ``check`` raises Interrupted for one
+    that came. The polling loop checks between calls, so no exception ever lands inside a gRPC
+    call (one raised there can leave the channel failing). Main thread only."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._handlers: dict[int, Any] = {}
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.received = signum
+
+    def __enter__(self) -> SignalLatch:
+        self._handlers = {sig: signal.signal(sig, self._note) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._handlers.items():
+            signal.signal(sig, handler)
+
+    def check(self) -> None:
+        """Raise Interrupted once for a signal that came since the last check."""
+        signum, self.received = self.received, None
+        if signum is not None:
+            raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def ignoring_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while inside: a stop under way (one SIGTERM per worker, their
+    drain) is not cut short by a second Ctrl-C. Main thread only."""
+    handlers = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 class ProcessCluster:
@@ -70,6 +130,8 @@ class ProcessCluster:
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
         self._stopping = False
+        #: Checked on every poll: a SIGINT or SIGTERM the launcher received ends the wait
+        self.signals: SignalLatch | None = None
 
     def start(self) -> None:
         peers = ",".join(f"{self.host}:{p}" for p in self.ports)
@@ -82,9 +144,22 @@ class ProcessCluster:
             ]  # fmt: skip
             if self.config_path:
                 cmd += ["--config", self.config_path]
-            self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL))
+            # a group of its own: a terminal's Ctrl-C goes to the launcher, which SIGTERMs each
+            # worker once (a worker takes a second signal as "exit now, skip the drain")
+            self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, process_group=0))
+
+    def addresses(self) -> list[str]:
+        """One line per worker: where Admin (``tuplemesh top``, grpcurl) and /metrics answer."""
+        return [
+            f"worker {index}: admin {self.host}:{port} (tuplemesh top --target {self.host}:{port}), "
+            f"metrics http://{self.host}:{metrics}/metrics"
+            for index, (port, metrics) in enumerate(zip(self.ports, self.metrics_ports, strict=True))
+        ]
 
     def check_alive(self) -> None:
+        """WorkerDied for a worker that exited, Interrupted for a signal (see ``signals``)."""
+        if self.signals is not None:
+            self.signals.check()
         if self._stopping:
             return
         for index, proc in enumerate(self.procs):
@@ -112,9 +187,10 @@ class ProcessCluster:
         """Every worker's snapshot, as its Admin reports it."""
         return [snapshot_from_proto(s) for s in self.statuses()]
 
-    def quiescent(self) -> bool:
-        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``."""
-        first = self.snapshots()
+    def quiescent(self, first: list[WorkerSnapshot] | None = None) -> bool:
+        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``
+        (``first``: every worker's snapshot, just read; read here when not given)."""
+        first = self.snapshots() if first is None else first
         if not all(s.spouts_finished for s in first):
             return False
         consumed = sum(s.consumed for s in first)
@@ -122,15 +198,23 @@ class ProcessCluster:
         return consumed == delivered
 
     def wait_done(
-        self, timeout: float, on_poll: Callable[[list[WorkerSnapshot], list[str]], None] | None = None
+        self,
+        timeout: float | None,
+        on_poll: Callable[[list[WorkerSnapshot], list[str]], None] | None = None,
+        tolerated: int | None = None,
     ) -> bool:
-        """Wait until quiescent; ``on_poll`` sees the snapshots and serving states on each poll."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """Wait until quiescent (``timeout`` None: until a signal, as ``run --serve``); ``on_poll``
+        sees the snapshots and serving states on each poll. With ``tolerated``, user code raising
+        more exceptions than that (or in prepare/open) ends the wait at once, with False."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is None or time.monotonic() < deadline:
+            statuses = self.statuses()
+            snapshots = [snapshot_from_proto(s) for s in statuses]
             if on_poll is not None:
-                statuses = self.statuses()
-                on_poll([snapshot_from_proto(s) for s in statuses], [s.state for s in statuses])
-            if self.quiescent():
+                on_poll(snapshots, [s.state for s in statuses])
+            if tolerated is not None and failing_error(snapshots, tolerated) is not None:
+                return False
+            if deadline is not None and self.quiescent(snapshots):
                 time.sleep(0.02)
                 if self.quiescent():
                     return True
@@ -191,8 +275,18 @@ def run_processes(
     timeout: float,
     config_path: str | None,
     live: bool,
+    *,
+    tolerated: int | None = None,
+    serve: bool = False,
+    announce: Callable[[str], None] | None = None,
 ) -> RunSummary:
-    """The whole ``tuplemesh run`` over worker processes; never leaves a process behind."""
+    """The whole ``tuplemesh run`` over worker processes; never leaves a process behind.
+
+    ``tolerated``: the user-code exceptions the run survives (None: only counted). ``serve``:
+    keep the mesh up after its spouts finish, until SIGINT or SIGTERM. ``announce`` is handed
+    one line per worker with its addresses once they are started. SIGINT and SIGTERM stop the
+    workers (one SIGTERM each) and end the run: ``interrupted`` in the summary, unless serving.
+    """
     cluster = ProcessCluster(target, topology, num_workers, transport=transport, config_path=config_path)
     started = time.monotonic()
     completed = False
@@ -201,27 +295,49 @@ def run_processes(
     reports: dict[str, list[Any]] = {}
     finished_at = None
     codes: list[int] = []
+    interrupted: Interrupted | None = None
+    cluster.signals = latch = SignalLatch().__enter__()
     try:
         cluster.start()
+        if announce is not None:
+            for line in cluster.addresses():
+                announce(line)
         cluster.wait_serving(min(timeout, 60.0))
         if live:
             from tuplemesh.progress import LiveProgress
 
             with LiveProgress(topology.name, num_workers, transport) as progress:
-                completed = cluster.wait_done(timeout, progress.update)
+                completed = cluster.wait_done(None if serve else timeout, progress.update, tolerated)
         else:
-            completed = cluster.wait_done(timeout)
+            completed = cluster.wait_done(None if serve else timeout, None, tolerated)
         finished_at = time.monotonic()
         snapshots = cluster.snapshots()
         reports = cluster.reports() if completed else {}
+    except Interrupted as exc:
+        interrupted = exc
+        try:  # what the mesh had done when the signal came (and its result, when it finished)
+            finished_at = time.monotonic()
+            snapshots = cluster.snapshots()
+            completed = serve and cluster.quiescent()
+            reports = cluster.reports() if completed else {}
+        except (WorkerDied, grpc.RpcError, Interrupted):
+            pass
     except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
         message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
     finally:
-        codes = cluster.stop()
+        latch.__exit__()
+        with ignoring_signals():  # one SIGTERM per worker, their drain uninterrupted
+            codes = cluster.stop()
     seconds = (finished_at or time.monotonic()) - started
     matched: bool | None = None
     if message:
         matched = False
+    elif interrupted is not None and not serve:
+        message = f"interrupted by {interrupted.args[0]}; workers stopped"
+        if any(codes):
+            message += f" (exit codes {codes}: a worker did not stop cleanly)"
+    elif interrupted is not None and not completed:
+        message = f"served until {interrupted.args[0]}; the spouts had not finished: result not checked"
     elif not completed:
         matched, message = False, f"did not complete within {timeout}s"
     elif any(codes):
@@ -230,7 +346,7 @@ def run_processes(
         matched, message = topology.check(reports)
     else:
         message = "no result check defined"
-    return summarize(
+    summary = summarize(
         snapshots,
         topology=topology.name,
         workers=num_workers,
@@ -239,4 +355,7 @@ def run_processes(
         completed=completed,
         matched=matched,
         message=message,
+        tolerated=tolerated,
     )
+    summary.interrupted = interrupted is not None and not serve
+    return summary

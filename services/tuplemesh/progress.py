@@ -1,4 +1,5 @@
-"""The live terminal table of ``tuplemesh run`` (rich): tuples/s per component, queue fill."""
+"""The live terminal table of ``tuplemesh run`` (rich): tuples/s and user-code exceptions per
+component, queue fill."""
 
 from __future__ import annotations
 
@@ -40,13 +41,17 @@ class LiveProgress:
         previous = self._last
         self._last = (now, executed)
         table = Table(title=self.title)
-        for column in ("component", "emitted", "executed", "executed/s"):
+        for column in ("component", "emitted", "executed", "executed/s", "errors"):
             table.add_column(column, justify="right" if column != "component" else "left")
         for name in sorted(totals):
             rate = ""
             if previous is not None and now > previous[0]:
                 rate = f"{(executed[name] - previous[1].get(name, 0)) / (now - previous[0]):,.0f}"
-            table.add_row(name, f"{totals[name].get('emitted', 0):,}", f"{executed[name]:,}", rate)
+            # exceptions of bolt and spout code alike: a spout that raises is no less broken
+            errors = totals[name].get("errors", 0) + totals[name].get("spout_errors", 0)
+            table.add_row(
+                name, f"{totals[name].get('emitted', 0):,}", f"{executed[name]:,}", rate, f"{errors:,}"
+            )
         fills = []
         for s, state in zip(snapshots, states, strict=True):
             inboxes = [q for q in s.queues if q.name.startswith("inbox:")]

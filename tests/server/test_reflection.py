@@ -46,7 +46,8 @@ def test_the_protos_declare_what_the_test_walks():
     assert {"tuplemesh.v1.BindingStatus", "tuplemesh.v1.DiscoveryStatus", "tuplemesh.v1.Histogram"} <= set(
         declared("message")
     )
-    assert len(declared("message")) == 39
+    assert "tuplemesh.v1.UserError" in declared("message")
+    assert len(declared("message")) == 40
 
 
 @pytest.mark.parametrize("kind", ["service", "message"])

@@ -12,7 +12,9 @@ the server stops with a grace period. A second SIGTERM exits at once.
 
 from __future__ import annotations
 
+import errno
 import logging
+import socket
 import threading
 import time
 from typing import Any, cast
@@ -51,6 +53,10 @@ log = logging.getLogger(__name__)
 #: the server runs, so a drained or slow-starting worker is never restarted by its probe.
 READINESS = ("", "tuplemesh.v1.Transfer")
 
+#: Unless metrics.port is set, /metrics listens on the worker's port plus this: 6700 -> 9100,
+#: the port Prometheus exporters conventionally start at, and one more for each next worker port.
+METRICS_PORT_OFFSET = 2400
+
 #: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
 EPOCH_POLL_SECS = 0.5
 
@@ -62,6 +68,21 @@ FOLLOW_UNREADY_SECS = 30.0
 #: Backoff between refused attempts to rescale to the replicas (a peer stopping or unreachable).
 FOLLOW_MIN_BACKOFF_SECS = 0.5
 FOLLOW_MAX_BACKOFF_SECS = 5.0
+
+
+def _in_use(host: str, port: int) -> bool:
+    """True when another socket listens on ``host:port`` (binding as gRPC does, SO_REUSEADDR)."""
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError:
+        return False  # an unknown host: gRPC's bind says so
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 class WorkerProcess:
@@ -129,7 +150,25 @@ class WorkerProcess:
             self.server,
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
-        self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
+        try:
+            if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it
+                raise TransportError(f"{settings.bind_host}:{port} is in use")
+            self.port = bind_port(self.server, settings.bind_host, port, self.conf, self.tls_connections)
+        except TransportError as exc:
+            self.context.term()  # nothing else runs yet; a transport's sockets must not outlive this
+            if self.conf.get("tls.enabled"):  # grpc says no more than "cannot bind" for bad PEMs too
+                raise TransportError(
+                    f"--port {port}: cannot listen on {settings.bind_host}:{port} with TLS: the port is "
+                    f"in use, or tls.cert.file {self.conf['tls.cert.file']!r} / tls.key.file "
+                    f"{self.conf['tls.key.file']!r} is not a PEM certificate and its key"
+                ) from exc
+            raise TransportError(
+                f"--port {port}: cannot listen on {settings.bind_host}:{port} (in use, or not an "
+                "address of this host: worker.bind.host); give each worker of a host its own --port"
+            ) from exc
+        except BaseException:
+            self.context.term()
+            raise
         self.metrics: MetricsEndpoint | None = None
         self.signals = signals or TerminationSignals()
         # set by a signal or by a rescale; only a signal sets ``signals.requested``, so after a
@@ -146,28 +185,68 @@ class WorkerProcess:
         return self._state
 
     def start(self) -> None:
-        self.worker.start()  # registers Transfer on the shared server before it starts
-        self.server.start()
+        # /metrics binds first: a port in use (another worker's) must fail the start before any
+        # thread of this one runs, so the process exits at once instead of serving half-started
         settings = self.settings
-        if settings.metrics_enabled and settings.metrics_port:
+        try:
+            port = self.metrics_port()
+        except TransportError:
+            self.abort()
+            raise
+        if settings.metrics_enabled and port:
             try:
                 self.metrics = MetricsEndpoint(
                     self.worker,
                     settings.metrics_bind_host,
-                    settings.metrics_port,
+                    port,
                     self.rpc_errors,
                     self.tls_connections,
                 )
             except OSError as exc:
+                self.abort()
+                how = (
+                    "metrics.port"
+                    if self.conf.given("metrics.port")
+                    else f"metrics.port (--port + {METRICS_PORT_OFFSET})"
+                )
                 raise TransportError(
-                    f"metrics.port {settings.metrics_port}: cannot serve /metrics: {exc.strerror}"
+                    f"{how} {port}: cannot serve /metrics on {settings.metrics_bind_host}:{port}: "
+                    f"{exc.strerror or exc}; set metrics.port (TUPLEMESH_METRICS_PORT) to a free port, or 0"
                 ) from exc
+        try:
+            self.worker.start()  # registers Transfer on the shared server before it starts
+            self.server.start()
+        except BaseException:
+            self.abort()
+            raise
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
         threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
         if self.replicas is not None and self.worker.index == 0:
             threading.Thread(target=self._follow_replicas, name="follow-replicas", daemon=True).start()
+
+    def metrics_port(self) -> int:
+        """The /metrics port: ``metrics.port`` when set, else this worker's port plus
+        METRICS_PORT_OFFSET (workers on one host, on ports 6700, 6701, ..., never collide)."""
+        if self.conf.given("metrics.port"):
+            return int(self.settings.metrics_port)
+        port = self.port + METRICS_PORT_OFFSET
+        if port > 65535:
+            raise TransportError(
+                f"metrics.port: --port {self.port} + {METRICS_PORT_OFFSET} is beyond 65535; set metrics.port"
+            )
+        return port
+
+    def abort(self) -> None:
+        """Undo a start that failed: nothing of this worker may keep the process alive."""
+        if self.metrics is not None:
+            self.metrics.stop()
+            self.metrics = None
+        self.server.stop(None)
+        self.worker.stop(1.0)
+        self.directory.stop()
+        self.context.term()
 
     def _refresh_peers(self) -> None:
         """Re-apply discovery's view every task.refresh.poll.secs (changes also apply at once)."""

@@ -17,6 +17,7 @@ from tuplemesh.worker.stats import (
     EXECUTOR_COUNTERS,
     AlignmentSnapshot,
     CheckpointSnapshot,
+    ErrorSnapshot,
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -57,6 +58,7 @@ def snapshot_to_proto(
                 execute_seconds=_histogram_to_proto(e.execute_seconds),
                 inbox_wait=_histogram_to_proto(e.inbox_wait),
                 alignment=_fields_to_proto(e.alignment, admin_pb2.AlignmentStatus),
+                first_error=_fields_to_proto(e.first_error, admin_pb2.UserError),
                 **e.counters(),
             )
             for e in s.executors
@@ -156,6 +158,9 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                 alignment=(
                     _fields_from_proto(e.alignment, AlignmentSnapshot) if e.HasField("alignment") else None
                 ),
+                first_error=(
+                    _fields_from_proto(e.first_error, ErrorSnapshot) if e.HasField("first_error") else None
+                ),
                 **{name: getattr(e, name) for name in EXECUTOR_COUNTERS},
             )
             for e in status.executors
@@ -246,7 +251,7 @@ def _histogram_from_proto(histogram: admin_pb2.Histogram) -> HistogramSnapshot:
 
 
 def _fields_to_proto(snapshot: Any, message: type[M]) -> M | None:
-    """A flat snapshot (every field a number) as the proto message of the same field names."""
+    """A flat snapshot (every field a number or a string) as the proto message of the same field names."""
     return (
         None if snapshot is None else message(**{f.name: getattr(snapshot, f.name) for f in fields(snapshot)})
     )

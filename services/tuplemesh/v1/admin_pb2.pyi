@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self, include_reports: _Optional[bool] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait", "alignment")
+    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait", "alignment", "first_error")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,7 @@ class ExecutorStatus(_message.Message):
     EXECUTE_SECONDS_FIELD_NUMBER: _ClassVar[int]
     INBOX_WAIT_FIELD_NUMBER: _ClassVar[int]
     ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
     name: str
     component: str
     tasks: _containers.RepeatedScalarFieldContainer[int]
@@ -52,7 +53,26 @@ class ExecutorStatus(_message.Message):
     execute_seconds: Histogram
     inbox_wait: Histogram
     alignment: AlignmentStatus
-    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ..., alignment: _Optional[_Union[AlignmentStatus, _Mapping]] = ...) -> None: ...
+    first_error: UserError
+    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ..., alignment: _Optional[_Union[AlignmentStatus, _Mapping]] = ..., first_error: _Optional[_Union[UserError, _Mapping]] = ...) -> None: ...
+
+class UserError(_message.Message):
+    __slots__ = ("component", "task", "method", "type", "message", "worker", "at")
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    WORKER_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    component: str
+    task: int
+    method: str
+    type: str
+    message: str
+    worker: int
+    at: float
+    def __init__(self, component: _Optional[str] = ..., task: _Optional[int] = ..., method: _Optional[str] = ..., type: _Optional[str] = ..., message: _Optional[str] = ..., worker: _Optional[int] = ..., at: _Optional[float] = ...) -> None: ...
 
 class AlignmentStatus(_message.Message):
     __slots__ = ("stale_dropped", "alignments_given_up", "parts_stored", "parts_failed", "held_max")

@@ -36,6 +36,7 @@ from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.sampling import TupleWatch
+from tuplemesh.worker.stats import ErrorSnapshot
 from tuplemesh.worker.ticks import TICK, TickTimer, tick_period
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
@@ -148,6 +149,9 @@ class Executor:
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        #: The first exception user code raised here (set once, by the executor thread)
+        self.first_error: ErrorSnapshot | None = None
+        self._worker_index = plan.index
         #: OpenTelemetry (None: not tracing): execute spans here, emit spans in the outbox
         self.tracer = tracing.tracer()
         self.trace_attributes = {"tuplemesh.component": spec.component, "tuplemesh.worker": plan.index}
@@ -290,9 +294,25 @@ class Executor:
             fn(*args)
             return True
         except Exception as exc:
-            self._count_user_error()
+            self._record_error(what, task, exc)
             log.error("%s %s task %d failed: %r", what, self.spec.component, task, exc, exc_info=exc)
             return False
+
+    def _record_error(self, method: str, task: int, exc: BaseException) -> None:
+        """Count one exception raised by user code in ``method``; keep the first one, where it
+        was raised, for ``tuplemesh run`` to name (executor thread only)."""
+        self._count_user_error()
+        if self.first_error is None:
+            message = " ".join(str(exc).split())  # one line: a message may hold newlines
+            self.first_error = ErrorSnapshot(
+                component=self.spec.component,
+                task=task,
+                method=method,
+                type=type(exc).__name__,
+                message=message if len(message) <= 500 else message[:497] + "...",
+                worker=self._worker_index,
+                at=time.time(),
+            )
 
     def _count_user_error(self) -> None:
         """One exception raised by this executor's user code (bolts and spouts counted apart)."""
@@ -303,7 +323,7 @@ class Executor:
             try:
                 self.final_reports[task] = component.report()
             except Exception as exc:
-                self._count_user_error()
+                self._record_error("report", task, exc)
                 log.error("report() of %s task %d failed: %r", self.spec.component, task, exc)
 
     def join(self, timeout: float | None = None) -> bool:
@@ -440,7 +460,7 @@ class BoltExecutor(Executor):
             except AlertError:
                 raise
             except Exception as exc:
-                self.counters.errors += 1
+                self._record_error("execute_batch" if execute_batch is not None else "execute", task, exc)
                 self.errors_log.log("bolt %s task %s raised %r on a tick", self.spec.component, task, exc)
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
@@ -549,7 +569,7 @@ class BoltExecutor(Executor):
 
     def _batch_error(self, task: int, tuples: list[Tuple], exc: Exception) -> None:
         """``execute_batch`` raised: count it once, log it, and fail every tuple it was given."""
-        self.counters.errors += 1
+        self._record_error("execute_batch", task, exc)
         self.errors_log.log(
             "bolt %s task %s raised %r in execute_batch on %d tuples; all failed",
             self.spec.component,
@@ -576,7 +596,7 @@ class BoltExecutor(Executor):
 
     def _bolt_error(self, task: int, item: Any, exc: Exception) -> None:
         """A bolt raised: count and log it, and fail the tuple (its tree, when tracked)."""
-        self.counters.errors += 1
+        self._record_error("execute", task, exc)
         self.errors_log.log(
             "bolt %s task %s raised %r on %r; tuple failed", self.spec.component, task, exc, item
         )
@@ -740,7 +760,7 @@ class SpoutExecutor(Executor):
                         except AlertError:
                             raise
                         except Exception as exc:
-                            counters.spout_errors += 1
+                            self._record_error("next_tuple", task, exc)
                             self.errors_log.log(
                                 "spout %s task %d next_tuple raised %r", self.spec.component, task, exc
                             )

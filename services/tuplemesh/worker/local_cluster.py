@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh.config import Config
@@ -13,7 +13,7 @@ from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
 from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import RunSummary, component_totals, summarize
+from tuplemesh.worker.summary import RunSummary, component_totals, failing_error, summarize
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]
@@ -71,10 +71,23 @@ class LocalCluster:
         delivered = sum(s.delivered for s in self.snapshots())
         return consumed == delivered
 
-    def run_until_done(self, timeout: float, poll: float = 0.005) -> bool:
-        """Wait until the topology is quiescent (finite spouts) or ``timeout``; True when done."""
+    def run_until_done(
+        self,
+        timeout: float,
+        poll: float = 0.005,
+        tolerated: int | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> bool:
+        """Wait until the topology is quiescent (finite spouts) or ``timeout``; True when done.
+        With ``tolerated``, user code raising more exceptions than that (or in prepare/open)
+        ends the wait at once, with False. ``check`` is called on every poll; what it raises
+        ends the wait (the workers still run: ``stop`` them)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            if check is not None:
+                check()
+            if tolerated is not None and failing_error(self.snapshots(), tolerated) is not None:
+                return False
             if self.quiescent():
                 time.sleep(poll)
                 if self.quiescent():  # confirm: nothing started moving again
@@ -112,10 +125,14 @@ class LocalCluster:
                 merged.setdefault(component, {}).update(by_task)
         return {c: [r for _, r in sorted(by_task.items())] for c, by_task in merged.items()}
 
-    def run(self, timeout: float) -> RunSummary:
-        """Start, run to completion (or timeout), stop, check the result."""
+    def run(
+        self, timeout: float, tolerated: int | None = None, check: Callable[[], None] | None = None
+    ) -> RunSummary:
+        """Start, run to completion (or timeout), stop, check the result. ``tolerated``: the
+        user-code exceptions the run survives (``topology.errors.tolerated``); None: any number,
+        only counted. ``check``: see ``run_until_done``."""
         self.start()
-        completed = self.run_until_done(timeout)
+        completed = self.run_until_done(timeout, tolerated=tolerated, check=check)
         end = self._finished_at if self._finished_at is not None else time.monotonic()
         seconds = end - self._started_at
         self.stop()
@@ -136,4 +153,5 @@ class LocalCluster:
             completed=completed,
             matched=matched,
             message=message,
+            tolerated=tolerated,
         )

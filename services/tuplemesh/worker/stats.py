@@ -19,8 +19,10 @@ from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = [
     "EXECUTOR_COUNTERS",
+    "START_METHODS",
     "AlignmentSnapshot",
     "CheckpointSnapshot",
+    "ErrorSnapshot",
     "ExecutorSnapshot",
     "HistogramSnapshot",
     "PeerSnapshot",
@@ -97,6 +99,48 @@ class CheckpointSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class ErrorSnapshot:
+    """The first exception an executor's user code raised: where, in which method, what.
+
+    ``tuplemesh run`` names the earliest of these (by ``at``) when it fails a run."""
+
+    component: str
+    task: int
+    #: The user method that raised: prepare, execute, execute_batch, cleanup (bolts); open,
+    #: next_tuple, ack, fail, close (spouts); report (both).
+    method: str
+    #: The exception's class name and its message (one line; long messages are cut).
+    type: str
+    message: str
+    worker: int = 0
+    #: Wall-clock time it was raised (Unix seconds), to tell which of several came first.
+    at: float = 0.0
+
+    def describe(self) -> str:
+        """One line: ``component 'count' task 3 (worker 1) raised in execute: ValueError: boom``."""
+        text = f"{self.type}: {self.message}" if self.message else self.type
+        return (
+            f"component {self.component!r} task {self.task} (worker {self.worker}) "
+            f"raised in {self.method}: {text}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "component": self.component,
+            "task": self.task,
+            "method": self.method,
+            "type": self.type,
+            "message": self.message,
+            "worker": self.worker,
+        }
+
+
+#: Methods whose failure leaves a task unable to run: the run stops at once, whatever
+#: ``topology.errors.tolerated`` allows.
+START_METHODS = frozenset({"prepare", "open"})
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutorSnapshot:
     """One executor: who it is and every counter of its ``ExecutorCounters``."""
 
@@ -127,6 +171,8 @@ class ExecutorSnapshot:
     inbox_wait: HistogramSnapshot = HistogramSnapshot()
     #: Bolts of a checkpointed topology that align barriers; None for every other executor.
     alignment: AlignmentSnapshot | None = None
+    #: The first exception its user code raised (``errors``/``spout_errors`` count them all).
+    first_error: ErrorSnapshot | None = None
 
     def counters(self) -> dict[str, int]:
         """The integer counters by name (what a component total sums)."""

@@ -11,9 +11,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuplemesh.worker.stats import WorkerSnapshot
+from tuplemesh.worker.stats import START_METHODS, ErrorSnapshot, WorkerSnapshot
 
-__all__ = ["RunSummary", "component_totals", "summarize", "transfer_totals"]
+__all__ = [
+    "RunSummary",
+    "component_totals",
+    "error_count",
+    "failing_error",
+    "first_error",
+    "summarize",
+    "transfer_totals",
+]
 
 
 @dataclass
@@ -29,6 +37,14 @@ class RunSummary:
     matched: bool | None
     message: str
     transfer: dict[str, int] = field(default_factory=dict)
+    #: Exceptions user code raised (bolts and spouts), and the first of them.
+    errors: int = 0
+    first_error: ErrorSnapshot | None = None
+    #: The first error when the errors fail the run (more than ``topology.errors.tolerated``,
+    #: or a prepare/open), else None.
+    failed_by: ErrorSnapshot | None = None
+    #: Ended by SIGINT or SIGTERM before it finished (``tuplemesh run`` exits 130).
+    interrupted: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         executed = sum(c.get("executed", 0) for c in self.components.values())
@@ -53,6 +69,10 @@ class RunSummary:
             "completed": self.completed,
             "matched": self.matched,
             "message": self.message,
+            "errors": self.errors,
+            "first_error": None if self.first_error is None else self.first_error.as_dict(),
+            "failed_by_errors": self.failed_by is not None,
+            "interrupted": self.interrupted,
         }
 
 
@@ -69,6 +89,31 @@ def component_totals(snapshots: Iterable[WorkerSnapshot]) -> dict[str, dict[str,
             into = totals.setdefault(component, {})
             into["export_lost"] = into.get("export_lost", 0) + lost
     return totals
+
+
+def error_count(snapshots: Iterable[WorkerSnapshot]) -> int:
+    """Exceptions raised by user code on every worker, bolts and spouts."""
+    return sum(e.errors + e.spout_errors for s in snapshots for e in s.executors)
+
+
+def first_error(snapshots: Iterable[WorkerSnapshot]) -> ErrorSnapshot | None:
+    """The earliest first error of any executor (by when it was raised), None without one."""
+    errors = [e.first_error for s in snapshots for e in s.executors if e.first_error is not None]
+    return min(errors, key=lambda e: e.at, default=None)
+
+
+def failing_error(snapshots: list[WorkerSnapshot], tolerated: int) -> ErrorSnapshot | None:
+    """The first error when user code failed the run: more than ``tolerated`` exceptions, or a
+    prepare/open that raised (its task cannot run); None while the run may go on."""
+    first = first_error(snapshots)
+    if first is None:
+        return None
+    start_failed = any(
+        e.first_error is not None and e.first_error.method in START_METHODS
+        for s in snapshots
+        for e in s.executors
+    )
+    return first if start_failed or error_count(snapshots) > tolerated else None
 
 
 def transfer_totals(snapshots: Iterable[WorkerSnapshot]) -> dict[str, int]:
@@ -105,8 +150,15 @@ def summarize(
     completed: bool,
     matched: bool | None,
     message: str,
+    tolerated: int | None = None,
 ) -> RunSummary:
-    """The RunSummary of a run whose workers last reported ``snapshots``."""
+    """The RunSummary of a run whose workers last reported ``snapshots``. When user code raised
+    more than ``tolerated`` exceptions (or in prepare/open), the run did not match and its
+    message names the first exception; ``tolerated=None`` leaves exceptions to the caller."""
+    failed_by = None if tolerated is None else failing_error(snapshots, tolerated)
+    errors = error_count(snapshots)
+    if failed_by is not None:
+        matched, message = False, f"user code raised {errors} exception(s), the first: {failed_by.describe()}"
     return RunSummary(
         topology,
         workers,
@@ -117,4 +169,7 @@ def summarize(
         matched,
         message,
         transfer_totals(snapshots),
+        errors,
+        first_error(snapshots),
+        failed_by,
     )

@@ -300,6 +300,7 @@ class Worker:
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
                 alignment=_alignment(e),
+                first_error=e.first_error,
                 **c,
             )
             for e, c in counters
