@@ -233,6 +233,18 @@ KEYS: dict[str, ConfigKey] = {
             unit="bytes",
         ),
         ConfigKey(
+            "topology.transfer.max.bytes",
+            int,
+            128 * 1024 * 1024,
+            "Ceiling on the serialized bytes a worker's executors have queued for other workers "
+            "and its transfer thread has not yet handed to a connection (each connection's send "
+            "window has its own bound, messaging.window.bytes). An executor whose batch would go "
+            "past it waits; nothing is dropped. A batch is always queued when nothing is held. "
+            "0: no ceiling (slots alone bound the transfer queue).",
+            _non_negative,
+            unit="bytes",
+        ),
+        ConfigKey(
             "topology.receiver.buffer.size",
             int,
             8,

@@ -45,7 +45,7 @@ def test_an_open_box_counts_as_one_pending_tuple_until_the_flush_posts_it() -> N
     [[(task, tup)]] = published(inbox)
     assert task == 1 and tup.source_stream == "__acking" and tup.source_task == 9
     assert tup.values == ([10, 0xA, 9], [10, 0xB], [11])
-    [(worker, [(task, payload)])] = published(transfer)
+    [(worker, [(task, payload)], _)] = published(transfer)
     assert (worker, task) == (5, 2)
     assert load_serializer("msgpack").deserialize(payload) == (9, 3, [[], [12, 0xC], []], None)
 

@@ -1,11 +1,16 @@
-"""A peer floods a worker with large batches faster than its bolt takes them: the worker's memory
-stays under its ceiling on received bytes (``topology.receive.max.bytes``), the sender is held
-back instead, and every tuple is executed exactly once. Real worker processes, over grpc and zmq;
-the flood comes from a hand-framed sender, which ignores congestion reports as a careless peer
-would, so only the ceiling holds it."""
+"""Floods of large tuples, faster than the bolt takes them, on default settings: the workers'
+memory stays bounded by their ceilings on bytes (``topology.receive.max.bytes`` for what they
+received, ``topology.transfer.max.bytes`` for what they queued for others), the senders are held
+back instead, and every tuple is executed exactly once. Real worker processes, over grpc and zmq.
+
+A flood from a peer comes from a hand-framed sender, which ignores congestion reports as a
+careless peer would, so only the ceiling holds it; a flood from a spout goes through the whole
+data path."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -42,12 +47,17 @@ class IdleSpout(Spout):
 
 
 class SlowSink(Bolt):
-    """Takes a millisecond per tuple: far slower than the flood arrives."""
+    """Stalls until the file named by $FLOOD_GATE exists (if set), then takes a millisecond per
+    tuple: the flood is sure to meet the ceiling, whatever the machine's speed."""
 
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.count = 0
+        self.gate = os.environ.get("FLOOD_GATE")
 
     def execute(self, tup: Tuple) -> None:
+        while self.gate and not os.path.exists(self.gate):
+            time.sleep(0.01)  # deliberate: stalled until the test opens the gate
+        self.gate = None
         time.sleep(0.001)  # deliberate: the slow consumer
         self.count += 1
 
@@ -64,8 +74,9 @@ def _sink_executed(status: admin_pb2.WorkerStatus) -> int:
 
 
 @pytest.mark.parametrize("transport", ["grpc", "zmq"])
-def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(transport: str):
-    env = {"TUPLEMESH_MESSAGING_TRANSPORT": transport}
+def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(transport: str, tmp_path):
+    gate = tmp_path / "gate"
+    env = {"TUPLEMESH_MESSAGING_TRANSPORT": transport, "FLOOD_GATE": str(gate)}
     mesh = start_mesh("tests.fault.test_flood:topology", 2, env=env)
     admin = mesh.admin(0)
     payload = MsgpackSerializer().serialize(1, 0, ["x" * MIB])
@@ -85,6 +96,14 @@ def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(tra
         for sequence in range(1, BATCHES + 1):  # as fast as the transport takes them
             sender.send(sequence, [(SINK_TASK, payload)] * TUPLES_PER_BATCH)
         total = BATCHES * TUPLES_PER_BATCH
+        # the sink is stalled: the worker fills up to its ceiling, then holds the sender back
+        eventually(
+            lambda: samples and samples[-1][1] > CEILING - 2 * TUPLES_PER_BATCH * len(payload),
+            timeout=60,
+            message="the worker holds what it may",
+        )
+        time.sleep(1.0)  # deliberate: the flood keeps pushing against the full worker meanwhile
+        gate.touch()
         eventually(
             lambda: _sink_executed(admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= total,
             timeout=180,
@@ -109,3 +128,87 @@ def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(tra
     # hands (zmq's pipe is bounded by the ceiling too), and the interpreter.
     peak = max(rss for rss, _ in samples)
     assert peak < 512 * MIB, f"worker RSS reached {peak // MIB} MiB under a {CEILING // MIB} MiB ceiling"
+
+
+#: The big spout on worker 0 and its sink on worker 1 (names in order: "big", "sink"; round-robin)
+BIG_TUPLES = 600
+
+
+class BigSpout(Spout):
+    """Emits ``BIG_TUPLES`` numbered tuples of 1 MiB each as fast as the runtime takes them."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["n", "blob"])
+
+    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.sent = 0
+        self.blob = "x" * MIB
+
+    def next_tuple(self) -> None:
+        if self.sent < BIG_TUPLES:
+            self.collector.emit([self.sent, self.blob])
+            self.sent += 1
+
+
+class NumberSink(SlowSink):
+    """SlowSink that also counts each number it saw (exactly once each, checked by the test)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        super().prepare(conf, context, collector)
+        self.seen: dict[int, int] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        super().execute(tup)
+        self.seen[tup.values[0]] = self.seen.get(tup.values[0], 0) + 1
+
+    def report(self) -> dict[str, Any]:
+        return {"distinct": len(self.seen), "twice": sum(1 for c in self.seen.values() if c > 1)}
+
+
+def big_topology() -> Any:
+    b = TopologyBuilder("bigflood")
+    b.set_spout("big", BigSpout())
+    b.set_bolt("sink", NumberSink()).shuffle_grouping("big")
+    return b.build()
+
+
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(transport: str):
+    mesh = start_mesh(
+        "tests.fault.test_flood:big_topology", 2, env={"TUPLEMESH_MESSAGING_TRANSPORT": transport}
+    )
+    admins = [mesh.admin(0), mesh.admin(1)]
+    peaks = [0, 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for index in (0, 1):
+                peaks[index] = max(peaks[index], proc_status(mesh.procs[index].pid)[0])
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        sink = admins[1]
+        eventually(
+            lambda: _sink_executed(sink.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= BIG_TUPLES,
+            timeout=180,
+            interval=0.2,
+            message="every big tuple executed",
+        )
+        statuses = [a.GetStatus(admin_pb2.GetStatusRequest(include_reports=True), timeout=10) for a in admins]
+    finally:
+        done.set()
+        sampler.join(15)
+        codes = mesh.stop()
+    assert codes == [0, 0]
+    assert _sink_executed(statuses[1]) == BIG_TUPLES
+    [report] = json.loads(statuses[1].reports_json)["sink"].values()
+    assert report == {"distinct": BIG_TUPLES, "twice": 0}  # every number once
+    sender = statuses[0]
+    assert sender.transfer_held_bytes_capacity == Config({})["topology.transfer.max.bytes"]
+    # 600 MiB went through; unbounded, the sending worker grew by gigabytes in such a flood
+    for index, peak in enumerate(peaks):
+        assert peak < 512 * MIB, f"worker {index} RSS reached {peak // MIB} MiB"

@@ -63,7 +63,7 @@ def test_nothing_is_counted_as_dropped_when_the_final_flush_goes_out() -> None:
     assert executor.counters.dropped_on_stop == 0
     ring = wired.transfer_ring
     batches = [ring.get(seq) for seq in range(ring.cursor + 1)]
-    assert [(worker, len(batch)) for worker, batch in batches] == [(0, 5)]
+    assert [(worker, len(batch)) for worker, batch, _ in batches] == [(0, 5)]
 
 
 def test_collector_variants_are_chosen_when_the_executor_is_built() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, MessageTooLargeError
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, load_serializer, rows_count
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
+from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.markers import Batch
 from tuplemesh.worker.outbox import Outbox
 
@@ -30,7 +32,12 @@ def published(ring: RingBuffer[Any]) -> list[Any]:
     return [ring.get(seq) for seq in range(ring.cursor + 1)]
 
 
-def make(batch_size: int = 3, send_capacity: int = 100, max_payload: int = 1 << 20):
+def make(
+    batch_size: int = 3,
+    send_capacity: int = 100,
+    max_payload: int = 1 << 20,
+    budget: ByteBudget | None = None,
+):
     """Tasks 1, 2 share one local inbox, task 3 has another; tasks 4, 5 run on worker 7."""
     inbox_a: RingBuffer[Any] = RingBuffer.multi_producer(16)
     inbox_b: RingBuffer[Any] = RingBuffer.multi_producer(16)
@@ -43,6 +50,7 @@ def make(batch_size: int = 3, send_capacity: int = 100, max_payload: int = 1 << 
         batch_size=batch_size,
         send_capacity=send_capacity,
         max_payload=max_payload,
+        budget=budget,
     )
     return outbox, inbox_a, inbox_b, transfer
 
@@ -72,7 +80,8 @@ def test_flush_publishes_every_partial_buffer_once() -> None:
     outbox.flush()
     assert [len(b) for b in published(inbox_a)] == [1]
     assert [len(b) for b in published(inbox_b)] == [1]
-    [(worker, batch)] = published(transfer)
+    [(worker, batch, no_budget)] = published(transfer)
+    assert no_budget == 0  # no ceiling: nothing counted
     assert worker == 7 and [task for task, _ in batch] == [4]
     assert outbox.pending == 0
     outbox.flush()  # nothing held: nothing more published
@@ -85,7 +94,7 @@ def test_one_local_tuple_and_one_payload_per_emit_whatever_the_fan_out() -> None
     outbox.flush()
     [batch] = published(inbox_a)
     assert batch[0][1] is batch[1][1]  # shared, unserialized
-    [(_, remote)] = published(transfer)
+    [(_, remote, _)] = published(transfer)
     assert [task for task, _ in remote] == [4, 5]
     assert remote[0][1] is remote[1][1] and isinstance(remote[0][1], bytes)
     assert load_serializer("msgpack").deserialize(remote[0][1]) == (9, 0, ["x"], None)
@@ -110,7 +119,7 @@ def test_deliver_one_carries_its_own_anchors() -> None:
     outbox.flush()
     [[(_, tup)]] = published(inbox_a)
     assert isinstance(tup, AnchoredTuple) and tup.anchors == {11: 22} and tup.ack_val == 0
-    [(_, [(_, payload)])] = published(transfer)
+    [(_, [(_, payload)], _)] = published(transfer)
     assert load_serializer("msgpack").deserialize(payload) == (9, 0, ["a"], {11: 33})
 
 
@@ -161,7 +170,7 @@ def test_deliver_many_sends_one_entry_per_local_task_and_one_rows_payload_per_re
     deliver_many(outbox, "abcbab")
     assert outbox.pending == 6 and outbox.delivered == 6
     outbox.flush()
-    [(worker, remote)] = published(transfer)
+    [(worker, remote, _)] = published(transfer)
     assert worker == 7 and [task for task, _ in remote] == [4, 5]
     assert rows_of(remote[0][1]) == [["b"], ["b"], ["b"]]
     assert load_serializer("msgpack").deserialize(remote[1][1]) == (9, 0, ["c"], None)  # one row: a tuple
@@ -176,7 +185,7 @@ def test_deliver_many_counts_rows_in_the_batch_size_and_the_pending_tuples() -> 
     deliver_many(outbox, "bbb")  # one payload entry holding 3 tuples: under the batch size
     assert published(transfer) == [] and outbox.pending == 3
     deliver_many(outbox, "b")  # 4 tuples for worker 7 now: published
-    [(_, remote)] = published(transfer)
+    [(_, remote, _)] = published(transfer)
     assert [len(rows_of(p)) if p[0] == ROWS_MARKER else 1 for _, p in remote] == [3, 1]
     assert outbox.pending == 0 and outbox.delivered == 4
 
@@ -185,7 +194,7 @@ def test_deliver_many_splits_a_rows_payload_over_the_limit() -> None:
     outbox, _, _, transfer = make(batch_size=100, max_payload=60)
     outbox.deliver_many(9, "spout", "default", 0, FIELDS, [["b" * 20]] * 4, [Fixed(4)])
     outbox.flush()
-    [(_, remote)] = published(transfer)
+    [(_, remote, _)] = published(transfer)
     assert all(len(p) <= 60 for _, p in remote)
     assert sum(len(rows_of(p)) if p[0] == ROWS_MARKER else 1 for _, p in remote) == 4
     assert outbox.pending == 0 and outbox.delivered == 4
@@ -222,3 +231,34 @@ def test_deliver_many_counts_a_local_list_entry_as_its_tuples() -> None:
     [batch] = published(inbox_a)
     assert [len(item) if isinstance(item, list) else item.values for _, item in batch] == [3, ["a"]]
     assert outbox.pending == 0 and outbox.delivered == 4
+
+
+def test_batches_for_other_workers_take_their_bytes_from_the_budget_and_wait_past_it() -> None:
+    budget = ByteBudget(100)
+    outbox, _, _, transfer = make(batch_size=10, budget=budget)
+    emit(outbox, "x" * 60, 4)
+    outbox.flush()
+    [(worker, [(task, payload)], nbytes)] = published(transfer)
+    assert (worker, task, nbytes, budget.used) == (7, 4, len(payload), len(payload))
+    emit(outbox, "y" * 60, 5)
+    blocked = threading.Thread(target=outbox.flush)
+    blocked.start()  # 2 x ~64 bytes > 100: this flush waits for the transfer thread to give back
+    blocked.join(0.2)
+    assert blocked.is_alive() and transfer.cursor == 0 and budget.waits == 0
+    budget.release(nbytes)  # the transfer thread handed the first batch to a connection
+    blocked.join(5)
+    assert not blocked.is_alive() and transfer.cursor == 1 and budget.waits == 1
+    assert budget.used == transfer.get(1)[2]
+
+
+def test_a_budget_admits_any_batch_when_nothing_is_held_and_stops_waiting_once_closed() -> None:
+    budget = ByteBudget(10)
+    budget.acquire(1000)  # larger than the ceiling, but nothing else is held
+    assert budget.used == 1000
+    waiter = threading.Thread(target=budget.acquire, args=(5,))
+    waiter.start()
+    waiter.join(0.1)
+    assert waiter.is_alive()
+    budget.close()  # the worker halts: nobody waits any more (their publish is refused next)
+    waiter.join(5)
+    assert not waiter.is_alive() and budget.used == 1005

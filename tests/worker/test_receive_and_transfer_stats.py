@@ -84,10 +84,10 @@ def test_halted_transfer_counts_refused_and_stranded_tuples_exactly(caplog):
     ring: RingBuffer[Any] = RingBuffer.multi_producer(16)
     transfer = TransferPath(ring, context, "t", {1: ("127.0.0.1", 7001)}, {1}, 1, 0, False)
     transfer.start()
-    ring.put((1, [(5, b"x")] * 3))
+    ring.put((1, [(5, b"x")] * 3, 0))
     assert context.connection.entered.wait(5)  # the transfer thread is stuck in that send
-    ring.put((1, [(5, b"y")] * 2))
-    ring.put((1, [(5, b"z")] * 4))
+    ring.put((1, [(5, b"y")] * 2, 0))
+    ring.put((1, [(5, b"z")] * 4, 0))
     transfer.halt()  # aborts the connection: the stuck send is refused at once
     assert transfer.join(5)
     transfer.close_connections()

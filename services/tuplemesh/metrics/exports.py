@@ -212,6 +212,24 @@ EXPORTS: dict[str, Export] = {
         "Time received batches spent waiting for the ceiling on bytes held.",
     ),
     # the transfer path
+    "transfer.held_bytes": Export(
+        "tuplemesh_transfer_held_bytes",
+        "Serialized bytes queued for other workers, not yet handed to a connection.",
+        "gauge",
+    ),
+    "transfer.held_bytes_capacity": Export(
+        "tuplemesh_transfer_held_bytes_capacity",
+        "The ceiling on bytes queued for other workers (topology.transfer.max.bytes; 0: none).",
+        "gauge",
+    ),
+    "transfer.ceiling_waits": Export(
+        "tuplemesh_transfer_ceiling_waits_total",
+        "Batches whose executor waited for the ceiling on bytes queued for other workers.",
+    ),
+    "transfer.ceiling_wait_seconds": Export(
+        "tuplemesh_transfer_ceiling_wait_seconds_total",
+        "Time executors spent waiting for the ceiling on bytes queued for other workers.",
+    ),
     "transfer.lost_tuples": Export(
         "tuplemesh_transfer_tuples_lost_total", "Tuples a transport refused (counted, logged)."
     ),

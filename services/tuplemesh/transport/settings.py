@@ -38,6 +38,9 @@ class TransportSettings:
     #: the receiver's high-water mark: zmq.hwm, lowered so that a full pipe holds no more than the
     #: worker's ceiling on received bytes (topology.receive.max.bytes) in largest messages
     zmq_receive_hwm_batches: int
+    #: the sender's high-water mark: zmq.hwm, lowered so that its pipe holds no more than the send
+    #: window's bytes (messaging.window.bytes) in largest messages (the pipe holds copies)
+    zmq_send_hwm_batches: int
     zmq_linger_millis: int
     zmq_port_offset: int
     log_interval_seconds: float
@@ -62,8 +65,11 @@ class TransportSettings:
             admin_token=conf["admin.token"],
             zmq_io_threads=conf["zmq.threads"],
             zmq_hwm_batches=conf["zmq.hwm"],
-            zmq_receive_hwm_batches=_receive_hwm(
+            zmq_receive_hwm_batches=_bytes_hwm(
                 conf["zmq.hwm"], conf["topology.receive.max.bytes"], conf["messaging.max.message.bytes"]
+            ),
+            zmq_send_hwm_batches=_bytes_hwm(
+                conf["zmq.hwm"], conf["messaging.window.bytes"], conf["messaging.max.message.bytes"]
             ),
             zmq_linger_millis=conf["zmq.linger.millis"],
             zmq_port_offset=conf["zmq.port.offset"],
@@ -71,7 +77,8 @@ class TransportSettings:
         )
 
 
-def _receive_hwm(hwm: int, ceiling: int, largest: int) -> int:
-    """libzmq reads ahead into a pipe of ``hwm`` messages that Python never sees until it takes
-    them, outside the receive path's ceiling: bound that pipe by the ceiling too (0: no ceiling)."""
+def _bytes_hwm(hwm: int, ceiling: int, largest: int) -> int:
+    """libzmq keeps a pipe of up to ``hwm`` messages per peer outside what Python bounds (read
+    ahead on a receiver, copies on a sender): bound that pipe by ``ceiling`` bytes of the largest
+    messages too (0: no ceiling)."""
     return hwm if not ceiling else max(1, min(hwm, ceiling // largest))

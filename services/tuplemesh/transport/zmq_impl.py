@@ -235,7 +235,7 @@ class ZmqConnection(WindowedConnection):
         self._wake_r, self._wake_w = os.pipe()
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
         self._socket = context.zmq.socket(zmq.DEALER)
-        self._socket.setsockopt(zmq.SNDHWM, settings.zmq_hwm_batches)
+        self._socket.setsockopt(zmq.SNDHWM, settings.zmq_send_hwm_batches)
         self._socket.setsockopt(zmq.RCVHWM, settings.zmq_hwm_batches)
         self._socket.setsockopt(zmq.LINGER, settings.zmq_linger_millis)
         self._socket.setsockopt(zmq.RECONNECT_IVL, settings.reconnect_min_wait_millis)

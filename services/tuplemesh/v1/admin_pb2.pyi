@@ -203,7 +203,7 @@ class DiscoveryStatus(_message.Message):
     def __init__(self, relists: _Optional[int] = ..., watch_restarts: _Optional[int] = ..., api_errors: _Optional[int] = ..., endpoint_problems: _Optional[int] = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
-    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints", "epoch", "congested_tasks", "tasks", "receive_held_bytes", "receive_held_bytes_capacity", "receive_ceiling_waits", "receive_ceiling_wait_seconds")
+    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints", "epoch", "congested_tasks", "tasks", "receive_held_bytes", "receive_held_bytes_capacity", "receive_ceiling_waits", "receive_ceiling_wait_seconds", "transfer_held_bytes", "transfer_held_bytes_capacity", "transfer_ceiling_waits", "transfer_ceiling_wait_seconds")
     class ExportLostEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +249,10 @@ class WorkerStatus(_message.Message):
     RECEIVE_HELD_BYTES_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_CEILING_WAITS_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_CEILING_WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_HELD_BYTES_CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_CEILING_WAITS_FIELD_NUMBER: _ClassVar[int]
+    TRANSFER_CEILING_WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     topology: str
     worker: int
     workers: int
@@ -287,7 +291,11 @@ class WorkerStatus(_message.Message):
     receive_held_bytes_capacity: int
     receive_ceiling_waits: int
     receive_ceiling_wait_seconds: float
-    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ..., epoch: _Optional[str] = ..., congested_tasks: _Optional[int] = ..., tasks: _Optional[int] = ..., receive_held_bytes: _Optional[int] = ..., receive_held_bytes_capacity: _Optional[int] = ..., receive_ceiling_waits: _Optional[int] = ..., receive_ceiling_wait_seconds: _Optional[float] = ...) -> None: ...
+    transfer_held_bytes: int
+    transfer_held_bytes_capacity: int
+    transfer_ceiling_waits: int
+    transfer_ceiling_wait_seconds: float
+    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ..., epoch: _Optional[str] = ..., congested_tasks: _Optional[int] = ..., tasks: _Optional[int] = ..., receive_held_bytes: _Optional[int] = ..., receive_held_bytes_capacity: _Optional[int] = ..., receive_ceiling_waits: _Optional[int] = ..., receive_ceiling_wait_seconds: _Optional[float] = ..., transfer_held_bytes: _Optional[int] = ..., transfer_held_bytes_capacity: _Optional[int] = ..., transfer_ceiling_waits: _Optional[int] = ..., transfer_ceiling_wait_seconds: _Optional[float] = ...) -> None: ...
 
 class GetAssignmentRequest(_message.Message):
     __slots__ = ()

@@ -30,6 +30,7 @@ from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, 
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.topology.tuple import tick_tuple
+from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
@@ -92,6 +93,8 @@ class ExecutorWiring:
     congestion: CongestionMap | None  # per-task backpressure reports, None when it is off
     #: the worker's user metrics (``context.metrics``), exported with its own on /metrics
     user_metrics: UserMetrics = field(default_factory=UserMetrics)
+    #: the worker's ceiling on serialized bytes queued for other workers
+    transfer_budget: ByteBudget = field(default_factory=lambda: ByteBudget(0))
 
 
 class Executor:
@@ -115,6 +118,7 @@ class Executor:
             send_capacity=queues.send_buffer_tuples,
             max_payload=queues.max_message_bytes,
             congestion=wiring.congestion,
+            budget=wiring.transfer_budget,
         )
         component = plan.topology.components[spec.component]
         local_tasks = plan.local_tasks

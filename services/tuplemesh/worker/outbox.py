@@ -23,6 +23,7 @@ from tuplemesh.serialization import Serializer, frame_rows
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.tracing import EMIT, context_of
+from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.congestion import CongestionMap
 from tuplemesh.worker.markers import Batch
 
@@ -43,6 +44,7 @@ class Outbox:
         send_capacity: int,
         max_payload: int = 16 * 1024 * 1024,
         congestion: CongestionMap | None = None,
+        budget: ByteBudget | None = None,
     ) -> None:
         """``local_inboxes``: task -> inbox ring in this worker; ``remote_workers``: task -> worker."""
         rings: list[RingBuffer[Any]] = []
@@ -72,9 +74,15 @@ class Outbox:
         self.send_capacity = send_capacity
         self.max_payload = max_payload
         self.pending = 0  # tuples held in buffers right now
+        #: bytes encoded for other workers since the last full flush: at a message's worth
+        #: (``max_payload``) every buffer is flushed, so large tuples are not held a hundred at a
+        #: time (``batch_size`` counts tuples, not bytes)
+        self.encoded_bytes = 0
         self.delivered = 0  # (task, tuple) deliveries accepted so far
         self.last_flush = time.monotonic()
         self._congestion = congestion
+        #: the worker's ceiling on bytes bound for other workers (None: none)
+        self._budget = budget if budget is not None and budget.limit else None
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
         self.before_flush: Callable[[], None] | None = None
         #: OpenTelemetry: the tracer (None: not tracing), the span attributes of this executor,
@@ -130,7 +138,7 @@ class Outbox:
                     self._flush(dest)
         self.pending += count
         self.delivered += count
-        if self.pending >= self.send_capacity:
+        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
             self.flush()
 
     def deliver_direct(
@@ -208,7 +216,7 @@ class Outbox:
         for dest, buf in enumerate(buffers):
             if buf and len(buf) + extra[dest] >= batch_size:
                 self._flush(dest)
-        if self.pending >= self.send_capacity:
+        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
             self.flush()
 
     def _encode_rows(
@@ -228,6 +236,7 @@ class Outbox:
             ]
         payload = frame_rows(len(rows), serialize_rows(source_task, stream_id, rows))
         if len(payload) <= self.max_payload:
+            self.encoded_bytes += len(payload)
             return [(payload, len(rows))]
         half = len(rows) // 2
         return self._encode_rows(
@@ -264,7 +273,7 @@ class Outbox:
         self.delivered += 1
         if len(buf) >= self.batch_size:
             self._flush(dest)
-        if self.pending >= self.send_capacity:
+        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
             self.flush()
 
     def _hold(self, task: int) -> None:
@@ -283,6 +292,7 @@ class Outbox:
         anchors: dict[int, int] | None,
     ) -> bytes:
         payload = self._serialize(source_task, stream_id, values, anchors)
+        self.encoded_bytes += len(payload)
         if len(payload) > self.max_payload:
             raise MessageTooLargeError(
                 f"{source_component!r} emitted a {len(payload)}-byte tuple on stream "
@@ -315,8 +325,19 @@ class Outbox:
             else:
                 self._buffers[dest] = []
                 worker = self._workers[dest - self._local_count]
+                nbytes = 0
+                if self._budget is not None:  # waits while the worker holds too much for others
+                    nbytes = sum([len(message[1]) for message in buf])
+                    self._budget.acquire(nbytes)
                 # a traced batch tells the transfer thread its emit span (its transfer span links it)
-                self._transfer.put((worker, buf) if span is None else (worker, buf, context_of(span)))
+                try:
+                    self._transfer.put(
+                        (worker, buf, nbytes) if span is None else (worker, buf, nbytes, context_of(span))
+                    )
+                except BaseException:
+                    if self._budget is not None:
+                        self._budget.release(nbytes)
+                    raise
         finally:
             if span is not None:
                 span.end()
@@ -329,6 +350,7 @@ class Outbox:
         for dest, buf in enumerate(self._buffers):
             if buf:
                 self._flush(dest)
+        self.encoded_bytes = 0
         self.last_flush = time.monotonic()
 
     def discard(self) -> int:

@@ -18,6 +18,7 @@ class QueueSettings:
 
     receive_buffer_batches: int  # slots of each executor's inbox ring (a power of two)
     receive_max_bytes: int  # payload bytes received and not yet taken, all inboxes; 0: no ceiling
+    transfer_max_bytes: int  # serialized bytes queued for other workers, not yet sent; 0: none
     transfer_buffer_batches: int  # slots of the worker's transfer ring (a power of two)
     wait_strategy: str  # how threads wait on an empty ring
     wait_timeout_seconds: float  # of the timeout-blocking wait strategy
@@ -35,6 +36,7 @@ class QueueSettings:
         return cls(
             receive_buffer_batches=conf["topology.executor.receive.buffer.size"],
             receive_max_bytes=conf["topology.receive.max.bytes"],
+            transfer_max_bytes=conf["topology.transfer.max.bytes"],
             transfer_buffer_batches=conf["topology.transfer.buffer.size"],
             wait_strategy=conf["topology.disruptor.wait.strategy"],
             wait_timeout_seconds=conf.seconds("topology.disruptor.wait.timeout.millis"),

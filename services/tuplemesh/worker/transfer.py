@@ -1,8 +1,9 @@
 """The transfer path: the worker's transfer ring drained by one thread into per-peer connections.
 
-Executors publish ``(worker, [(task, payload), ...])``; the transfer thread merges batches bound
-for the same worker until ``topology.transfer.batch.size`` tuples or the end of what is available,
-then hands them to that worker's Connection (which blocks while the peer's window is full).
+Executors publish ``(worker, [(task, payload), ...], nbytes[, trace])``; the transfer thread merges
+batches bound for the same worker until ``topology.transfer.batch.size`` tuples or the end of what
+is available, then hands them to that worker's Connection (which blocks while the peer's window is
+full) and gives their ``nbytes`` back to the worker's `ByteBudget` for bytes bound elsewhere.
 Every tuple that does not reach a connection is counted in `TransferStats`: refused by the
 transport (``lost_tuples``) or left in the ring when the transfer thread was halted
 (``stranded_tuples``).
@@ -24,6 +25,7 @@ from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportErr
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Connection, Context, OnCongestion, TaskMessage
+from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.markers import STOP
 
 __all__ = ["TransferPath", "TransferStats"]
@@ -63,6 +65,7 @@ class TransferPath:
         batch_size: int,
         log_interval: float,
         metrics_enabled: bool = True,
+        budget: ByteBudget | None = None,
     ) -> None:
         self.ring = ring
         self.context = context
@@ -75,6 +78,9 @@ class TransferPath:
         self._peers_cond = threading.Condition()
         self._stopping = False
         self._pending: dict[int, list[TaskMessage]] = {}
+        #: the bytes executors took from ``budget`` for what is pending, per peer
+        self.budget = budget if budget is not None else ByteBudget(0)
+        self._pending_bytes: dict[int, int] = {}
         #: OpenTelemetry (None: not tracing) and, per peer, the emit spans of the pending batches
         self.tracer = tracing.tracer()
         self._traces: dict[int, list[Any]] = {}
@@ -165,6 +171,7 @@ class TransferPath:
             self._stopping = True
             self._peers_cond.notify_all()
         self.processor.halt()
+        self.budget.close()  # executors waiting for room must see their ring halted instead
         for conn in list(self.connections.values()):
             conn.abort()
 
@@ -210,8 +217,10 @@ class TransferPath:
     def on_event(self, item: Any, sequence: int, end_of_batch: bool) -> None:
         if item.__class__ is tuple:
             worker, messages = item[0], item[1]
-            if len(item) == 3:  # traced: the emit span's context
-                self._traces.setdefault(worker, []).append(item[2])
+            if item[2]:
+                self._pending_bytes[worker] = self._pending_bytes.get(worker, 0) + item[2]
+            if len(item) == 4:  # traced: the emit span's context
+                self._traces.setdefault(worker, []).append(item[3])
             pending = self._pending.get(worker)
             if pending is None:
                 self._pending[worker] = pending = messages
@@ -234,6 +243,13 @@ class TransferPath:
         messages = self._pending.pop(worker, None)
         if not messages:
             return
+        try:
+            self._send_traced(worker, messages)
+        finally:  # in the connection's window now (or counted lost): no longer the worker's to hold
+            if self._pending_bytes:
+                self.budget.release(self._pending_bytes.pop(worker, 0))
+
+    def _send_traced(self, worker: int, messages: list[Any]) -> None:
         traces = self._traces.pop(worker, None) if self._traces else None
         if traces is None or self.tracer is None:
             self._send_messages(worker, messages)

@@ -28,6 +28,7 @@ from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
+from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.congestion import CongestionMap, congested_tasks
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.markers import FLUSH
@@ -94,6 +95,8 @@ class Worker:
         self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
             queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
         )
+        #: the ceiling on serialized bytes queued for other workers (executors take, transfer gives back)
+        self.transfer_budget = ByteBudget(queues.transfer_max_bytes)
         self._serializer_name = settings.serializer
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
         log_interval = settings.log_interval_seconds
@@ -112,6 +115,7 @@ class Worker:
             queues.transfer_batch_tuples,
             log_interval,
             settings.metrics_enabled,
+            self.transfer_budget,
         )
         # Per-task backpressure (tuplemesh.worker.congestion): what peers report, and what we report.
         self.congestion = CongestionMap() if queues.backpressure_enabled else None
@@ -126,6 +130,7 @@ class Worker:
             self.new_serializer,
             self.congestion,
             self.user_metrics,
+            self.transfer_budget,
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, wiring)
@@ -342,6 +347,10 @@ class Worker:
                 stranded_tuples=transfer.stranded_tuples,
                 retargets=transfer.retargets,
                 batch_sizes=HistogramSnapshot.of(self.transfer.batch_sizes),
+                held_bytes=self.transfer_budget.used,
+                held_bytes_capacity=self.transfer_budget.limit,
+                ceiling_waits=self.transfer_budget.waits,
+                ceiling_wait_seconds=self.transfer_budget.wait_seconds,
             ),
             export_lost=self._export_lost(),
             discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
