@@ -74,7 +74,7 @@ class BuildExtOrFail(build_ext):
             if self.inplace:  # stale extension modules would shadow the .py sources
                 for ext in self.extensions:
                     Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
-            _fail(f"compiling the mypyc C code failed ({exc}; a C compiler and the Python headers are needed)")
+            _fail(f"compiling mypyc's C code failed ({exc}; it needs a C compiler and the Python headers)")
 
 
 setup(ext_modules=extension_modules(), cmdclass={"build_ext": BuildExtOrFail})

@@ -24,7 +24,10 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
     "tuplemesh.disruptor.barrier": _DISRUPTOR,
     "tuplemesh.disruptor.ring_buffer": _DISRUPTOR,
     "tuplemesh.disruptor.processor": _DISRUPTOR,
-    "tuplemesh.disruptor.poller": ("tests/disruptor/test_ring_buffer.py", "tests/worker/test_backpressure.py"),
+    "tuplemesh.disruptor.poller": (
+        "tests/disruptor/test_ring_buffer.py",
+        "tests/worker/test_backpressure.py",
+    ),
     "tuplemesh.serialization": ("tests/test_serialization.py",),
     "tuplemesh.transport.framing": ("tests/transport/test_framing.py", "tests/transport/test_grpc_wire.py"),
     "tuplemesh.topology.tuple": ("tests/windowing/test_windows.py", *_END_TO_END),
