@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import child_pythonpath
+from tests.pure_pass import PURE_PASS, pure_test_files
 from tuplemesh._compiled import COMPILED_MODULES, GROUP_NAME, PURE_PYTHON_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +46,29 @@ def _extension(module: str) -> Path | None:
         if base.with_name(base.name + suffix).exists():
             return base.with_name(base.name + suffix)
     return None
+
+
+def test_every_compiled_module_has_tests_in_the_pure_python_pass():
+    # `make test-pure` runs only these again without the compiled modules
+    untested = [module for module in COMPILED_MODULES if not PURE_PASS.get(module)]
+    assert not untested, f"compiled modules with no test in tests/pure_pass.py: {untested}"
+    assert sorted(PURE_PASS) == sorted(COMPILED_MODULES), (
+        "tests/pure_pass.py lists a module that is not compiled"
+    )
+    missing = [path for path in pure_test_files() if not (ROOT / path).is_file()]
+    assert not missing, f"tests/pure_pass.py names test files that do not exist: {missing}"
+
+
+def test_make_test_pure_runs_exactly_the_pure_pass_list():
+    dry_run = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), f"PYTHON={sys.executable}", "test-pure"],
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert dry_run.returncode == 0, dry_run.stderr
+    [pytest_line] = [line for line in dry_run.stdout.splitlines() if "/pytest " in line]
+    assert pytest_line.startswith(f"{PURE_PYTHON_ENV}=1 ")
+    assert pytest_line.split()[-len(pure_test_files()) :] == pure_test_files()
 
 
 def test_compiled_modules_are_not_older_than_their_sources():

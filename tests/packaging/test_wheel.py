@@ -1,5 +1,6 @@
-"""The wheel installs and runs on its own: built from the checkout, installed into a fresh
-virtual environment, and run from a directory outside the checkout with no path to its sources."""
+"""The wheel installs and runs on its own: built as a user builds it (a fresh venv, `pip wheel` with
+build isolation), with the hot path compiled for this CPython, installed into that venv and run
+from a directory outside the checkout with no path to its sources; the sdist builds compiled too."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 import tomllib
 import zipfile
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tuplemesh._compiled import COMPILED_MODULES, PURE_PYTHON_ENV
+from tuplemesh._compiled import COMPILED_MODULES, GROUP_NAME, PURE_PYTHON_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -29,6 +31,9 @@ NOT_SOURCES += ("*.so",)
 
 #: building, a fresh venv and its dependencies (from pip's cache when warm), then the runs
 pytestmark = pytest.mark.timeout(900)
+
+#: the wheel's tag for this interpreter: CPython, its ABI, this platform (never py3-none-any)
+CPYTHON_TAG = f"cp{sys.version_info.major}{sys.version_info.minor}"
 
 #: a user's topology: numbers through a squaring bolt into one summing task, checked exactly
 TOPOLOGY = """
@@ -100,6 +105,7 @@ class Installed:
     venv: Path
     workdir: Path  # outside the checkout, holding the user's topology module
     env: dict[str, str]  # no PYTHONPATH: only what the wheel installed is importable
+    wheel: Path
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -122,34 +128,81 @@ def _checked(out: subprocess.CompletedProcess[str]) -> subprocess.CompletedProce
     return out
 
 
+def clean_env() -> dict[str, str]:
+    """This environment minus what would let a build or a run see the checkout or this venv; and
+    minus TUPLEMESH_PURE_PYTHON: every build here is the default, compiled one."""
+    unwanted = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", PURE_PYTHON_ENV)
+    return {k: v for k, v in os.environ.items() if k not in unwanted}
+
+
+def source_copy(destination: Path) -> Path:
+    """The checkout's sources (a build/ left in the checkout would put stale modules into a wheel)."""
+    shutil.copytree(ROOT, destination, symlinks=True, ignore=shutil.ignore_patterns(*NOT_SOURCES))
+    return destination
+
+
+def fresh_venv(path: Path) -> Path:
+    """A venv made by this interpreter, as `python3 -m venv` makes one: its own pip, nothing else."""
+    _checked(
+        subprocess.run([sys.executable, "-m", "venv", str(path)], capture_output=True, text=True, timeout=120)
+    )
+    return path / "bin" / "python"
+
+
+def pip(python: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> None:
+    _checked(
+        subprocess.run(
+            [str(python), "-m", "pip", "--disable-pip-version-check", "--quiet", *args],
+            cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=timeout,
+        )
+    )  # fmt: skip
+
+
+def assert_compiled_wheel(wheel: Path) -> None:
+    """A CPython wheel for this platform holding every compiled module's extension beside its source."""
+    name, version, python_tag, abi_tag, platform_tag = wheel.name.removesuffix(".whl").split("-")
+    assert (name, version) == ("tuplemesh", PROJECT["version"])
+    assert (python_tag, abi_tag) == (CPYTHON_TAG, CPYTHON_TAG), wheel.name
+    assert platform_tag != "any" and platform_tag.startswith("linux_") == sys.platform.startswith("linux")
+    suffix = f".cpython-{CPYTHON_TAG[2:]}-"
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    extensions = sorted(n.split(".")[0].replace("/", ".") for n in names if n.endswith(".so"))
+    assert all(suffix in n for n in names if n.endswith(".so"))
+    assert extensions == sorted([*COMPILED_MODULES, GROUP_NAME + "__mypyc"])
+    for module in COMPILED_MODULES:  # the sources stay, for TUPLEMESH_PURE_PYTHON=1
+        assert module.replace(".", "/") + ".py" in names
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     base = tmp_path_factory.mktemp("wheel")
     assert not base.is_relative_to(ROOT)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    dist, venv, workdir = base / "dist", base / "venv", base / "work"
+    dist, workdir = base / "dist", base / "work"
     workdir.mkdir()
-    pip = ("-m", "pip", "--disable-pip-version-check", "--quiet")
-    # build from a copy: a build/ left in the checkout would put stale modules into the wheel
-    source = base / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCES))
-    _checked(subprocess.run([sys.executable, *pip, "wheel", "--no-deps", "-w", str(dist), str(source)],
-                            env=env, capture_output=True, text=True, timeout=300))  # fmt: skip
+    source = source_copy(base / "source")
+    python = fresh_venv(base / "venv")
+    pip(python, "wheel", "--no-deps", "-w", str(dist), str(source))
     [wheel] = dist.glob("tuplemesh-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         modules = sorted(n for n in archive.namelist() if n.startswith("tuplemesh/") and n.endswith(".py"))
     package = ROOT / "services"
     assert modules == sorted(str(p.relative_to(package)) for p in (package / "tuplemesh").rglob("*.py"))
-    _checked(
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=120)
-    )
     # the runtime dependencies first, from the same list the wheel declares (pip's cache makes this quick)
-    _checked(subprocess.run([str(venv / "bin" / "python"), *pip, "install", *PROJECT["dependencies"]],
-                            env=env, capture_output=True, text=True, timeout=600))  # fmt: skip
-    _checked(subprocess.run([str(venv / "bin" / "python"), *pip, "install", str(wheel)],
-                            env=env, capture_output=True, text=True, timeout=120))  # fmt: skip
+    pip(python, "install", *PROJECT["dependencies"])
+    pip(python, "install", str(wheel))
     (workdir / "mytopo.py").write_text(textwrap.dedent(TOPOLOGY))
-    yield Installed(venv, workdir, env)
+    yield Installed(base / "venv", workdir, clean_env(), wheel)
+
+
+def test_the_wheel_is_compiled_for_this_cpython(installed: Installed):
+    assert_compiled_wheel(installed.wheel)
+    report = installed.python(
+        "import json, tuplemesh; from tuplemesh._compiled import COMPILED_MODULES; "
+        "print(json.dumps({'compiled': tuplemesh.compiled_modules(), 'all': list(COMPILED_MODULES)}))"
+    )
+    compiled = json.loads(report)
+    assert compiled["compiled"] == compiled["all"] == list(COMPILED_MODULES)
 
 
 def test_the_installed_package_is_the_wheel_with_its_protos_and_license(installed: Installed):
@@ -171,11 +224,8 @@ def test_help_and_version(installed: Installed):
     assert help_text.startswith("usage: tuplemesh")
     for command in ("run", "worker", "top", "config"):
         assert command in help_text
-    # pip builds the wheel from source: the hot path compiled, unless this run is the pure-Python one
-    compiled = f"compiled: {len(COMPILED_MODULES)} modules"
-    build = "pure Python" if os.environ.get(PURE_PYTHON_ENV) else compiled
     version = _checked(installed.tuplemesh("--version")).stdout.strip()
-    assert version == f"tuplemesh {PROJECT['version']} ({build})"
+    assert version == f"tuplemesh {PROJECT['version']} (compiled: {len(COMPILED_MODULES)} modules)"
 
 
 def test_run_a_user_topology_in_process(installed: Installed):
@@ -191,3 +241,26 @@ def test_run_a_user_topology_on_two_worker_processes_over_grpc(installed: Instal
     assert summary["completed"] is True and summary["matched"] is True
     assert summary["components"]["total"]["executed"] == 500
     assert summary["transfer"]["lost"] == 0
+
+
+def test_the_sdist_carries_the_build_and_builds_compiled(tmp_path: Path):
+    source = source_copy(tmp_path / "source")
+    python = fresh_venv(tmp_path / "venv")
+    pip(python, "install", "build")  # the PyPA front end a user makes an sdist with
+    build = [str(python), "-m", "build", "--sdist", "--outdir", str(tmp_path / "sdist"), str(source)]
+    _checked(subprocess.run(build, env=clean_env(), capture_output=True, text=True, timeout=600))
+    [sdist] = (tmp_path / "sdist").glob("tuplemesh-*.tar.gz")
+    top = f"tuplemesh-{PROJECT['version']}"
+    with tarfile.open(sdist) as archive:
+        names = {n.removeprefix(top + "/") for n in archive.getnames()}
+    for needed in ("setup.py", "pyproject.toml", "LICENSE", "README.md", "services/tuplemesh/_compiled.py"):
+        assert needed in names, f"{needed} missing from the sdist"
+    protos = {
+        f"services/tuplemesh/protos/tuplemesh/v1/{n}.proto"
+        for n in ("admin", "gateway", "messages", "transfer")
+    }
+    assert protos <= names
+    assert not [n for n in names if n.endswith((".so", ".c"))]  # mypyc's output is built, never shipped
+    pip(python, "wheel", "--no-deps", "-w", str(tmp_path / "dist"), str(sdist))
+    [wheel] = (tmp_path / "dist").glob("tuplemesh-*.whl")
+    assert_compiled_wheel(wheel)
