@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +24,21 @@ def child_pythonpath() -> str:
     copy; then whatever the test itself inherited."""
     inherited = os.environ.get("PYTHONPATH", "")
     return os.pathsep.join(p for p in (str(ROOT / "services"), str(ROOT), inherited) if p)
+
+
+def run_cli(
+    *args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``tuplemesh ARGS`` as a user runs it (this interpreter, this checkout's sources first on
+    PYTHONPATH unless ``env`` names its own), to its end; ``timeout`` only guards the test."""
+    return subprocess.run(
+        [sys.executable, "-m", "tuplemesh.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": child_pythonpath(), **(env or {})},
+    )
 
 
 def eventually(

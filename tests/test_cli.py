@@ -6,12 +6,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import run_cli
 from tuplemesh.config import Config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,14 +27,7 @@ LOSSES = (
 def tuplemesh(
     *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuplemesh.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "WORDCOUNT_REPEAT": "200", **(env or {})},
-    )
+    return run_cli(*args, env={"WORDCOUNT_REPEAT": "200", **(env or {})}, timeout=timeout)
 
 
 def test_run_wordcount_json_is_verified():

@@ -18,7 +18,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
-from tests.helpers import child_pythonpath, eventually
+from tests.helpers import child_pythonpath, eventually, run_cli
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -34,14 +34,7 @@ def tuplemesh(
     *args: str, cwd: Path = ROOT, timeout: float = 90, **extra: str
 ) -> subprocess.CompletedProcess[str]:
     """Run the command to its end (``timeout`` only guards the test: none of these runs waits)."""
-    return subprocess.run(
-        [sys.executable, "-m", "tuplemesh.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env(**extra),
-    )
+    return run_cli(*args, cwd=cwd, env=extra, timeout=timeout)
 
 
 def error_lines(stderr: str) -> list[str]:

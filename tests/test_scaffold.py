@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import child_pythonpath
+from tests.helpers import child_pythonpath, run_cli
 from tuplemesh import build_info
 from tuplemesh.scaffold import FILES
 
@@ -22,15 +22,7 @@ RESULT = "RESULT OK: 6 hashtags, 3600 in total: every count exact"
 
 
 def tuplemesh(*args: str, cwd: Path, pythonpath: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": pythonpath or child_pythonpath()}
-    return subprocess.run(
-        [sys.executable, "-m", "tuplemesh.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, env={"PYTHONPATH": pythonpath} if pythonpath else None)
 
 
 @pytest.fixture(scope="module")
