@@ -28,7 +28,7 @@ from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
-from tuplemesh.state.locations import RunStateFile
+from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.stats import WorkerSnapshot

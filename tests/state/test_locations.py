@@ -12,8 +12,10 @@ from examples.wordcount import topology as stateless
 from tuplemesh.config import Config
 from tuplemesh.state import MemoryStore, SqliteStore
 from tuplemesh.state.coordinator import register_attempt
-from tuplemesh.state.locations import RunStateFile, default_sqlite_path, store_location
+from tuplemesh.state.locations import store_location
 from tuplemesh.state.redis import RedisStore
+from tuplemesh.state.run_file import RunStateFile
+from tuplemesh.state.sqlite import default_sqlite_path
 
 PATH_KEY = "topology.state.sqlite.path"
 

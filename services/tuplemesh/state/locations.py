@@ -1,71 +1,28 @@
-"""Where checkpoints are kept when the configuration does not say, and what a start resumes.
+"""Where a store keeps its checkpoints, said plainly, and the line a start that resumes logs.
 
-A worker (``tuplemesh worker``) keeps its sqlite file at a stable place, so a restarted worker
-resumes its topology: ``$XDG_STATE_HOME/tuplemesh/state.sqlite`` (``~/.local/state/...`` when
-XDG_STATE_HOME is not set), whatever the working directory. A one-off run (``tuplemesh run``, a
-`LocalCluster`) gets a fresh file of its own instead (`RunStateFile`), so running a topology
-again starts it from the beginning rather than from the last run's final checkpoint. Setting
-``topology.state.sqlite.path`` decides the file in both cases.
+A worker (``tuplemesh worker``) keeps its sqlite file at a stable place
+(`tuplemesh.state.sqlite.default_sqlite_path`), so a restarted worker resumes its topology; a
+one-off run gets a fresh file (`tuplemesh.state.run_file.RunStateFile`). Either way a start that
+resumes from a committed checkpoint says so, once, naming where it is kept.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from tuplemesh.config import env_name
 from tuplemesh.redis_address import RedisAddress
 from tuplemesh.state.base import StateStore
 from tuplemesh.state.memory import MemoryStore
-from tuplemesh.state.stores import backend_name
-from tuplemesh.topology.builder import Topology
+from tuplemesh.state.sqlite import SQLITE_PATH_KEY
 
-__all__ = ["SQLITE_PATH_KEY", "RunStateFile", "default_sqlite_path", "log_resume", "store_location"]
+__all__ = ["log_resume", "store_location"]
 
 log = logging.getLogger(__name__)
-
-SQLITE_PATH_KEY = "topology.state.sqlite.path"
 
 #: Topologies whose resume was logged at WARNING by this process: a rescale starts the worker
 #: again in the same process, and says so at INFO only.
 _announced: set[str] = set()
-
-
-def default_sqlite_path() -> Path:
-    """The sqlite file of a worker whose configuration names none (see the module docstring)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "tuplemesh" / "state.sqlite"
-
-
-class RunStateFile:
-    """The sqlite file of one run: a new temporary directory, removed by `close`, when the run's
-    topology is checkpointed in sqlite and ``topology.state.sqlite.path`` is not set. ``overrides``
-    (for a Config) and ``env`` (for worker processes) name it; both are empty otherwise."""
-
-    def __init__(self, conf: Mapping[str, Any], topology: Topology) -> None:
-        # here, not at the top: the wiring imports the coordinator, which imports this module
-        from tuplemesh.state.wiring import is_stateful
-
-        self.directory: str | None = None
-        self.overrides: dict[str, str] = {}
-        if is_stateful(topology) and backend_name(conf) == "sqlite" and not conf.get(SQLITE_PATH_KEY):
-            self.directory = tempfile.mkdtemp(prefix="tuplemesh-run-")
-            self.overrides = {SQLITE_PATH_KEY: os.path.join(self.directory, "state.sqlite")}
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {env_name(key): value for key, value in self.overrides.items()}
-
-    def close(self) -> None:
-        """Remove the run's file (the run is over: nothing will resume from it). Idempotent."""
-        if self.directory is not None:
-            shutil.rmtree(self.directory, ignore_errors=True)
-            self.directory = None
 
 
 def store_location(store: StateStore) -> tuple[str, str]:

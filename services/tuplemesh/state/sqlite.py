@@ -18,9 +18,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tuplemesh.state.base import PartKey, StoreUnavailable
-from tuplemesh.state.locations import SQLITE_PATH_KEY, default_sqlite_path
 
-__all__ = ["SqliteStore"]
+__all__ = ["SQLITE_PATH_KEY", "SqliteStore", "default_sqlite_path"]
+
+SQLITE_PATH_KEY = "topology.state.sqlite.path"
+
+
+def default_sqlite_path() -> Path:
+    """The sqlite file of a worker whose configuration names none: a stable place, so a restarted
+    worker resumes its topology, whatever its working directory:
+    ``$XDG_STATE_HOME/tuplemesh/state.sqlite`` (``~/.local/state/...`` without XDG_STATE_HOME)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "tuplemesh" / "state.sqlite"
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS parts (
@@ -76,7 +86,7 @@ class SqliteStore:
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> SqliteStore:
         """The store at ``topology.state.sqlite.path``; when it is empty, the stable file of
-        `tuplemesh.state.locations.default_sqlite_path` (a one-off run sets a fresh path)."""
+        `default_sqlite_path` (a one-off run sets a fresh path)."""
         return cls(conf.get(SQLITE_PATH_KEY) or default_sqlite_path())
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -8,7 +8,7 @@ from typing import Any
 
 from tuplemesh.config import Config
 from tuplemesh.netutil import free_ports
-from tuplemesh.state.locations import RunStateFile
+from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
