@@ -1,6 +1,8 @@
-"""The wheel installs and runs on its own: built as a user builds it (a fresh venv, `pip wheel` with
-build isolation), with the hot path compiled for this CPython, installed into that venv and run
-from a directory outside the checkout with no path to its sources; the sdist builds compiled too."""
+"""The release installs and runs on its own, built as a user builds it in a fresh venv: the sdist
+(`python -m build --sdist`) carries what the build needs, and the wheel `pip wheel` builds from it
+(with build isolation, as pip does for any sdist) has the hot path compiled for this CPython; it is
+installed into that venv and run from a directory outside the checkout with no path to its
+sources. (A wheel built straight from the tree is the image's path: tests/packaging/test_dockerfile.py.)"""
 
 from __future__ import annotations
 
@@ -106,6 +108,7 @@ class Installed:
     workdir: Path  # outside the checkout, holding the user's topology module
     env: dict[str, str]  # no PYTHONPATH: only what the wheel installed is importable
     wheel: Path
+    sdist: Path
 
     def run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -182,7 +185,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     workdir.mkdir()
     source = source_copy(base / "source")
     python = fresh_venv(base / "venv")
-    pip(python, "wheel", "--no-deps", "-w", str(dist), str(source))
+    pip(python, "install", "build")  # the PyPA front end a user makes an sdist with
+    build = [str(python), "-m", "build", "--sdist", "--outdir", str(base / "sdist"), str(source)]
+    _checked(subprocess.run(build, env=clean_env(), capture_output=True, text=True, timeout=600))
+    [sdist] = (base / "sdist").glob("tuplemesh-*.tar.gz")
+    pip(python, "wheel", "--no-deps", "-w", str(dist), str(sdist))
     [wheel] = dist.glob("tuplemesh-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         modules = sorted(n for n in archive.namelist() if n.startswith("tuplemesh/") and n.endswith(".py"))
@@ -192,7 +199,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     pip(python, "install", *PROJECT["dependencies"])
     pip(python, "install", str(wheel))
     (workdir / "mytopo.py").write_text(textwrap.dedent(TOPOLOGY))
-    yield Installed(base / "venv", workdir, clean_env(), wheel)
+    yield Installed(base / "venv", workdir, clean_env(), wheel, sdist)
 
 
 def test_the_wheel_is_compiled_for_this_cpython(installed: Installed):
@@ -243,15 +250,9 @@ def test_run_a_user_topology_on_two_worker_processes_over_grpc(installed: Instal
     assert summary["transfer"]["lost"] == 0
 
 
-def test_the_sdist_carries_the_build_and_builds_compiled(tmp_path: Path):
-    source = source_copy(tmp_path / "source")
-    python = fresh_venv(tmp_path / "venv")
-    pip(python, "install", "build")  # the PyPA front end a user makes an sdist with
-    build = [str(python), "-m", "build", "--sdist", "--outdir", str(tmp_path / "sdist"), str(source)]
-    _checked(subprocess.run(build, env=clean_env(), capture_output=True, text=True, timeout=600))
-    [sdist] = (tmp_path / "sdist").glob("tuplemesh-*.tar.gz")
+def test_the_sdist_carries_the_build_and_no_build_output(installed: Installed):
     top = f"tuplemesh-{PROJECT['version']}"
-    with tarfile.open(sdist) as archive:
+    with tarfile.open(installed.sdist) as archive:
         names = {n.removeprefix(top + "/") for n in archive.getnames()}
     for needed in ("setup.py", "pyproject.toml", "LICENSE", "README.md", "services/tuplemesh/_compiled.py"):
         assert needed in names, f"{needed} missing from the sdist"
@@ -261,6 +262,3 @@ def test_the_sdist_carries_the_build_and_builds_compiled(tmp_path: Path):
     }
     assert protos <= names
     assert not [n for n in names if n.endswith((".so", ".c"))]  # mypyc's output is built, never shipped
-    pip(python, "wheel", "--no-deps", "-w", str(tmp_path / "dist"), str(sdist))
-    [wheel] = (tmp_path / "dist").glob("tuplemesh-*.whl")
-    assert_compiled_wheel(wheel)
