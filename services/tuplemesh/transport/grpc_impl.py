@@ -267,8 +267,8 @@ class GrpcConnection(WindowedConnection):
         """Request stream of one attempt: every unacknowledged batch in order, then new ones,
         each the serialized TransferBatch.
 
-        A batch asks for an ack only when the window is half full (the receiver acknowledges
-        every quarter of its credit anyway). Asking on every batch the sender had nothing queued
+        A batch asks for an ack only when it fills the window (the receiver acknowledges every
+        quarter of its credit anyway). Asking on every batch the sender had nothing queued
         behind, as it once did, meant an ack per batch at moderate rates: a stream message back
         and a thread hand-over more on each side per batch, which doubled the cross-worker
         latency (measured). What went out without asking is asked about once the stream has
@@ -278,7 +278,6 @@ class GrpcConnection(WindowedConnection):
         window = self.window
         position = window.oldest
         encode = self._encoder.encode
-        half = max(1, window.batches // 2)
         unasked = False  # batches went out since the last ack request
         while True:
             found = window.next_to_send(
@@ -297,8 +296,8 @@ class GrpcConnection(WindowedConnection):
                 self.resent_batches += 1  # this batch went out on an earlier stream
             else:
                 self._highest_sent = position
-            # nothing queued behind it and the window filling: ask now, not at the next multiple
-            ask = position + 1 >= window.next_seq and len(window) >= half
+            # nothing queued behind it and the window full (``add`` waits): ask now
+            ask = position + 1 >= window.next_seq and window.full
             unasked = not ask
             message = encode(position, packed, ask, carrier)
             position += 1

@@ -53,6 +53,11 @@ class SendWindow:
         return self._tuples
 
     @property
+    def full(self) -> bool:
+        """``add`` would wait for an acknowledgement now (count or the receiver's credit)."""
+        return len(self._items) >= min(self.batches, self._credit)
+
+    @property
     def oldest(self) -> int:
         """Sequence of the oldest unacknowledged batch (``next_seq`` when none)."""
         with self.cond:
