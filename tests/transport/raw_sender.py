@@ -58,6 +58,14 @@ class GrpcRawSender:
             )
         )
 
+    def probe(self) -> None:
+        """An ack probe: an empty batch with sequence 0 that asks for an ack."""
+        self._requests.put(
+            messages_pb2.TransferBatch(
+                topology_id=self.topology, sender=SENDER, session=SESSION, ack_requested=True
+            )
+        )
+
     def close(self) -> None:
         self._requests.put(None)
         self._channel.close()

@@ -231,3 +231,23 @@ def test_resent_batches_are_counted_as_duplicates_and_delivered_once(plugin: str
     assert (stats.duplicate_batches, stats.received_batches, stats.sequence_gaps) == (2, 2, 0)
     raw.close()
     binding.close()
+
+
+def test_an_ack_probe_acknowledges_what_was_delivered_and_delivers_nothing(port: int):
+    """grpc: an empty batch with sequence 0 (a sender that idles with batches it did not ask to
+    have acknowledged) is answered with the ack of the last delivered batch; it is no batch."""
+    binding, rx = _bound("grpc", port, window=32)  # acknowledges every 8th batch unasked
+    raw = GrpcRawSender(port, TOPO)
+    raw.probe()  # nothing delivered yet: no ack
+    raw.send(1, [(1, b"one")], ack_requested=False)
+    raw.send(2, [(1, b"two")], ack_requested=False)
+    raw.probe()
+    eventually(lambda: raw.acks == [(2, False)])
+    raw.send(3, [(1, b"three")])
+    eventually(lambda: raw.acks == [(2, False), (3, False)])
+    assert rx.messages == [(1, b"one"), (1, b"two"), (1, b"three")]
+    stats = binding.stats()
+    assert (stats.received_batches, stats.duplicate_batches, stats.sequence_gaps) == (3, 0, 0)
+    assert (stats.rejected_batches, stats.rejected_frames) == (0, 0)
+    raw.close()
+    binding.close()

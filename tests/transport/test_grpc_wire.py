@@ -48,14 +48,59 @@ def test_a_protobuf_server_reads_every_batch_in_order(port: int):
             conn.send([(2, f"{i}".encode()), (None, b"all")])
         receiver.release.set()
         eventually(lambda: conn.stats().unacked_batches == 0, message="every batch acknowledged")
-        batches = receiver.batches
-        assert [b.sequence for b in batches] == list(range(1, len(batches) + 1))
-        assert {(b.topology_id, b.sender, b.session) for b in batches} == {("wire", 3, conn.session)}
-        assert len(batches) == 11 and batches[-1].ack_requested
+        # ack probes (empty, sequence 0) may come between batches while the stream idles
+        batches = [b for b in receiver.batches if b.sequence]
+        assert all(not p.packed and p.ack_requested for p in receiver.batches if not p.sequence)
+        assert [b.sequence for b in batches] == list(range(1, 12))
+        assert {(b.topology_id, b.sender, b.session) for b in receiver.batches} == {("wire", 3, conn.session)}
         pairs = [tuple(pair) for b in batches for pair in unpack_batch(b.packed)[0]]
         expected = [(2, f"{i}".encode()) for i in range(10)]
         assert pairs == [(1, b"first")] + [p for e in expected for p in (e, (None, b"all"))]
         assert conn.stats().sent_tuples == 21
+    finally:
+        context.term()
+        server.stop(0)
+
+
+class AskedOnlyReceiver(transfer_pb2_grpc.TransferServicer):
+    """Acknowledges only when a batch asks, with the highest sequence it has read."""
+
+    def __init__(self) -> None:
+        self.batches: list[messages_pb2.TransferBatch] = []
+
+    def Stream(
+        self, request_iterator: Iterator[messages_pb2.TransferBatch], context: grpc.ServicerContext
+    ) -> Iterator[messages_pb2.TransferAck]:
+        highest = 0
+        for batch in request_iterator:
+            self.batches.append(batch)
+            highest = max(highest, batch.sequence)
+            if batch.ack_requested:
+                yield messages_pb2.TransferAck(sequence=highest, credit=64)
+
+
+def test_batches_sent_without_asking_are_acknowledged_after_an_ack_probe(port: int):
+    """A window far from full asks for no ack per batch; once the stream idles it sends one ack
+    probe (an empty batch with sequence 0), and its answer releases the window."""
+    receiver = AskedOnlyReceiver()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    transfer_pb2_grpc.add_TransferServicer_to_server(receiver, server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.start()
+    context = make_context("grpc")
+    context.prepare(Config({"messaging.transport": "grpc", "worker.index": 3}))
+    conn = context.connect("wire", "127.0.0.1", port)
+    try:
+        for i in range(3):
+            conn.send([(1, f"{i}".encode())])
+        eventually(lambda: conn.stats().unacked_batches == 0, message="every batch acknowledged")
+        batches = [b for b in receiver.batches if b.sequence]
+        probes = [b for b in receiver.batches if not b.sequence]
+        assert [b.sequence for b in batches] == [1, 2, 3]
+        assert not any(b.ack_requested for b in batches)
+        assert probes and receiver.batches[-1] is probes[-1]
+        assert all(p.ack_requested and not p.packed and not p.messages for p in probes)
+        assert {(p.topology_id, p.sender, p.session) for p in probes} == {("wire", 3, conn.session)}
     finally:
         context.term()
         server.stop(0)

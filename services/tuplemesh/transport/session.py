@@ -17,8 +17,9 @@ reconnects and resends; zmq sends the gap ack, which rewinds the sender at once)
 refused for a gap is counted in ``sequence_gaps``.
 
 Acknowledgements are cumulative. They are sent every ``credit // 4`` batches, when the sender
-asks, when a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's
-congested tasks changed since this stream last heard them.
+asks (on a batch, or with a grpc ack probe answered by `ReceiverSession.delivered_ack`), when
+a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's congested
+tasks changed since this stream last heard them.
 """
 
 from __future__ import annotations

@@ -53,6 +53,11 @@ class SendWindow:
         return self._tuples
 
     @property
+    def full(self) -> bool:
+        """``add`` would wait for an acknowledgement now (count or the receiver's credit)."""
+        return len(self._items) >= min(self.batches, self._credit)
+
+    @property
     def oldest(self) -> int:
         """Sequence of the oldest unacknowledged batch (``next_seq`` when none)."""
         with self.cond:
@@ -109,14 +114,24 @@ class SendWindow:
         oldest = self.oldest
         return oldest, max(0, position - oldest)
 
-    def next_to_send(self, position: int, alive: Callable[[], bool]) -> tuple[int, Any] | None:
-        """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false."""
+    def next_to_send(
+        self, position: int, alive: Callable[[], bool], timeout: float | None = None
+    ) -> tuple[int, Any] | None:
+        """Like ``get`` but waits for a batch at ``position``; None once ``alive()`` is false or
+        ``timeout`` seconds (when given) passed with nothing to send."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self.cond:
             while alive():
                 found = self.get(position)
                 if found is not None:
                     return found
-                self.cond.wait()
+                if deadline is None:
+                    self.cond.wait()
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self.cond.wait(remaining)
             return None
 
     def wake(self) -> None:
