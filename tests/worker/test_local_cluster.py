@@ -218,8 +218,11 @@ def test_backpressure_bounds_what_a_blocked_bolt_holds():
     cluster = LocalCluster(b.build(), 1, conf)
     cluster.start()
     try:
-        spout = cluster.workers[0].spout_executors[0]
-        eventually(lambda: spout.outbox.delivered >= 8 * 10, message="the bolt's inbox never filled")
+        worker = cluster.workers[0]
+        spout = worker.spout_executors[0]
+        inbox = worker.local_inbox_of_task[worker.assignment.tasks_of("slow")[0]]
+        # full: batches, or partial ones the flush timer sent while the spout was slow to emit
+        eventually(lambda: inbox.remaining_capacity() == 0, message="the bolt's inbox never filled")
         # deliberate: time in which a spout that ignored the full inbox would emit thousands
         time.sleep(0.5)
         held = spout.outbox.delivered
