@@ -130,6 +130,9 @@ class ProcessCluster:
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
         self._stopping = False
+        #: what the last poll of ``wait_done`` saw, and (serving) the reports of a finished run
+        self.last_snapshots: list[WorkerSnapshot] = []
+        self.last_reports: dict[str, list[Any]] | None = None
         #: Checked on every poll: a SIGINT or SIGTERM the launcher received ends the wait
         self.signals: SignalLatch | None = None
 
@@ -197,6 +200,27 @@ class ProcessCluster:
         delivered = sum(s.delivered for s in self.snapshots())
         return consumed == delivered
 
+    def outcome(
+        self, finished: bool, within: float
+    ) -> tuple[list[WorkerSnapshot], bool, dict[str, list[Any]]]:
+        """(snapshots, completed, reports) after a signal ended the wait; ``finished``: whether a
+        finished run counts as completed (serving). Read again for up to ``within`` seconds: a
+        mesh whose spouts just finished may have a tuple between two hops at the moment one read
+        looks, and a channel may be between reconnects. If no read succeeds, what the last poll
+        of ``wait_done`` saw."""
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                snapshots = self.snapshots()
+                completed = finished and self.quiescent(snapshots)
+                if completed or not finished or time.monotonic() >= deadline:
+                    return snapshots, completed, self.reports() if completed else {}
+            except (WorkerDied, grpc.RpcError, Interrupted):
+                if time.monotonic() >= deadline:
+                    done = finished and self.last_reports is not None
+                    return self.last_snapshots, done, self.last_reports or {}
+            time.sleep(0.05)
+
     def wait_done(
         self,
         timeout: float | None,
@@ -214,6 +238,11 @@ class ProcessCluster:
                 on_poll(snapshots, [s.state for s in statuses])
             if tolerated is not None and failing_error(snapshots, tolerated) is not None:
                 return False
+            self.last_snapshots = snapshots
+            if deadline is None and self.last_reports is None and self.quiescent(snapshots):
+                # serving: keep the finished run's result, in case the workers are gone by the
+                # time the signal that ends the run is handled
+                self.last_reports = self.reports()
             if deadline is not None and self.quiescent(snapshots):
                 time.sleep(0.02)
                 if self.quiescent():
@@ -315,13 +344,9 @@ def run_processes(
         reports = cluster.reports() if completed else {}
     except Interrupted as exc:
         interrupted = exc
-        try:  # what the mesh had done when the signal came (and its result, when it finished)
-            finished_at = time.monotonic()
-            snapshots = cluster.snapshots()
-            completed = serve and cluster.quiescent()
-            reports = cluster.reports() if completed else {}
-        except (WorkerDied, grpc.RpcError, Interrupted):
-            pass
+        # what the mesh had done when the signal came (and its result, when it finished)
+        finished_at = time.monotonic()
+        snapshots, completed, reports = cluster.outcome(serve, within=5.0)
     except (WorkerDied, TimeoutError, grpc.RpcError) as exc:
         message = str(exc) if not isinstance(exc, grpc.RpcError) else f"worker unreachable: {exc.details()}"
     finally:
