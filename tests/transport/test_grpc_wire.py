@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent import futures
+from typing import Any
 
 import grpc
 
@@ -32,15 +33,21 @@ class ProtobufReceiver(transfer_pb2_grpc.TransferServicer):
             yield messages_pb2.TransferAck(sequence=batch.sequence, credit=64)
 
 
-def test_a_protobuf_server_reads_every_batch_in_order(port: int):
-    receiver = ProtobufReceiver()
+def serve_and_connect(receiver: Any, port: int) -> tuple[grpc.Server, Any, Any]:
+    """A plain protobuf Transfer server with ``receiver``, and a tuplemesh grpc context and
+    connection to it."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     transfer_pb2_grpc.add_TransferServicer_to_server(receiver, server)
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()
     context = make_context("grpc")
     context.prepare(Config({"messaging.transport": "grpc", "worker.index": 3}))
-    conn = context.connect("wire", "127.0.0.1", port)
+    return server, context, context.connect("wire", "127.0.0.1", port)
+
+
+def test_a_protobuf_server_reads_every_batch_in_order(port: int):
+    receiver = ProtobufReceiver()
+    server, context, conn = serve_and_connect(receiver, port)
     try:
         conn.send([(1, b"first")])
         eventually(lambda: len(receiver.batches) == 1, message="the first batch arrived")
@@ -83,13 +90,7 @@ def test_batches_sent_without_asking_are_acknowledged_after_an_ack_probe(port: i
     """A window far from full asks for no ack per batch; once the stream idles it sends one ack
     probe (an empty batch with sequence 0), and its answer releases the window."""
     receiver = AskedOnlyReceiver()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    transfer_pb2_grpc.add_TransferServicer_to_server(receiver, server)
-    server.add_insecure_port(f"127.0.0.1:{port}")
-    server.start()
-    context = make_context("grpc")
-    context.prepare(Config({"messaging.transport": "grpc", "worker.index": 3}))
-    conn = context.connect("wire", "127.0.0.1", port)
+    server, context, conn = serve_and_connect(receiver, port)
     try:
         for i in range(3):
             conn.send([(1, f"{i}".encode())])
