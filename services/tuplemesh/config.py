@@ -163,9 +163,21 @@ KEYS: dict[str, ConfigKey] = {
             "topology.backpressure.watermark",
             float,
             0.5,
-            "Fraction of an inbox's slots in use above which its tasks are reported congested.",
+            "Fraction of an inbox's slots in use (of the slots its queue time allows) above which "
+            "its tasks are reported congested.",
             lambda v: None if 0.0 < v < 1.0 else "must be between 0 and 1 (exclusive)",
             unit="fraction",
+        ),
+        ConfigKey(
+            "topology.backpressure.target.ms",
+            int,
+            10,
+            "The time a batch may wait in an executor's inbox or in the transfer ring: each ring's "
+            "consumer measures its time per batch and lets producers fill only the slots it drains "
+            "in this time, so spouts are held back after this much queue, not when the ring is "
+            "full. 0: rings fill all their slots.",
+            lambda v: None if v >= 0 else "must be 0 or more",
+            unit="millis",
         ),
         ConfigKey(
             "topology.acker.executors",

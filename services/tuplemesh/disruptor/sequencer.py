@@ -34,6 +34,10 @@ class Sequencer:
     def __init__(self, buffer_size: int, wait_strategy: WaitStrategy) -> None:
         _check_power_of_two(buffer_size)
         self.buffer_size = buffer_size
+        #: the slots producers may fill ahead of the slowest consumer, at most ``buffer_size``:
+        #: a consumer that measures its own speed lowers it so what waits in the ring stays
+        #: within a time (see `tuplemesh.worker.debloat`); any thread may set it at any time
+        self.limit = buffer_size
         self.wait_strategy = wait_strategy
         self.cursor = Sequence()
         self.gating_sequences: tuple[Sequence, ...] = ()
@@ -79,6 +83,12 @@ class Sequencer:
         if n < 1 or n > self.buffer_size:
             raise ValueError(f"claim size must be in 1..{self.buffer_size}, got {n!r}")
 
+    def _capacity(self, n: int) -> int:
+        """The slots a claim of ``n`` may fill ahead of the slowest consumer: ``limit``, or the
+        whole ring for a claim larger than the limit (else it could never be granted)."""
+        limit = self.limit
+        return limit if n <= limit else self.buffer_size
+
     # -- contract -------------------------------------------------------------------------------
     def next(self, n: int = 1) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -112,7 +122,7 @@ class SingleProducerSequencer(Sequencer):
 
     def has_available_capacity(self, n: int) -> bool:
         """True when ``n`` slots can be claimed without waiting. Producer thread only."""
-        wrap_point = self._next_value + n - self.buffer_size
+        wrap_point = self._next_value + n - self._capacity(n)
         if wrap_point > self._cached_gating:
             self._cached_gating = minimum_sequence(self.gating_sequences, self._next_value)
             return wrap_point <= self._cached_gating
@@ -123,12 +133,13 @@ class SingleProducerSequencer(Sequencer):
         if n != 1:
             self._check_claim_size(n)
         next_seq = self._next_value + n
-        wrap_point = next_seq - self.buffer_size
+        wrap_point = next_seq - self._capacity(n)
         if wrap_point > self._cached_gating:
             attempt = 0
             gating = self.gating_sequences
             while True:
                 self._check_alert()
+                wrap_point = next_seq - self._capacity(n)  # the limit may rise meanwhile
                 slowest = minimum_sequence(gating, self._next_value)
                 if wrap_point <= slowest:
                     self._cached_gating = slowest
@@ -192,7 +203,7 @@ class MultiProducerSequencer(Sequencer):
             with lock:
                 current = self.cursor.value
                 next_seq = current + n
-                wrap_point = next_seq - self.buffer_size
+                wrap_point = next_seq - self._capacity(n)
                 if wrap_point > self._cached_gating:
                     self._cached_gating = minimum_sequence(self.gating_sequences, current)
                 if wrap_point <= self._cached_gating:
@@ -216,7 +227,7 @@ class MultiProducerSequencer(Sequencer):
     def has_available_capacity(self, n: int) -> bool:
         """True when ``n`` slots could be claimed now (a snapshot). Any thread."""
         current = self.cursor.value
-        return current + n - self.buffer_size <= minimum_sequence(self.gating_sequences, current)
+        return current + n - self._capacity(n) <= minimum_sequence(self.gating_sequences, current)
 
     def publish(self, sequence: int) -> None:
         """Mark ``sequence`` published. The claiming thread only."""

@@ -1,7 +1,8 @@
 """Per-task backpressure (Storm 2's BackPressureStatus, carried on Transfer acks).
 
 Receiving side: a task is *congested* while its executor's inbox has more than
-``topology.backpressure.watermark`` of its slots in use. Every Transfer ack carries the
+``topology.backpressure.watermark`` of the slots it may fill in use (its limit, which follows
+``topology.backpressure.target.ms``). Every Transfer ack carries the
 receiver's congested tasks, and a receiver sends an ack at once when that set changes.
 
 Sending side: `CongestionMap` remembers, per peer, which of its tasks are congested. An executor
@@ -38,12 +39,14 @@ def congested_tasks(
     by_ring: dict[int, tuple[RingBuffer[Any], list[int]]] = {}
     for task, ring in sorted(inbox_of_task.items()):
         by_ring.setdefault(id(ring), (ring, []))[1].append(task)
-    groups = [(ring, tasks, int(ring.buffer_size * watermark)) for ring, tasks in by_ring.values()]
+    groups = list(by_ring.values())
 
     def current() -> list[int]:
         out: list[int] = []
-        for ring, tasks, limit in groups:
-            if ring.buffer_size - ring.remaining_capacity() > limit:
+        for ring, tasks in groups:
+            # of the slots producers may fill now (fewer than the ring's when its queue time is
+            # bounded), not of the ring's
+            if ring.buffer_size - ring.remaining_capacity() > int(ring.sequencer.limit * watermark):
                 out.extend(tasks)
         return out
 

@@ -33,6 +33,7 @@ from tuplemesh.topology.tuple import tick_tuple
 from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.worker.congestion import CongestionMap
+from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.markers import FLUSH, STOP, Batch
 from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
@@ -359,6 +360,12 @@ class BoltExecutor(Executor):
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
+        # what waits in the inbox is bounded in time: this executor's measured time per batch
+        # sets how many slots its producers may fill (None: all of them)
+        target = wiring.plan.queue_settings.queue_target_seconds
+        self.queue_limit: QueueTimeLimit | None = (
+            QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
+        )
         # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
         self.checkpoints = AlignedInput.attach(
             self, wiring.plan.checkpointing, self._execute_batch, self._unpack
@@ -426,8 +433,11 @@ class BoltExecutor(Executor):
             else:
                 self.checkpoints.on_batch(batch)
             executed = self.counters.executed - executed_before
+            end = time.monotonic()
             if executed:
-                self.execute_seconds.observe((time.monotonic() - start) / executed, executed)
+                self.execute_seconds.observe((end - start) / executed, executed)
+            if self.queue_limit is not None:
+                self.queue_limit.observe(end - start)
             if span is not None:
                 span.set_attribute("tuplemesh.tuples", executed)
                 span.end()

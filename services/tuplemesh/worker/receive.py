@@ -188,6 +188,9 @@ class ReceivePath:
                     return
                 except InsufficientCapacityError:
                     pass
+                # in slots, not the inbox's queue-time limit: the overflow takes what peers had in
+                # flight when the inbox's tasks became congested (they hold back from then on),
+                # and a receive thread blocked on it could close a cycle of waits between workers
                 if len(queue) < self.overflow_limit:
                     queue.append(messages)  # behind what already waits: order is kept
                     return

@@ -29,6 +29,7 @@ class QueueSettings:
     flush_interval_seconds: float  # longest wait of a tuple in a partial batch
     backpressure_enabled: bool
     backpressure_watermark: float  # fraction of an inbox in use above which its tasks are congested
+    queue_target_seconds: float  # time a batch may wait in an inbox or the transfer ring; 0: slots
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> QueueSettings:
@@ -47,6 +48,7 @@ class QueueSettings:
             flush_interval_seconds=conf.seconds("topology.batch.flush.interval.millis"),
             backpressure_enabled=conf["topology.backpressure.enable"],
             backpressure_watermark=conf["topology.backpressure.watermark"],
+            queue_target_seconds=conf.seconds("topology.backpressure.target.ms"),
         )
 
 

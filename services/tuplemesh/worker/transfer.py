@@ -26,6 +26,7 @@ from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Connection, Context, OnCongestion, TaskMessage
 from tuplemesh.worker.budget import ByteBudget
+from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.markers import STOP
 
 __all__ = ["TransferPath", "TransferStats"]
@@ -66,6 +67,7 @@ class TransferPath:
         log_interval: float,
         metrics_enabled: bool = True,
         budget: ByteBudget | None = None,
+        queue_target_seconds: float = 0.0,
     ) -> None:
         self.ring = ring
         self.context = context
@@ -94,6 +96,10 @@ class TransferPath:
         self._error_log = RateLimitedLog(log, log_interval)
         self.processor = BatchEventProcessor(ring, ring.new_barrier(), self, release_slots=True)
         ring.add_gating_sequences(self.processor.sequence)
+        #: bounds in time what waits in the ring (None: all its slots may fill)
+        self.queue_limit = (
+            QueueTimeLimit(ring.sequencer, queue_target_seconds) if queue_target_seconds > 0 else None
+        )
         #: Given to every connection that reports congested tasks (set before ``start``).
         self.on_congestion: OnCongestion | None = None
 
@@ -215,6 +221,14 @@ class TransferPath:
             log.warning("transfer thread halted with %d tuple(s) not sent (lost)", stranded)
 
     def on_event(self, item: Any, sequence: int, end_of_batch: bool) -> None:
+        if self.queue_limit is None:
+            self._on_event(item, end_of_batch)
+            return
+        started = time.monotonic()
+        self._on_event(item, end_of_batch)
+        self.queue_limit.observe(time.monotonic() - started)
+
+    def _on_event(self, item: Any, end_of_batch: bool) -> None:
         if item.__class__ is tuple:
             worker, messages = item[0], item[1]
             if item[2]:

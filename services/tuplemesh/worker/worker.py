@@ -116,6 +116,7 @@ class Worker:
             log_interval,
             settings.metrics_enabled,
             self.transfer_budget,
+            queues.queue_target_seconds,
         )
         # Per-task backpressure (tuplemesh.worker.congestion): what peers report, and what we report.
         self.congestion = CongestionMap() if queues.backpressure_enabled else None
