@@ -473,7 +473,7 @@ def run(quick: bool = False) -> list[Record]:
         directory = Path(tmp)
         return [
             latency(2.0 if quick else 5.0, 1 if quick else 3),
-            checkpoints(directory, 10.0 if quick else 20.0, 1_000_000),
+            checkpoints(directory, 15.0 if quick else 40.0, 1_000_000),
             rescale(directory, 300.0),
             *memory(directory, 5.0 if quick else 15.0, 200 if quick else 600),
         ]
