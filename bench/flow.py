@@ -215,13 +215,7 @@ def rescale_round(directory: Path, rate: float, settle: float, repeat: int = 1_0
     # Admin.Drain on: how the exactness check stops the spouts where they are
     config = _wordcount_config(directory, repeat, rate, **{"admin.drain.enabled": True})
     mesh = _mesh()
-    result: dict[str, Any] = {
-        "pause": None,
-        "exact": None,
-        "error": "",
-        "emitted": 0,
-        "total": repeat * SENTENCES,
-    }
+    result: dict[str, Any] = {"pause": None, "exact": None, "error": "", "emitted": 0}
     result.update(call=None, resumed=None, counted=0)
     try:
         for index in range(BEFORE):
