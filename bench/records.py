@@ -28,7 +28,12 @@ class Record:
             "unit": self.unit,
             f"{self.unit}_per_second": round(self.rate, 1),
             "baselines": [
-                {"name": name, f"{self.unit}_per_second": round(rate, 1), "ratio": round(self.rate / rate, 3)}
+                {
+                    "name": name,
+                    f"{self.unit}_per_second": round(rate, 1),
+                    # a baseline that did nothing (no checkpoint committed in its window) has no ratio
+                    "ratio": round(self.rate / rate, 3) if rate else None,
+                }
                 for name, rate in self.baselines.items()
             ],
             "target": self.target,
@@ -50,11 +55,17 @@ def format_table(records: list[Record]) -> str:
     lines = []
     for r in records:
         lines.append(
-            f"{r.part}/{r.case}: {r.rate / 1e6:.3f} M {r.unit}/s"
+            f"{r.part}/{r.case}: {_rate(r.rate)} {r.unit}/s"
             + (f"   [target: {r.target}]" if r.target else "")
         )
         for name, rate in r.baselines.items():
-            lines.append(f"    vs {name:<34} {rate / 1e6:8.3f} M/s   ratio {r.rate / rate:6.2f}x")
+            ratio = f"{r.rate / rate:6.2f}x" if rate else "  none"
+            lines.append(f"    vs {name:<34} {_rate(rate):>10}/s   ratio {ratio}")
         for key, value in r.extra.items():
             lines.append(f"    {key}: {value}")
     return "\n".join(lines)
+
+
+def _rate(rate: float) -> str:
+    """Millions for the tuple rates; plain for the small ones (pauses, checkpoints per second)."""
+    return f"{rate / 1e6:.3f} M" if rate >= 1000 else f"{rate:.3f}"

@@ -13,6 +13,7 @@ from bench import (
     costs,
     e2e,
     e2e_local,
+    flow,
     hotpath,
     modes,
     rescale,
@@ -42,6 +43,7 @@ PARTS = {
     "state": state.run,
     "windows": windows.run,
     "rescale": rescale.run,
+    "flow": flow.run,
 }
 
 

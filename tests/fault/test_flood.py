@@ -5,79 +5,34 @@ back instead, and every tuple is executed exactly once. Real worker processes, o
 
 A flood from a peer comes from a hand-framed sender, which ignores congestion reports as a
 careless peer would, so only the ceiling holds it; a flood from a spout goes through the whole
-data path."""
+data path. The flood topologies are in ``bench.flood``, shared with the flow benchmark, which
+measures the workers' memory under the same floods."""
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
+from bench.flood import BIG_TUPLES, CEILING, MIB, SINK_TASK, TUPLES_PER_BATCH, sink_executed
 from tests.fault.harness import proc_status
 from tests.helpers import eventually
 from tests.transport.raw_sender import GrpcRawSender, ZmqRawSender
 from tests.worker.conftest import start_mesh
 from tuplemesh.config import Config
 from tuplemesh.serialization import MsgpackSerializer
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.v1 import admin_pb2
 
-MIB = 1024 * 1024
-CEILING = Config({})["topology.receive.max.bytes"]  # the default: the flood meets default settings
 BATCHES = 60  # 900 MiB, several times the ceiling
-TUPLES_PER_BATCH = 15  # of 1 MiB each: 15 MiB batches, near the largest message a transport takes
-#: The sink task on worker 0: components are numbered in name order ("idle" 1, "sink" 2 and 3)
-#: and executors placed round-robin (idle -> 0, sink task 2 -> 1, sink task 3 -> 0).
-SINK_TASK = 3
-
-
-class IdleSpout(Spout):
-    """Emits nothing: the flood comes from outside."""
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["blob"])
-
-    def next_tuple(self) -> None:
-        return None
-
-
-class SlowSink(Bolt):
-    """Stalls until the file named by $FLOOD_GATE exists (if set), then takes a millisecond per
-    tuple: the flood is sure to meet the ceiling, whatever the machine's speed."""
-
-    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
-        self.count = 0
-        self.gate = os.environ.get("FLOOD_GATE")
-
-    def execute(self, tup: Tuple) -> None:
-        while self.gate and not os.path.exists(self.gate):
-            time.sleep(0.01)  # deliberate: stalled until the test opens the gate
-        self.gate = None
-        time.sleep(0.001)  # deliberate: the slow consumer
-        self.count += 1
-
-
-def topology() -> Any:
-    b = TopologyBuilder("flood")
-    b.set_spout("idle", IdleSpout())
-    b.set_bolt("sink", SlowSink(), parallelism=2).shuffle_grouping("idle")
-    return b.build()
-
-
-def _sink_executed(status: admin_pb2.WorkerStatus) -> int:
-    return sum(e.executed for e in status.executors if e.component == "sink")
 
 
 @pytest.mark.parametrize("transport", ["grpc", "zmq"])
 def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(transport: str, tmp_path):
     gate = tmp_path / "gate"
     env = {"TUPLEMESH_MESSAGING_TRANSPORT": transport, "FLOOD_GATE": str(gate)}
-    mesh = start_mesh("tests.fault.test_flood:topology", 2, env=env)
+    mesh = start_mesh("bench.flood:topology", 2, env=env)
     admin = mesh.admin(0)
     payload = MsgpackSerializer().serialize(1, 0, ["x" * MIB])
     sender = (GrpcRawSender if transport == "grpc" else ZmqRawSender)(mesh.ports[0], "flood")
@@ -105,7 +60,7 @@ def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(tra
         time.sleep(1.0)  # deliberate: the flood keeps pushing against the full worker meanwhile
         gate.touch()
         eventually(
-            lambda: _sink_executed(admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= total,
+            lambda: sink_executed(admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= total,
             timeout=180,
             interval=0.2,
             message="every flooded tuple executed",
@@ -118,7 +73,7 @@ def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(tra
         sender.close()
         codes = mesh.stop()
     assert codes == [0, 0]
-    assert _sink_executed(status) == total  # each tuple once: nothing dropped, nothing twice
+    assert sink_executed(status) == total  # each tuple once: nothing dropped, nothing twice
     assert status.receive_held_bytes_capacity == CEILING
     assert status.receive_ceiling_waits > 0  # the ceiling, not luck, held the flood back
     batch_bytes = TUPLES_PER_BATCH * len(payload)
@@ -130,54 +85,9 @@ def test_a_flood_of_15_mib_batches_stays_under_the_ceiling_and_loses_nothing(tra
     assert peak < 512 * MIB, f"worker RSS reached {peak // MIB} MiB under a {CEILING // MIB} MiB ceiling"
 
 
-#: The big spout on worker 0 and its sink on worker 1 (names in order: "big", "sink"; round-robin)
-BIG_TUPLES = 600
-
-
-class BigSpout(Spout):
-    """Emits ``BIG_TUPLES`` numbered tuples of 1 MiB each as fast as the runtime takes them."""
-
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        declarer.declare(["n", "blob"])
-
-    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
-        self.collector = collector
-        self.sent = 0
-        self.blob = "x" * MIB
-
-    def next_tuple(self) -> None:
-        if self.sent < BIG_TUPLES:
-            self.collector.emit([self.sent, self.blob])
-            self.sent += 1
-
-
-class NumberSink(SlowSink):
-    """SlowSink that also counts each number it saw (exactly once each, checked by the test)."""
-
-    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
-        super().prepare(conf, context, collector)
-        self.seen: dict[int, int] = {}
-
-    def execute(self, tup: Tuple) -> None:
-        super().execute(tup)
-        self.seen[tup.values[0]] = self.seen.get(tup.values[0], 0) + 1
-
-    def report(self) -> dict[str, Any]:
-        return {"distinct": len(self.seen), "twice": sum(1 for c in self.seen.values() if c > 1)}
-
-
-def big_topology() -> Any:
-    b = TopologyBuilder("bigflood")
-    b.set_spout("big", BigSpout())
-    b.set_bolt("sink", NumberSink()).shuffle_grouping("big")
-    return b.build()
-
-
 @pytest.mark.parametrize("transport", ["grpc", "zmq"])
 def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(transport: str):
-    mesh = start_mesh(
-        "tests.fault.test_flood:big_topology", 2, env={"TUPLEMESH_MESSAGING_TRANSPORT": transport}
-    )
+    mesh = start_mesh("bench.flood:big_topology", 2, env={"TUPLEMESH_MESSAGING_TRANSPORT": transport})
     admins = [mesh.admin(0), mesh.admin(1)]
     peaks = [0, 0]
     done = threading.Event()
@@ -193,7 +103,7 @@ def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(tr
     try:
         sink = admins[1]
         eventually(
-            lambda: _sink_executed(sink.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= BIG_TUPLES,
+            lambda: sink_executed(sink.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) >= BIG_TUPLES,
             timeout=180,
             interval=0.2,
             message="every big tuple executed",
@@ -204,7 +114,7 @@ def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(tr
         sampler.join(15)
         codes = mesh.stop()
     assert codes == [0, 0]
-    assert _sink_executed(statuses[1]) == BIG_TUPLES
+    assert sink_executed(statuses[1]) == BIG_TUPLES
     [report] = json.loads(statuses[1].reports_json)["sink"].values()
     assert report == {"distinct": BIG_TUPLES, "twice": 0}  # every number once
     sender = statuses[0]
