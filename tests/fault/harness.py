@@ -46,6 +46,7 @@ def start_worker(
         **os.environ,
         "PYTHONPATH": child_pythonpath(),
         "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
+        "TUPLEMESH_ADMIN_REBALANCE_ENABLED": "true",  # the rescale tests call Admin.Rebalance
     }
     mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
     mesh.commands[index] = (cmd, env)
