@@ -79,6 +79,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         snapshot = worker.snapshot()
         reports = ""
         if request.include_reports:
+            restoring = worker.restoring_tasks()
+            if restoring:  # their reports would be of the empty state a task starts with
+                context.abort(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"worker {worker.index}: task(s) {', '.join(map(str, restoring))} are being "
+                    "restored from the last checkpoint: ask for reports again shortly",
+                )
             reports = json.dumps(
                 {c: {str(t): r for t, r in by_task.items()} for c, by_task in worker.live_reports().items()},
                 default=repr,
