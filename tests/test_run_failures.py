@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from grpc_health.v1 import health_pb2_grpc
 
 from tests.helpers import child_pythonpath, eventually, run_cli
 from tuplemesh.launcher import is_serving
+from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -341,3 +343,48 @@ def test_workers_on_one_host_get_their_own_metrics_port_and_a_taken_port_fails_a
         assert [proc.wait(60) for proc in (first, second)] == [0, 0]
         for proc in (first, second):
             proc.communicate()
+
+
+def worker_pids(launcher: int) -> list[int]:
+    """The worker processes ``tuplemesh run`` started (its children), in start order."""
+    children = Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()
+    return sorted(int(pid) for pid in children)
+
+
+def test_a_worker_paused_longer_than_the_status_deadline_is_waited_for_and_nothing_is_lost(tmp_path):
+    # the paced stateful word count: 12 x 1000 sentences from 2 spout tasks at 400/s each, about
+    # 15 s of input; worker 1 is paused for 20 s in the middle, twice Admin's 10 s call deadline
+    config = tmp_path / "tuplemesh.yaml"
+    config.write_text(
+        f"wordcount.rate: 400\ntopology.state.backend: sqlite\n"
+        f"topology.state.sqlite.path: {tmp_path / 'state.sqlite'}\n"
+    )
+    os.environ["WORDCOUNT_REPEAT"] = "1000"  # the launcher, its workers and the check agree
+    try:
+        proc, addresses = start_run(
+            "examples.stateful_wordcount:topology", "--config", str(config), "--json", "--timeout", "300"
+        )
+    finally:
+        del os.environ["WORDCOUNT_REPEAT"]
+    workers = worker_pids(proc.pid)
+    assert len(workers) == 2
+    with grpc.insecure_channel(addresses[1]) as channel:
+        admin = admin_pb2_grpc.AdminStub(channel)
+        eventually(
+            lambda: snapshot_from_proto(admin.GetStatus(admin_pb2.GetStatusRequest(), timeout=5)).delivered,
+            timeout=30,
+            message="worker 1 executing",
+        )
+    os.kill(workers[1], signal.SIGSTOP)
+    try:
+        time.sleep(20)  # the pause itself is the input: longer than any Admin call's deadline
+        assert proc.poll() is None, proc.communicate()[1]  # the launcher waits for the worker
+    finally:
+        os.kill(workers[1], signal.SIGCONT)
+    stdout, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 0, stderr
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    assert (summary["completed"], summary["matched"]) == (True, True), summary["message"]
+    transfer = summary["transfer"]
+    assert (transfer["lost"], transfer["stranded"], transfer["lost_on_close"]) == (0, 0, 0)
+    assert "not sent (lost)" not in stderr and "unacknowledged tuple" not in stderr

@@ -310,7 +310,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     rebalance = sub.add_parser(
-        "rebalance", help="rescale a running mesh to --workers workers, live (Admin.Rebalance)"
+        "rebalance",
+        help="rescale a running mesh to --workers workers, live (Admin.Rebalance: the workers run "
+        "with admin.rebalance.enabled: true)",
     )
     rebalance.add_argument(
         "--workers", type=_non_negative_int("workers"), required=True, help="the new worker count"

@@ -468,6 +468,28 @@ KEYS: dict[str, ConfigKey] = {
             "admin.drain.enabled", bool, False, "Allow Admin.Drain; off by default (SIGTERM always drains)."
         ),
         ConfigKey(
+            "admin.rebalance.enabled",
+            bool,
+            False,
+            "Allow Admin.Rebalance (live rescale, `tuplemesh rebalance`); off by default. Every "
+            "worker of the mesh needs it: the worker called asks each peer to switch too.",
+        ),
+        ConfigKey(
+            "admin.watch.tuples.enabled",
+            bool,
+            False,
+            "Allow Admin.WatchTuples (sampled tuple values); off by default: values are user data.",
+        ),
+        ConfigKey(
+            "worker.peer.grace.secs",
+            float,
+            5.0,
+            "A serving worker turns NOT_SERVING (readiness) once a peer it sends to has been "
+            "unreachable this long, and SERVING again when the peer is back.",
+            _positive,
+            unit="secs",
+        ),
+        ConfigKey(
             "metrics.enabled",
             bool,
             True,

@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 
+#: What a live worker's Admin answers when it is slow to (paused, busy, reconnecting), not gone.
+UNANSWERED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+
+
 class WorkerDied(RuntimeError):
     """A worker process exited while the run was going on."""
 
@@ -232,7 +236,16 @@ class ProcessCluster:
         more exceptions than that (or in prepare/open) ends the wait at once, with False."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while deadline is None or time.monotonic() < deadline:
-            statuses = self.statuses()
+            try:
+                statuses = self.statuses()
+            except grpc.RpcError as exc:
+                if exc.code() not in UNANSWERED:
+                    raise
+                # a live worker that does not answer in time (paused, swapping, between
+                # reconnects) is waited for: the run's own timeout bounds the wait, and giving
+                # up here would stop a mesh that is only slow
+                time.sleep(0.05)
+                continue
             snapshots = [snapshot_from_proto(s) for s in statuses]
             if on_poll is not None:
                 on_poll(snapshots, [s.state for s in statuses])
@@ -282,10 +295,15 @@ def is_serving(stub: health_pb2_grpc.HealthStub) -> bool:
 
 
 def stop_processes(procs: list[subprocess.Popen[bytes]], timeout: float) -> list[int]:
-    """SIGTERM every live process (workers drain), wait, kill what outlives ``timeout``; exit codes."""
+    """SIGTERM every live process (workers drain), wait, kill what outlives ``timeout``; exit codes.
+
+    Each also gets SIGCONT (as systemd does): a worker paused by SIGSTOP would hold its SIGTERM
+    until resumed, and the whole-mesh drain its peers run needs it to take part."""
     for proc in procs:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
     codes = []
     for proc in procs:
         try:

@@ -230,7 +230,9 @@ def test_default_statefulset_service_and_probes():
         "TUPLEMESH_DISCOVERY_SERVICE",
         "TUPLEMESH_DISCOVERY_NAMESPACE",
         "TUPLEMESH_STATEFULSET",
+        "TUPLEMESH_ADMIN_REBALANCE_ENABLED",  # the mesh rescales itself through Admin.Rebalance
     }
+    assert env["TUPLEMESH_ADMIN_REBALANCE_ENABLED"]["value"] == "true"
     assert [v["name"] for v in pod["volumes"]] == ["config", "tmp"]
     services = {s["metadata"]["name"]: s for s in m["Service"]}
     assert set(services) == {"mesh-tuplemesh-headless", "mesh-tuplemesh-gateway"}

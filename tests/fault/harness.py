@@ -46,6 +46,7 @@ def start_worker(
         **os.environ,
         "PYTHONPATH": child_pythonpath(),
         "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
+        "TUPLEMESH_ADMIN_REBALANCE_ENABLED": "true",  # the rescale tests call Admin.Rebalance
     }
     mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)
     mesh.commands[index] = (cmd, env)
@@ -118,7 +119,21 @@ def wait_settled(mesh: Mesh, timeout: float, drained: bool = False) -> None:
 
 
 def reports(mesh: Mesh) -> dict[str, list[Any]]:
-    return merge_reports(statuses(mesh, reports=True))
+    """Every task's report; asked again while a restarted worker restores its tasks' state
+    (it answers UNAVAILABLE until then, not the empty state its tasks start with)."""
+    found: list[dict[str, list[Any]]] = []
+
+    def answered() -> bool:
+        try:
+            found.append(merge_reports(statuses(mesh, reports=True)))
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            return False
+        return True
+
+    eventually(answered, timeout=30, interval=0.05, message="reports (a worker restoring its state)")
+    return found[-1]
 
 
 def proc_status(pid: int) -> tuple[int, int]:

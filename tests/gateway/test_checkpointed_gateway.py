@@ -190,3 +190,13 @@ def test_at_most_capacity_rows_wait_for_a_commit(ingest):
     assert all(t.held for t in tickets)
     spout.next_tuple()
     assert collector.take() == ["r4"] and not late.settled
+
+
+def test_a_log_awaiting_its_restore_is_restoring_until_the_checkpoint_restores_it():
+    log = ExportLog(100)
+    assert not log.restoring  # a log that is no checkpointed state is complete from the start
+    log.await_restore()
+    assert log.restoring
+    log.hold_back()
+    log.restore([7, 3, [["a"], ["b"]]])
+    assert not log.restoring and (log.epoch, log.start, log.end) == (7, 3, 5)

@@ -50,15 +50,17 @@ class Replicas:
 
 @pytest.fixture
 def worker1() -> Iterator[WorkerProcess]:
-    """Worker 1 of a 2-worker mesh following replicas (its peer never comes up)."""
-    [port] = free_ports(1)
+    """Worker 1 of a 2-worker mesh following replicas (its peers never come up; discovery knows
+    addresses for workers 0 to 3: the most a rescale may reach)."""
+    ports = free_ports(4)
+    port = ports[1]
     process = WorkerProcess(
         relay(),
         Config(CONF),
         index=1,
         num_workers=2,
         port=port,
-        directory=StaticDirectory({1: ("127.0.0.1", port)}),
+        directory=StaticDirectory({i: ("127.0.0.1", p) for i, p in enumerate(ports)}),
         replicas=Replicas(2),
     )
     process.start()
@@ -90,4 +92,22 @@ def test_a_worker_stopping_for_a_scale_down_that_removes_it_accepts_the_rescale(
 def test_a_running_worker_refuses_an_epoch_of_another_topology_code(worker1: WorkerProcess):
     with pytest.raises(RescaleRefusedError, match="another topology code"):
         worker1.rebalance(3, str(Epoch(3, "fedcba9876543210", 1)))
+    assert worker1.next_epoch is None
+
+
+def test_a_rescale_beyond_the_known_addresses_is_refused(worker1: WorkerProcess):
+    with pytest.raises(
+        RescaleRefusedError,
+        match=r"cannot rescale to 5 worker\(s\): no address known for worker\(s\) 4 \(discovery knows 4",
+    ):
+        worker1.rebalance(5, str(Epoch(5, worker1.epoch.code, 1)))
+    assert worker1.next_epoch is None and worker1.state != "NOT_SERVING"
+
+
+def test_an_epoch_of_no_workers_or_not_after_the_current_one_is_refused(worker1: WorkerProcess):
+    code = worker1.epoch.code
+    with pytest.raises(RescaleRefusedError, match=f"epoch 1/0/{code} has 0 workers; a mesh needs >= 1"):
+        worker1.rebalance(0, f"1/0/{code}")
+    with pytest.raises(RescaleRefusedError, match=f"epoch 0/3/{code} is not after this worker's 0/2/{code}"):
+        worker1.rebalance(3, f"0/3/{code}")
     assert worker1.next_epoch is None

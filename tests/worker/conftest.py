@@ -65,7 +65,8 @@ def start_mesh(
     wait: bool = True,
     env: dict[str, str] | None = None,
 ) -> Mesh:
-    """Worker processes on loopback. Admin Emit and Drain are on (tests use them) unless ``env`` says."""
+    """Worker processes on loopback. Admin Emit, Drain, Rebalance and WatchTuples are on (tests use
+    them) unless ``env`` says."""
     ports = free_ports(2 * workers)
     ports, metrics_ports = ports[:workers], ports[workers:]
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
@@ -82,6 +83,8 @@ def start_mesh(
             "TUPLEMESH_METRICS_PORT": str(metrics_ports[index]),
             "TUPLEMESH_ADMIN_EMIT_ENABLED": "true",
             "TUPLEMESH_ADMIN_DRAIN_ENABLED": "true",
+            "TUPLEMESH_ADMIN_REBALANCE_ENABLED": "true",
+            "TUPLEMESH_ADMIN_WATCH_TUPLES_ENABLED": "true",
             **(env or {}),
         }
         procs.append(subprocess.Popen(cmd, cwd=ROOT, env=proc_env))

@@ -18,6 +18,7 @@ from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.state.base import KeyValueState
 from tuplemesh.state.components import ReplayableSpout, StatefulBolt
+from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.topology import OutputFieldsDeclarer, TaskContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
@@ -177,6 +178,12 @@ class ExportBolt(StatefulBolt):
         fields = list(context.fields_of(*context.sources()[0]))
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
+        try:
+            context.tasks_of(COORDINATOR)
+        except KeyError:
+            pass  # not checkpointed: the log is complete from the start
+        else:  # checkpointed: the log is the restored checkpoint's, once its rollback restores it
+            self.log.await_restore()
         self.collector = collector
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.where = f"{self.name} task {context.task_id}"

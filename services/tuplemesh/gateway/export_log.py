@@ -41,6 +41,9 @@ class ExportLog:
         #: held back: readers see offsets below this only; None: every record as it comes
         self._readable: int | None = None
         self._marks: dict[int, int] = {}  # checkpoint -> the log's end when its part was taken
+        #: True from `await_restore` until `restore`: the log is the fresh one of a starting
+        #: worker, not yet the checkpoint's; the Gateway answers nothing from it meanwhile
+        self.restoring = False
 
     def __len__(self) -> int:
         return len(self._records) - self._head
@@ -97,6 +100,11 @@ class ExportLog:
             self._cond.notify_all()
 
     # -- as checkpointed state ---------------------------------------------------------------
+    def await_restore(self) -> None:
+        """The log is checkpointed state: until `restore` it is not the log readers knew."""
+        with self._cond:
+            self.restoring = True
+
     def hold_back(self) -> None:
         """From now on a record is readable only once a checkpoint holding it commits."""
         with self._cond:
@@ -140,4 +148,5 @@ class ExportLog:
                     self.epoch, self.start, self._records, self._head = epoch, start, list(records), 0
             del self._records[self._head + (end - self.start) :]
             self._readable = end
+            self.restoring = False
             self._cond.notify_all()

@@ -109,6 +109,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 f"partition {request.partition} of {request.export!r} is not on worker {self.worker} "
                 f"(here: {sorted(info.logs)})",
             )
+        self._check_restored(request.export, [(request.partition, log)], context)
         if request.epoch and request.epoch != log.epoch:
             reject(
                 context,
@@ -118,6 +119,20 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 "did), read it again from its start",
             )
         return log
+
+    def _check_restored(
+        self, export: str, logs: list[tuple[int, ExportLog]], context: grpc.ServicerContext
+    ) -> None:
+        """UNAVAILABLE while a log is still the fresh one of a starting worker: its epoch and
+        offsets are not the ones readers know until the checkpoint restores it."""
+        restoring = [p for p, log in logs if log.restoring]
+        if restoring:
+            reject(
+                context,
+                grpc.StatusCode.UNAVAILABLE,
+                f"partition(s) {', '.join(map(str, restoring))} of {export!r} on worker {self.worker} "
+                "are being restored from the last checkpoint: retry shortly",
+            )
 
     def _put(
         self, component: str, ticket: PublishTicket, rows: list[list[Any]], context: Any
@@ -359,6 +374,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         self, request: gateway_pb2.OffsetsRequest, context: grpc.ServicerContext
     ) -> gateway_pb2.OffsetsResponse:
         info = self._export(request.export, context)
+        self._check_restored(request.export, sorted(info.logs.items()), context)
         return gateway_pb2.OffsetsResponse(
             partitions=[
                 gateway_pb2.PartitionOffsets(partition=p, start=log.start, end=log.end, epoch=log.epoch)

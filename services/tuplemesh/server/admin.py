@@ -13,6 +13,7 @@ from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.executor import Executor
 from tuplemesh.worker.sampling import TupleWatch
@@ -78,6 +79,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         snapshot = worker.snapshot()
         reports = ""
         if request.include_reports:
+            restoring = worker.restoring_tasks()
+            if restoring:  # their reports would be of the empty state a task starts with
+                context.abort(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"worker {worker.index}: task(s) {', '.join(map(str, restoring))} are being "
+                    "restored from the last checkpoint: ask for reports again shortly",
+                )
             reports = json.dumps(
                 {c: {str(t): r for t, r in by_task.items()} for c, by_task in worker.live_reports().items()},
                 default=repr,
@@ -148,10 +156,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     # -- actions --------------------------------------------------------------------------------
     def Emit(self, request: admin_pb2.EmitRequest, context: grpc.ServicerContext) -> admin_pb2.EmitResponse:
         worker = self.worker
-        if not worker.conf["admin.emit.enabled"]:
-            context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, "Admin.Emit is off: set admin.emit.enabled: true"
-            )
+        self._check_enabled("admin.emit.enabled", "Emit", context)
         values = json_array(request.values_json, "values_json", context)
         task, component = self._target(request, context)
         spec = worker.topology.components[component]
@@ -219,16 +224,14 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     def Drain(
         self, request: admin_pb2.DrainRequest, context: grpc.ServicerContext
     ) -> admin_pb2.DrainResponse:
-        if not self.worker.conf["admin.drain.enabled"]:
-            context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, "Admin.Drain is off: set admin.drain.enabled: true"
-            )
+        self._check_enabled("admin.drain.enabled", "Drain", context)
         return admin_pb2.DrainResponse(state=self._drain())
 
     # -- sampling -------------------------------------------------------------------------------
     def WatchTuples(
         self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
     ) -> Iterator[admin_pb2.SampledTuple]:
+        self._check_enabled("admin.watch.tuples.enabled", "WatchTuples", context)
         watch, executors = self._new_watch(request, context)
         stop = threading.Event()
         context.add_callback(stop.set)
@@ -293,8 +296,20 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     def Rebalance(
         self, request: admin_pb2.RebalanceRequest, context: grpc.ServicerContext
     ) -> admin_pb2.RebalanceResponse:
+        self._check_enabled("admin.rebalance.enabled", "Rebalance", context)
         if request.workers < 1:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"workers must be >= 1, got {request.workers}")
+        if request.epoch:  # a peer's rescale names the epoch it moves the mesh to
+            try:
+                target = Epoch.parse(request.epoch)
+            except ValueError as exc:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"epoch: {exc}")
+            if target.workers != request.workers:
+                context.abort(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"epoch {request.epoch!r} is for {target.workers} worker(s), the request for "
+                    f"{request.workers}",
+                )
         if self._rebalance is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "this worker does not run in a worker process")
         assert self._rebalance is not None
@@ -303,3 +318,8 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         except RescaleRefusedError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         return admin_pb2.RebalanceResponse(epoch=epoch)
+
+    def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
+        """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""
+        if not self.worker.conf[key]:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"Admin.{call} is off: set {key}: true")

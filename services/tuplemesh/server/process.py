@@ -138,6 +138,7 @@ class WorkerProcess:
         self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
         self.health = health.HealthServicer()
         self._state = "STARTING"
+        self._health_lock = threading.Lock()  # _state and the readiness entries change together
         self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.health.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
@@ -307,20 +308,62 @@ class WorkerProcess:
         return wanted is not None and self.worker.index >= wanted
 
     def _watch_readiness(self) -> None:
-        """SERVING once executors run and every peer connection is up (NOT_SERVING after drain)."""
+        """SERVING once executors run and every peer connection is up; afterwards NOT_SERVING
+        while a peer this worker sends to has been unreachable for ``worker.peer.grace.secs``
+        (its tuples wait for it, so traffic sent here would stall), SERVING again once it is
+        back. Draining is NOT_SERVING for good; `state` stays SERVING while peers are away
+        (Admin callers read NOT_SERVING as "drained")."""
         while not self._stop.is_set() and self._state == "STARTING":
             if self.worker.peers_connected():
-                self._state = "SERVING"
-                self._set_health(health_pb2.HealthCheckResponse.SERVING)
+                with self._health_lock:
+                    if self._state != "STARTING":
+                        return
+                    self._state = "SERVING"
+                    self._set_health(health_pb2.HealthCheckResponse.SERVING)
                 log.info("worker %d serving on port %d", self.worker.index, self.port)
-                return
+                break
             time.sleep(0.02)
+        grace = self.settings.peer_grace_seconds
+        down_since: dict[int, float] = {}
+        ready = True
+        while not self._stop.wait(min(0.25, grace / 4)) and self._state == "SERVING":
+            now = time.monotonic()
+            down = self.unreachable_peers()
+            down_since = {peer: down_since.get(peer, now) for peer in down}
+            gone = sorted(peer for peer, since in down_since.items() if now - since >= grace)
+            with self._health_lock:  # a drain's NOT_SERVING must never be overwritten
+                if self._state != "SERVING":
+                    return
+                if gone and ready:
+                    ready = False
+                    self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+                    log.warning(
+                        "worker %d: peer(s) %s unreachable for %.1fs or more: NOT_SERVING until back",
+                        self.worker.index,
+                        ", ".join(map(str, gone)),
+                        grace,
+                    )
+                elif not down and not ready:
+                    ready = True
+                    self._set_health(health_pb2.HealthCheckResponse.SERVING)
+                    log.info("worker %d: every peer is reachable again: SERVING", self.worker.index)
+
+    def unreachable_peers(self) -> list[int]:
+        """The peers this worker sends to whose link is not up now."""
+        connections = self.worker.transfer.connections
+        down = []
+        for peer in sorted(self.worker.transfer.expected):
+            connection = connections.get(peer)
+            if connection is None or connection.stats().channel_state != "READY":
+                down.append(peer)
+        return down
 
     def drain(self) -> str:
         """Stop the spouts; health NOT_SERVING. Idempotent; returns the new state."""
         if self._state != "NOT_SERVING":
-            self._state = "NOT_SERVING"
-            self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+            with self._health_lock:
+                self._state = "NOT_SERVING"
+                self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
             self.worker.deactivate_spouts()
             log.info("worker %d draining", self.worker.index)
         return self._state
@@ -354,6 +397,7 @@ class WorkerProcess:
                     )
             if target == self.next_epoch:
                 return str(target)  # asked again (the initiator retries): already on its way
+            self._check_reachable(target)
             if stopping:
                 if epoch and self.next_epoch is None and self.worker.index >= target.workers:
                     # a scale-down's SIGTERM came first: this worker leaves either way, and
@@ -373,6 +417,24 @@ class WorkerProcess:
             self._stop.set()  # serve() drains with the mesh, and the process hands over
             return str(target)
 
+    def _check_reachable(self, target: Epoch) -> None:
+        """RescaleRefusedError unless the mesh can run at ``target``: at least one worker, an
+        epoch after this worker's, and an address for each of its workers. Checked before any
+        worker is asked, so a refused rescale leaves every worker running at its epoch."""
+        if target.workers < 1:
+            raise RescaleRefusedError(f"epoch {target} has {target.workers} workers; a mesh needs >= 1")
+        if target.counter <= self.epoch.counter:
+            raise RescaleRefusedError(
+                f"epoch {target} is not after this worker's {self.epoch} (its counter must be higher)"
+            )
+        addresses = self.directory.snapshot()
+        missing = [i for i in range(target.workers) if i != self.worker.index and i not in addresses]
+        if missing:
+            raise RescaleRefusedError(
+                f"cannot rescale to {target.workers} worker(s): no address known for worker(s) "
+                f"{', '.join(map(str, missing))} (discovery knows {len(addresses)} address(es))"
+            )
+
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""
         self.signals.install()
@@ -384,6 +446,7 @@ class WorkerProcess:
     def shutdown(self, grace: float = 2.0) -> bool:
         """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
         deadline = time.monotonic() + self.settings.shutdown_timeout_seconds
+        self._stop.set()  # the background threads end (shutdown may be called without serve)
         self.drain()
         # Batches from peers that still run are refused (never acknowledged): their senders keep
         # them for our successor. Peers that drain too are served until the mesh is idle.

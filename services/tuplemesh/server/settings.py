@@ -24,6 +24,7 @@ class ServerSettings:
     refresh_poll_seconds: float  # between two re-applications of discovery's view
     shutdown_timeout_seconds: float
     log_interval_seconds: float
+    peer_grace_seconds: float  # a peer unreachable this long turns readiness NOT_SERVING
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> ServerSettings:
@@ -38,4 +39,5 @@ class ServerSettings:
             refresh_poll_seconds=conf.seconds("task.refresh.poll.secs"),
             shutdown_timeout_seconds=conf.seconds("topology.shutdown.timeout.secs"),
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
+            peer_grace_seconds=conf.seconds("worker.peer.grace.secs"),
         )

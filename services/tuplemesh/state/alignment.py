@@ -145,6 +145,15 @@ class AlignedInput:
         self.parts_stored = 0
         self.parts_failed = 0
 
+    def restoring(self) -> list[int]:
+        """The stateful tasks whose state is not restored yet: no attempt begun (the start's
+        rollback has not reached them) or a restore that failed. Any thread (reads ints)."""
+        return sorted(
+            ta.task
+            for ta in self._tasks.values()
+            if ta.stateful and (ta.attempt == 0 or ta.restore_error is not None)
+        )
+
     @classmethod
     def attach(
         cls,

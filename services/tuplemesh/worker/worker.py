@@ -389,6 +389,15 @@ class Worker:
                     return bolt.snapshot()
         return None
 
+    def restoring_tasks(self) -> list[int]:
+        """Stateful tasks of this worker whose checkpointed state is not restored yet."""
+        out: list[int] = []
+        for executor in self.executors:
+            checkpoints = getattr(executor, "checkpoints", None)  # bolts of a checkpointed topology
+            if checkpoints is not None:
+                out.extend(checkpoints.restoring())
+        return sorted(out)
+
     def peers_connected(self) -> bool:
         """Every other worker has a connection that is up."""
         connections = self.transfer.connections
