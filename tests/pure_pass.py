@@ -13,13 +13,17 @@ _DISRUPTOR = (
     "tests/disruptor/test_processor.py",
     "tests/disruptor/test_multi_producer_stress.py",
 )
-_EXECUTOR = ("tests/worker/test_executor.py", "tests/worker/test_batch_execute.py")
+_EXECUTOR = (
+    "tests/worker/test_executor.py",
+    "tests/worker/test_batch_execute.py",
+    "tests/worker/test_queue_time.py",
+)
 #: a topology end to end: in one process, and on worker processes (which inherit the pure setting)
 _END_TO_END = ("tests/worker/test_local_cluster.py", "tests/transport/test_conformance.py")
 
 PURE_PASS: dict[str, tuple[str, ...]] = {
     "tuplemesh.disruptor.sequence": _DISRUPTOR,
-    "tuplemesh.disruptor.sequencer": _DISRUPTOR,
+    "tuplemesh.disruptor.sequencer": (*_DISRUPTOR, "tests/worker/test_queue_time.py"),
     "tuplemesh.disruptor.wait_strategies": _DISRUPTOR,
     "tuplemesh.disruptor.barrier": _DISRUPTOR,
     "tuplemesh.disruptor.ring_buffer": _DISRUPTOR,

@@ -1,0 +1,123 @@
+"""What waits in a ring is bounded in time: its consumer's measured time per batch sets how many
+slots producers may fill (`topology.backpressure.target.ms`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from tests.helpers import eventually
+from tuplemesh.config import Config
+from tuplemesh.disruptor import EventPoller, RingBuffer
+from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.worker.debloat import MIN_SLOTS, QueueTimeLimit
+from tuplemesh.worker.local_cluster import LocalCluster
+
+
+@pytest.mark.parametrize("make", [RingBuffer.single_producer, RingBuffer.multi_producer])
+def test_producers_fill_only_the_slots_of_the_limit(make):
+    ring: RingBuffer[Any] = make(16)
+    poller = EventPoller(ring, release_slots=True)
+    ring.add_gating_sequences(poller.sequence)
+    ring.sequencer.limit = 3
+    for i in range(3):
+        ring.try_put(i)
+    with pytest.raises(InsufficientCapacityError):
+        ring.try_put(3)
+    ring.sequencer.limit = 5  # raised: room at once, without a consumer moving
+    ring.try_put(3)
+    ring.try_put(4)
+    with pytest.raises(InsufficientCapacityError):
+        ring.try_put(5)
+    taken: list[int] = []
+    poller.poll(lambda item, seq, end: taken.append(item))
+    assert taken == [0, 1, 2, 3, 4]
+    ring.sequencer.limit = 1
+    ring.try_put(5)
+    with pytest.raises(InsufficientCapacityError):
+        ring.try_put(6)
+
+
+def test_the_limit_is_the_slots_drained_in_the_target_time_within_bounds():
+    ring: RingBuffer[Any] = RingBuffer.multi_producer(1024)
+    limit = QueueTimeLimit(ring.sequencer, 0.010)
+    assert ring.sequencer.limit == 1024  # nothing measured yet: every slot
+    limit.observe(0.001)
+    assert ring.sequencer.limit == 10
+    for _ in range(200):  # the moving average follows a slower consumer
+        limit.observe(0.004)
+    assert ring.sequencer.limit == MIN_SLOTS  # 2.5 slots in 10 ms: never below the minimum
+    for _ in range(400):
+        limit.observe(0.000_001)
+    assert ring.sequencer.limit == 1024  # 10,000 slots in 10 ms: never above the ring
+
+
+class EndlessSpout(Spout):
+    """Emits increasing integers for as long as it runs."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["n"])
+
+    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        for _ in range(100):
+            self.collector.emit([self.n])
+            self.n += 1
+
+
+class SleepBolt(Bolt):
+    """Takes at least 2 ms per tuple."""
+
+    def execute(self, tup: Tuple) -> None:
+        time.sleep(0.002)
+
+
+def _most_slots_in_use(target_ms: int) -> int:
+    """The most slots of the slow bolt's inbox in use over 100 samples, once the backlog from
+    before its first measured batch has drained (or after 3 s when it never does)."""
+    b = TopologyBuilder("queue-time")
+    b.set_spout("s", EndlessSpout())
+    b.set_bolt("slow", SleepBolt()).shuffle_grouping("s")
+    conf = Config(
+        {
+            "messaging.transport": "local",
+            "topology.producer.batch.size": 1,  # a slot per tuple: >= 2 ms per slot
+            "topology.executor.receive.buffer.size": 1024,
+            "topology.backpressure.target.ms": target_ms,
+        }
+    )
+    cluster = LocalCluster(b.build(), 1, conf)
+    cluster.start()
+    try:
+        worker = cluster.workers[0]
+        inbox = worker.local_inbox_of_task[worker.assignment.tasks_of("slow")[0]]
+
+        def in_use() -> int:
+            return inbox.buffer_size - inbox.remaining_capacity()
+
+        try:  # a limit drains what the spout queued before the bolt measured anything
+            eventually(lambda: in_use() <= 10, timeout=3.0, interval=0.01)
+        except AssertionError:
+            pass  # no limit: the ring stays full, as the samples below show
+        most = 0
+        for _ in range(100):
+            most = max(most, in_use())
+            time.sleep(0.005)  # deliberate: samples spread over the bolt's work
+        return most
+    finally:
+        worker.spout_executors[0].deactivate()
+        cluster.stop()
+
+
+def test_a_slow_bolt_holds_only_the_batches_it_drains_in_the_target_time():
+    # >= 2 ms per slot and 10 ms of queue: at most 5 slots (4 at the least), where without the
+    # bound the spout keeps all 1024 slots full
+    assert _most_slots_in_use(10) <= 5
+    assert _most_slots_in_use(0) >= 1000
