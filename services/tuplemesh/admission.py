@@ -107,6 +107,15 @@ class _Silence:
             yield request
 
 
+class _Oversize:
+    """What the deserializer hands a handler instead of a request above the message limit."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
 def _end(context: grpc.ServicerContext, details: str) -> None:
     """End a call from another thread than its handler's, with DEADLINE_EXCEEDED and ``details``.
 
@@ -126,6 +135,9 @@ class CallAdmission(grpc.ServerInterceptor):
     def __init__(self, limits: AdmissionLimits, idle_timeout: float = 0.0) -> None:
         self.limits = limits
         self.idle_timeout = idle_timeout
+        #: Requests above this many bytes are refused here, RESOURCE_EXHAUSTED and counted (gRPC's
+        #: own receive limit, set above it, refuses larger ones unseen); 0: not checked here.
+        self.max_request_bytes = 0
         #: Peer streams ended for their silence so far.
         self.idle_ended = 0
         self._silences: set[_Silence] = set()
@@ -234,6 +246,9 @@ class CallAdmission(grpc.ServerInterceptor):
             return None
         kind = call_class(details.method)
         streaming = bool(handler.request_streaming or handler.response_streaming)
+        deserializer = handler.request_deserializer
+        if self.max_request_bytes and deserializer is not None:
+            deserializer = self._sized(deserializer)
         if handler.response_streaming:
             behavior = handler.stream_stream if handler.request_streaming else handler.unary_stream
             wrapped: Callable[[Any, Any], Any] = self._admitted_stream(kind, streaming, behavior)
@@ -251,10 +266,29 @@ class CallAdmission(grpc.ServerInterceptor):
                 else grpc.unary_unary_rpc_method_handler
             )
         return factory(
-            wrapped,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
+            wrapped, request_deserializer=deserializer, response_serializer=handler.response_serializer
         )
+
+    def _sized(self, deserializer: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+        limit = self.max_request_bytes
+
+        def deserialize(data: bytes) -> Any:
+            return _Oversize(len(data)) if len(data) > limit else deserializer(data)
+
+        return deserialize
+
+    def _refuse_oversize(self, request: _Oversize, context: grpc.ServicerContext) -> None:
+        context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"a request of {request.size} bytes is above this worker's limit of {self.max_request_bytes} "
+            "(messaging.max.message.bytes and room for framing)",
+        )
+
+    def _checked(self, requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        for request in requests:
+            if request.__class__ is _Oversize:
+                self._refuse_oversize(request, context)
+            yield request
 
     def _admitted_unary(
         self, kind: str, streaming: bool, behavior: Callable[[Any, Any], Any]
@@ -265,6 +299,10 @@ class CallAdmission(grpc.ServerInterceptor):
             if refusal is not None:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
             try:
+                if request.__class__ is _Oversize:
+                    self._refuse_oversize(request, context)
+                elif self.max_request_bytes and isinstance(request, Iterator):
+                    request = self._checked(request, context)
                 return behavior(request, context)
             finally:
                 self._release(kind, streaming, client)
@@ -280,11 +318,15 @@ class CallAdmission(grpc.ServerInterceptor):
             if refusal is not None:
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
             silence = None
-            if kind == "peer" and self.idle_timeout > 0 and isinstance(request, Iterator):
-                silence = _Silence(context)
-                request = silence.requests(request)
-                self._watch(silence)
             try:
+                if request.__class__ is _Oversize:
+                    self._refuse_oversize(request, context)
+                elif self.max_request_bytes and isinstance(request, Iterator):
+                    request = self._checked(request, context)
+                if kind == "peer" and self.idle_timeout > 0 and isinstance(request, Iterator):
+                    silence = _Silence(context)
+                    request = silence.requests(request)
+                    self._watch(silence)
                 yield from behavior(request, context)
             finally:
                 if silence is not None:

@@ -224,3 +224,35 @@ def test_a_silent_transfer_stream_is_ended_and_idle_peer_links_are_not():
         assert is_serving(mesh.health()) and is_serving(mesh.health(1))
     finally:
         assert mesh.stop() == [0, 0]
+
+
+def rpc_errors(mesh: Mesh, method: str, code: str) -> int:
+    text = urllib.request.urlopen(mesh.metrics_url(), timeout=5).read().decode()
+    found = re.search(
+        rf'tuplemesh_rpc_errors_total\{{code="{code}",method="{re.escape(method)}",worker="0"\}} (\S+)', text
+    )
+    return int(float(found.group(1))) if found else 0
+
+
+def test_oversize_requests_are_refused_and_counted(mesh: Mesh):
+    big = 17 * 1024 * 1024  # above messaging.max.message.bytes (16 MiB) and its framing room
+    emit, stream = "/tuplemesh.v1.Admin/Emit", "/tuplemesh.v1.Transfer/Stream"
+    before = (rpc_errors(mesh, emit, "RESOURCE_EXHAUSTED"), rpc_errors(mesh, stream, "RESOURCE_EXHAUSTED"))
+    request = admin_pb2.EmitRequest(component="split", values_json='["' + "x" * big + '"]')
+    batch = messages_pb2.TransferBatch(
+        topology_id="pipeline", sender=5, session=6, sequence=1, packed=b"x" * big
+    )
+    stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
+    for call in (
+        lambda: mesh.admin().Emit(request, timeout=30),
+        lambda: stub.Stream(iter([batch]), timeout=30),
+    ):
+        with pytest.raises(grpc.RpcError) as err:
+            result = call()
+            if isinstance(result, Iterator):
+                list(result)
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "above this worker's limit of 16842752 (messaging.max.message.bytes" in err.value.details()
+    after = (rpc_errors(mesh, emit, "RESOURCE_EXHAUSTED"), rpc_errors(mesh, stream, "RESOURCE_EXHAUSTED"))
+    assert after == (before[0] + 1, before[1] + 1)
+    assert is_serving(mesh.health())
