@@ -35,6 +35,8 @@ from typing import Any
 import grpc
 from grpc._cython import cygrpc
 
+from tuplemesh.logutil import short
+
 __all__ = ["CLASSES", "HEALTH_CHECK_RESERVE", "AdmissionLimits", "CallAdmission", "call_class"]
 
 #: Unary health checks that may run at once however many health streams are open.
@@ -105,6 +107,30 @@ class _Silence:
         for request in iterator:
             self.last = time.monotonic()
             yield request
+
+
+#: Longest status message a call answers with. Messages name what was wrong, often a value the
+#: client sent: a 1 MiB component name echoed back would exceed the client's metadata limit and
+#: turn a deliberate answer into a confusing RESOURCE_EXHAUSTED ("Stream removed").
+MAX_DETAILS_CHARS = 1000
+
+
+class _ShortDetails:
+    """A handler's context whose status messages are cut to MAX_DETAILS_CHARS."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: grpc.ServicerContext) -> None:
+        self._context = context
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self._context.abort(code, short(details, MAX_DETAILS_CHARS))
+
+    def set_details(self, details: str) -> None:
+        self._context.set_details(short(details, MAX_DETAILS_CHARS))
 
 
 class _Oversize:
@@ -303,7 +329,7 @@ class CallAdmission(grpc.ServerInterceptor):
                     self._refuse_oversize(request, context)
                 elif self.max_request_bytes and isinstance(request, Iterator):
                     request = self._checked(request, context)
-                return behavior(request, context)
+                return behavior(request, _ShortDetails(context))
             finally:
                 self._release(kind, streaming, client)
 
@@ -327,7 +353,7 @@ class CallAdmission(grpc.ServerInterceptor):
                     silence = _Silence(context)
                     request = silence.requests(request)
                     self._watch(silence)
-                yield from behavior(request, context)
+                yield from behavior(request, _ShortDetails(context))
             finally:
                 if silence is not None:
                     self._unwatch(silence)
