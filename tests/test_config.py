@@ -365,3 +365,35 @@ def test_given_tells_a_set_key_from_its_default(tmp_path):
     assert not plain.given("topology.workers")
     assert plain.with_overrides({"worker.index": 2}).given("worker.index")
     assert not plain.with_overrides({"worker.index": 2}).given("topology.workers")
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ("admin.tokn: s3cr3t-token-value", "admin.tokn"),
+        ("topology.state.redis.passwd: s3cr3t-token-value", "topology.state.redis.passwd"),
+        ("tls.client.secret: s3cr3t-token-value", "tls.client.secret"),
+    ],
+)
+def test_a_misspelt_secret_key_is_named_but_its_value_is_not_echoed(tmp_path, line, key):
+    path = tmp_path / "c.yaml"
+    path.write_text(line + "\n")
+    with pytest.raises(ConfigError) as err:
+        Config.load(path, env={})
+    assert "s3cr3t-token-value" not in str(err.value)
+    assert str(err.value) == (
+        f"config key {key!r} (set by {path}): unknown key (see `tuplemesh config` for the known ones) "
+        "(got '***')"
+    )
+
+
+def test_a_secret_keys_bad_value_is_shown_as_stars():
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_ADMIN_TOKEN": "x"}, overrides={"admin.token": 12345})
+    assert "12345" not in str(err.value)
+    assert str(err.value) == "config key 'admin.token': must be a string (got '***')"
+
+
+def test_an_unknown_key_that_holds_no_secret_still_shows_its_value():
+    with pytest.raises(ConfigError, match=r"'topology.wrokers'.*unknown key.*\(got 3\)"):
+        Config({"topology.wrokers": 3})

@@ -12,6 +12,7 @@ The environment name of a key is ``TUPLEMESH_`` + the key upper-cased with ``.``
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,7 +90,18 @@ def _resolves(build: Callable[[str], Any]) -> Callable[[Any], str | None]:
 
 
 def _hidden(value: Any) -> str:
-    return "<hidden>" if value else ""
+    return "***" if value else ""
+
+
+#: Words in a key name that mark it as holding a secret (also misspelt: "tokn", "passwd", "pwd").
+_SECRET_LOOKING = re.compile(r"tok|pass|pwd|secret|cred|auth|key", re.IGNORECASE)
+
+
+def _shown_unknown(name: str, value: Any) -> Any:
+    """An unknown key's value as an error may show it: ``***`` when its name looks like a secret's
+    (a misspelt ``admin.tokn`` must not echo the token it was meant to hold)."""
+    last = name.rsplit(".", 1)[-1]
+    return "***" if _SECRET_LOOKING.search(last) else value
 
 
 def _redis_url(url: Any) -> str | None:
@@ -409,9 +421,63 @@ KEYS: dict[str, ConfigKey] = {
             "messaging.grpc.server.threads",
             int,
             32,
-            "Threads of a worker's gRPC server (one per open stream: peers, WatchStats clients).",
+            "Threads of a worker's gRPC server at least (one per open stream or running call); it "
+            "gets more when the server.* admission limits add up to more.",
             _positive,
             unit="threads",
+        ),
+        ConfigKey(
+            "server.peer.streams.max",
+            int,
+            256,
+            "Transfer streams from other workers a worker serves at once (one per peer and topology); "
+            "more are refused with RESOURCE_EXHAUSTED. At least the mesh's workers minus one.",
+            _positive,
+            unit="streams",
+        ),
+        ConfigKey(
+            "server.health.streams.max",
+            int,
+            16,
+            "Health Watch and reflection streams a worker serves at once; health checks (unary) "
+            "have a reserve of their own and are answered however many are open.",
+            _positive,
+            unit="streams",
+        ),
+        ConfigKey(
+            "server.client.calls.max",
+            int,
+            64,
+            "Admin and Gateway calls (streams included) a worker runs at once; more are refused "
+            "with RESOURCE_EXHAUSTED.",
+            _positive,
+            unit="calls",
+        ),
+        ConfigKey(
+            "server.client.calls.per.peer.max",
+            int,
+            32,
+            "Admin and Gateway calls one client address may have running at once.",
+            _positive,
+            unit="calls",
+        ),
+        ConfigKey(
+            "server.stream.idle.timeout.ms",
+            int,
+            60_000,
+            "A Transfer stream that carries no message for this long is ended (DEADLINE_EXCEEDED; the "
+            "peer reconnects). Well above the senders' ack probes and keepalive pings. 0: never.",
+            _non_negative,
+            unit="millis",
+        ),
+        ConfigKey(
+            "gateway.fetch.max.bytes",
+            int,
+            8 * 1024 * 1024,
+            "Default byte budget of a Gateway Fetch answer (a request's max_bytes may ask for less or "
+            "more); never above messaging.max.message.bytes. At least one record is always returned.",
+            _positive,
+            unit="bytes",
         ),
         ConfigKey(
             "messaging.close.timeout.secs",
@@ -732,7 +798,10 @@ class Config(Mapping[str, Any]):
             if key is None:
                 if name.startswith(_OWN_PREFIXES):
                     raise ConfigError(
-                        name, value, "unknown key (see `tuplemesh config` for the known ones)", source
+                        name,
+                        _shown_unknown(name, value),
+                        "unknown key (see `tuplemesh config` for the known ones)",
+                        source,
                     )
                 merged[name] = value  # user keys for components pass through untouched
                 continue

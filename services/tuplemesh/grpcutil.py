@@ -21,6 +21,8 @@ def json_array(text: str, field: str, context: grpc.ServicerContext) -> list[Any
         value = json.loads(text)
     except ValueError as exc:
         reject(context, grpc.StatusCode.INVALID_ARGUMENT, f"{field} is not JSON: {exc}")
+    except RecursionError:
+        reject(context, grpc.StatusCode.INVALID_ARGUMENT, f"{field} is nested too deeply")
     if not isinstance(value, list):
         reject(context, grpc.StatusCode.INVALID_ARGUMENT, f"{field} must be a JSON array, got {text!r}")
     return value

@@ -1,12 +1,33 @@
-"""Rate-limited logging for warnings that can fire once per tuple."""
+"""Rate-limited, truncated logging for warnings that can fire once per tuple or per call.
+
+A line is cut to `MAX_LINE_CHARS` (with how long it was): an error naming a 16 MiB tuple must
+not write a 16 MiB log line. A traceback keeps its frames, each line cut the same way.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+import traceback
 
-__all__ = ["RateLimitFilter", "RateLimitedLog"]
+__all__ = ["MAX_LINE_CHARS", "RateLimitFilter", "RateLimitedLog", "short", "short_traceback"]
+
+#: Longest line a rate-limited log writes (a message, or one line of a traceback).
+MAX_LINE_CHARS = 500
+
+
+def short(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters in all)"
+
+
+def short_traceback(exc: BaseException, limit: int = MAX_LINE_CHARS) -> str:
+    """The traceback of ``exc`` with every line cut to ``limit`` characters."""
+    lines = "".join(traceback.format_exception(exc)).splitlines()
+    return "\n".join(short(line, limit) for line in lines)
 
 
 class _Throttle:
@@ -41,15 +62,18 @@ class RateLimitedLog:
         self.level = level
         self._throttle = _Throttle(interval)
 
-    def log(self, msg: str, *args: object) -> bool:
-        """Log ``msg % args`` unless one was logged within the interval; True when written."""
+    def log(self, msg: str, *args: object, exc: BaseException | None = None) -> bool:
+        """Log ``msg % args`` (cut to MAX_LINE_CHARS; with ``exc``'s traceback, each line cut)
+        unless one was logged within the interval; True when written."""
         suppressed = self._throttle.admit()
         if suppressed is None:
             return False
+        text = short(msg % args if args else msg)
         if suppressed:
-            self.logger.log(self.level, msg + " (%d similar messages suppressed)", *args, suppressed)
-        else:
-            self.logger.log(self.level, msg, *args)
+            text += f" ({suppressed} similar messages suppressed)"
+        if exc is not None:
+            text += "\n" + short_traceback(exc)
+        self.logger.log(self.level, "%s", text)
         return True
 
 
@@ -69,6 +93,13 @@ class RateLimitFilter(logging.Filter):
         suppressed = self._throttle.admit()
         if suppressed is None:
             return False
+        text = short(record.getMessage())
         if suppressed:
-            record.msg = f"{record.msg} ({suppressed} similar messages suppressed)"
+            text += f" ({suppressed} similar messages suppressed)"
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:  # the traceback's own lines may hold the whole request
+            text += "\n" + short_traceback(exc)
+            record.exc_info = None
+            record.exc_text = None
+        record.msg, record.args = text, None
         return True

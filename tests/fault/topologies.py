@@ -1,5 +1,7 @@
 """Topologies the fault suite runs in real worker processes (``tests.fault.topologies:NAME``).
 
+``blobs``: an IngestSpout straight into an ExportBolt (Gateway Fetch of large records).
+
 ``relay``: ids -> relay (shuffle, one task per worker) -> count (global: one task). The spout
 emits ``fault.ids`` ids at about ``fault.rate`` per second, with message ids when acking is on,
 and re-emits an id whose tree failed. The sink counts every id it sees, so after a fault the
@@ -114,3 +116,16 @@ def build_pipe() -> Any:
 
 
 pipe = build_pipe()
+
+
+def build_blobs() -> Any:
+    """blobs (an IngestSpout) -> out (an ExportBolt), one task each: records as large as published."""
+    from tuplemesh.gateway import ExportBolt, IngestSpout
+
+    builder = TopologyBuilder("blobs")
+    builder.set_spout("blobs", IngestSpout("blobs", ["blob"]))
+    builder.set_bolt("out", ExportBolt("out", 100)).shuffle_grouping("blobs")
+    return builder.build()
+
+
+blobs = build_blobs()

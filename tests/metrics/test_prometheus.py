@@ -72,9 +72,9 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
 
 
 def test_labels_are_bounded(ticker_mesh: Mesh):
-    """No per-tuple or per-message labels: only worker, component, queue, peer (and le); the one
-    build-info series carries what the process runs."""
-    allowed = {"worker", "component", "queue", "peer", "le"}
+    """No per-tuple or per-message labels: only worker, component, queue, peer, class (the three
+    admission classes) and le; the one build-info series carries what the process runs."""
+    allowed = {"worker", "component", "queue", "peer", "class", "le"}
     exposition = scrape(ticker_mesh.metrics_url(1))
     assert exposition.count("\ntuplemesh_build_info{") == 1
     for line in exposition.splitlines():

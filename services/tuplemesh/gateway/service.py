@@ -69,8 +69,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         worker: int,
         accepting: Any = lambda: True,
         put_timeout: float = 1.0,
+        fetch_max_bytes: int = 8 * 1024 * 1024,
+        max_message_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.registry = registry
+        self.fetch_max_bytes = fetch_max_bytes  # gateway.fetch.max.bytes
+        self.max_message_bytes = max_message_bytes  # messaging.max.message.bytes: the hard cap
         self.accepting = accepting  # False while the worker drains: publishers go elsewhere
         self.worker = worker
         self.put_timeout = put_timeout
@@ -182,6 +186,8 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 rows = [json.loads(r) for r in request.rows_json]
         except ValueError as exc:
             return _Refused(grpc.StatusCode.INVALID_ARGUMENT, f"rows are not msgpack/JSON: {exc}")
+        except RecursionError:
+            return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "rows are nested too deeply")
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
             return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "rows must be an array of arrays of values")
         return rows
@@ -361,12 +367,27 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             records, end = log.fetch(request.start_offset, limit)
         except ValueError as exc:
             reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
+        # a byte budget as well as a count: records of legal size could otherwise add up to an
+        # answer above the message limit, which gRPC refuses: the partition would be unreadable
+        budget = min(request.max_bytes or self.fetch_max_bytes, self.max_message_bytes)
+        packer = msgpack.Packer(use_bin_type=True)
+        packed: list[bytes] = []
+        texts: list[str] = []
+        size = 0
+        for record in records:
+            one = packer.pack(record)
+            text = json.dumps(record, default=repr) if request.json else ""
+            size += len(one) + len(text)
+            if packed and size > budget:
+                break  # at least one record, however large: a fetch always makes progress
+            packed.append(one)
+            texts.append(text)
         return gateway_pb2.FetchResponse(
-            packed=msgpack.packb(records, use_bin_type=True),
-            count=len(records),
-            next_offset=request.start_offset + len(records),
+            packed=packer.pack_array_header(len(packed)) + b"".join(packed),
+            count=len(packed),
+            next_offset=request.start_offset + len(packed),
             end_offset=end,
-            records_json=json.dumps(records, default=repr) if request.json else "",
+            records_json="[" + ", ".join(texts) + "]" if request.json else "",
             epoch=log.epoch,
         )
 

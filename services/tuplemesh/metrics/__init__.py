@@ -20,6 +20,7 @@ from tuplemesh.metrics.user import UserCounter, UserGauge, UserHistogram, UserMe
 from tuplemesh.worker.stats import HistogramSnapshot, WorkerSnapshot
 
 if TYPE_CHECKING:
+    from tuplemesh.admission import CallAdmission
     from tuplemesh.rpcerrors import RpcErrors
     from tuplemesh.security import TlsConnections
 
@@ -43,9 +44,14 @@ class WorkerCollector(Collector):
     """Reads one Worker's snapshot at scrape time and exports it as ``EXPORTS`` says."""
 
     def __init__(
-        self, worker: ObservedWorker, rpc_errors: RpcErrors | None = None, tls: TlsConnections | None = None
+        self,
+        worker: ObservedWorker,
+        rpc_errors: RpcErrors | None = None,
+        tls: TlsConnections | None = None,
+        admission: CallAdmission | None = None,
     ) -> None:
         self.worker = worker
+        self.admission = admission
         self.rpc_errors = rpc_errors
         self.tls = tls
 
@@ -72,6 +78,31 @@ class WorkerCollector(Collector):
             for (method, code), count in sorted(self.rpc_errors.snapshot().items()):
                 errors.add_metric([worker, method, code], count)
             yield errors
+        if self.admission is not None:
+            refused = CounterMetricFamily(
+                "tuplemesh_rpc_refused_total",
+                "gRPC calls refused (RESOURCE_EXHAUSTED) because their class was at its limit.",
+                labels=["worker", "class"],
+            )
+            for kind, count in self.admission.refused().items():
+                refused.add_metric([worker, kind], count)
+            in_use = GaugeMetricFamily(
+                "tuplemesh_rpc_in_use",
+                "gRPC calls and streams running now, by admission class.",
+                labels=["worker", "class"],
+            )
+            for kind, count in self.admission.in_use().items():
+                in_use.add_metric([worker, kind], count)
+            idle = CounterMetricFamily(
+                "tuplemesh_rpc_idle_ended_total",
+                "Peer Transfer streams ended because they carried no message for "
+                "server.stream.idle.timeout.ms.",
+                labels=["worker"],
+            )
+            idle.add_metric([worker], self.admission.idle_ended)
+            yield refused
+            yield in_use
+            yield idle
         if self.tls is not None:
             handshakes = CounterMetricFamily(
                 "tuplemesh_tls_handshakes_total",

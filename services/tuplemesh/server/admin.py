@@ -27,6 +27,10 @@ __all__ = ["AdminServicer", "QueueRates"]
 DEFAULT_TUPLES_PER_SECOND = 10.0
 MAX_TUPLES_PER_SECOND = 1000.0
 
+#: WatchStats intervals accepted (seconds): a day at most, which threading's waits can represent.
+WATCH_MIN_INTERVAL = 0.05
+WATCH_MAX_INTERVAL = 86400.0
+
 
 class QueueRates:
     """Publish rates of every ring, from the change of its cursor between two snapshots. Thread-safe."""
@@ -118,9 +122,11 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.WatchStatsRequest, context: grpc.ServicerContext
     ) -> Iterator[admin_pb2.WorkerStats]:
         interval = request.interval_seconds or 1.0
-        if interval < 0.05:
+        # NaN compares false both ways (never throttled); inf and huge values overflow Event.wait
+        if not WATCH_MIN_INTERVAL <= interval <= WATCH_MAX_INTERVAL:
             context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f"interval_seconds must be >= 0.05, got {interval}"
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"interval_seconds must be in [{WATCH_MIN_INTERVAL}, {WATCH_MAX_INTERVAL:g}], got {interval}",
             )
         first = self.worker.snapshot()
         rates = QueueRates(first)

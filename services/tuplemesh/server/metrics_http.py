@@ -29,6 +29,7 @@ from tuplemesh import build_info
 from tuplemesh.metrics import WorkerCollector
 
 if TYPE_CHECKING:
+    from tuplemesh.admission import CallAdmission
     from tuplemesh.rpcerrors import RpcErrors
     from tuplemesh.security import TlsConnections
     from tuplemesh.worker.worker import Worker
@@ -40,8 +41,19 @@ __all__ = ["BuildInfo", "MetricsEndpoint"]
 STOP_POLL_SECS = 0.02
 
 
+#: A connection that sends no request (or reads no answer) for this long is closed: a client
+#: that opens connections and stays silent must not keep a thread each for ever.
+CONNECTION_TIMEOUT_SECS = 10.0
+
+#: Connections served at once (a thread each); more are closed at once, unanswered. Prometheus
+#: scrapes with one connection at a time.
+MAX_CONNECTIONS = 8
+
+
 class _QuietHandler(WSGIRequestHandler):
-    """No access log line per scrape."""
+    """No access log line per scrape; a silent connection times out."""
+
+    timeout = CONNECTION_TIMEOUT_SECS
 
     def log_message(self, format: str, *args: Any) -> None:
         return None
@@ -70,9 +82,10 @@ class MetricsEndpoint:
         port: int,
         rpc_errors: RpcErrors | None = None,
         tls: TlsConnections | None = None,
+        admission: CallAdmission | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(WorkerCollector(worker, rpc_errors, tls))
+        self.registry.register(WorkerCollector(worker, rpc_errors, tls, admission))
         self.registry.register(BuildInfo())
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
@@ -84,6 +97,23 @@ class MetricsEndpoint:
 
         class Server(ThreadingWSGIServer):
             address_family = family
+            slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if not self.slots.acquire(blocking=False):
+                    self.shutdown_request(request)  # every slot taken: no thread for this one
+                    return
+                try:
+                    super().process_request(request, client_address)
+                except BaseException:
+                    self.slots.release()
+                    raise
+
+            def process_request_thread(self, request: Any, client_address: Any) -> None:
+                try:
+                    super().process_request_thread(request, client_address)
+                finally:
+                    self.slots.release()
 
         self._server: Any = make_server(
             str(sockaddr[0]), port, make_wsgi_app(self.registry), Server, handler_class=_QuietHandler

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from tuplemesh.admission import AdmissionLimits, CallAdmission
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory, ReplicaSource
 from tuplemesh.errors import RescaleRefusedError, TransportError
@@ -120,11 +121,16 @@ class WorkerProcess:
         self.context.prepare(self.conf)
         self.tls_connections = TlsConnections() if settings.tls_enabled else None
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
-        # gRPC logs a traceback per undecodable request: keep a sample (they are all counted)
-        grpc_log = logging.getLogger("grpc._common")
-        if not any(isinstance(f, RateLimitFilter) for f in grpc_log.filters):  # once per process
-            grpc_log.addFilter(RateLimitFilter(settings.log_interval_seconds))
-        self.server = new_server(self.conf, self.rpc_errors)
+        # gRPC logs a traceback per undecodable request (_common) and per handler that raised
+        # (_server): keep a sample, lines cut short (they are all counted)
+        for name in ("grpc._common", "grpc._server"):
+            grpc_log = logging.getLogger(name)
+            if not any(isinstance(f, RateLimitFilter) for f in grpc_log.filters):  # once per process
+                grpc_log.addFilter(RateLimitFilter(settings.log_interval_seconds))
+        self.admission = CallAdmission(
+            AdmissionLimits.from_config(self.conf), self.conf.seconds("server.stream.idle.timeout.ms")
+        )
+        self.server = new_server(self.conf, self.rpc_errors, self.admission)
         if self.context.capabilities.shares_server:
             cast(SharedServerContext, self.context).use_server(self.server)
         self.directory = directory
@@ -147,7 +153,13 @@ class WorkerProcess:
             self.server,
         )
         gateway_pb2_grpc.add_GatewayServicer_to_server(
-            GatewayServicer(self.worker.gateway, index, accepting=lambda: self._state != "NOT_SERVING"),
+            GatewayServicer(
+                self.worker.gateway,
+                index,
+                accepting=lambda: self._state != "NOT_SERVING",
+                fetch_max_bytes=self.conf["gateway.fetch.max.bytes"],
+                max_message_bytes=self.conf["messaging.max.message.bytes"],
+            ),
             self.server,
         )
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
@@ -202,6 +214,7 @@ class WorkerProcess:
                     port,
                     self.rpc_errors,
                     self.tls_connections,
+                    self.admission,
                 )
             except OSError as exc:
                 self.abort()

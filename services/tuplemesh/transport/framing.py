@@ -59,14 +59,18 @@ def unpack_batch(packed: bytes) -> tuple[list[TaskMessage], int]:
         if type(message) is not tuple or len(message) != 2:
             raise ValueError("batch holds an element that is not a [task, payload] pair")
         task, payload = message
-        if type(task) is not int or type(payload) is not bytes:
-            # counted here, where every pair is checked anyway: no extra pass over the batch
-            if task is None and type(payload) is bytes:
-                broadcasts += 1
+        if type(task) is int and type(payload) is bytes:
+            if -0x80000000 <= task <= 0x7FFFFFFF:
                 continue
-            raise ValueError(
-                f"a pair ({type(task).__name__}, {type(payload).__name__}) is not (int or nil, bytes)"
-            )
+            # an ack names unknown tasks as sint32: a wider id would crash the stream there
+            raise ValueError(f"task {task} is out of range (a task id is a 32-bit signed integer)")
+        # counted here, where every pair is checked anyway: no extra pass over the batch
+        if task is None and type(payload) is bytes:
+            broadcasts += 1
+            continue
+        raise ValueError(
+            f"a pair ({type(task).__name__}, {type(payload).__name__}) is not (int or nil, bytes)"
+        )
     return list(messages), broadcasts
 
 

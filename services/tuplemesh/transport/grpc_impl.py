@@ -32,7 +32,9 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.admission import AdmissionLimits, CallAdmission
 from tuplemesh.client import peer_channel as secure_channel
+from tuplemesh.config import as_config
 from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
@@ -246,6 +248,7 @@ class GrpcConnection(WindowedConnection):
         self._call: Any = None
         self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
         self._conf = conf  # its tls.* keys: a retarget opens a new channel
+        self._settings = settings
         self._options = channel_options(settings)
         self._handshake = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else None
         self._channel = secure_channel(self.address, conf, self._options)
@@ -279,16 +282,21 @@ class GrpcConnection(WindowedConnection):
         position = window.oldest
         encode = self._encoder.encode
         unasked = False  # batches went out since the last ack request
+        # an idle link says it is alive, or the receiver ends it (server.stream.idle.timeout.ms)
+        heartbeat = self._settings.stream_idle_timeout_seconds / 4 or None
         while True:
             found = window.next_to_send(
-                position, lambda: attempt.alive, ACK_PROBE_SECONDS if unasked else None
+                position, lambda: attempt.alive, ACK_PROBE_SECONDS if unasked else heartbeat
             )
             if found is None:
                 if not attempt.alive:
                     return
+                probe = unasked
                 unasked = False
-                if window.oldest < position:  # idle with batches not acknowledged yet
+                if probe and window.oldest < position:  # idle with batches not acknowledged yet
                     yield encode(0, b"", True)
+                elif not probe:
+                    yield encode(0, b"", False)  # heartbeat: an empty batch asks for nothing
                 continue
             position, item = found
             packed, carrier = item if item.__class__ is tuple else (item, None)
@@ -454,30 +462,43 @@ class GrpcContext:
             binding.close(grace=0.5)
 
 
-def new_server(conf: Mapping[str, Any], errors: RpcErrors | None = None) -> grpc.Server:
+def new_server(
+    conf: Mapping[str, Any], errors: RpcErrors | None = None, admission: CallAdmission | None = None
+) -> grpc.Server:
     """A gRPC server sized and limited by the config (its services are added by the caller).
 
-    ``errors``, when given, counts every call answered with an error (including token refusals)."""
+    ``errors``, when given, counts every call answered with an error (including token and
+    admission refusals). ``admission`` keeps each class of caller within its own limit (one is
+    made from the config when not given); the pool runs every admitted call at once, so gRPC's
+    own global cap (which would refuse health checks too) is never what refuses."""
     settings = TransportSettings.from_config(conf)
     limit = settings.max_message_bytes + _FRAME_SLACK
     keepalive = settings.keepalive_millis
+    if admission is None:
+        admission = CallAdmission(
+            AdmissionLimits.from_config(as_config(conf)), settings.stream_idle_timeout_seconds
+        )
     interceptors: list[grpc.ServerInterceptor] = [] if errors is None else [errors]
     if settings.admin_token:
         interceptors.append(TokenInterceptor(settings.admin_token))
+    interceptors.append(admission)
+    # gRPC refuses a message above its receive limit before any handler or interceptor sees it:
+    # uncounted, unlogged. Its limit is therefore twice ours, and the admission refuses (and so
+    # counts) what lies between; only larger messages are still refused unseen.
+    admission.max_request_bytes = limit
+    threads = max(settings.grpc_server_threads, admission.limits.threads)
     return grpc.server(
-        futures.ThreadPoolExecutor(
-            max_workers=settings.grpc_server_threads, thread_name_prefix="grpc-server"
-        ),
+        futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="grpc-server"),
         options=[
             ("grpc.max_send_message_length", limit),
-            ("grpc.max_receive_message_length", limit),
+            ("grpc.max_receive_message_length", 2 * limit),
             # accept the peers' keepalive pings (the default policy answers frequent pings with
             # GOAWAY "too_many_pings")
             ("grpc.http2.min_recv_ping_interval_without_data_ms", max(1, keepalive // 2)),
             ("grpc.http2.max_ping_strikes", 0),
             ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
         ],
-        maximum_concurrent_rpcs=settings.grpc_server_threads,
+        maximum_concurrent_rpcs=threads,
         interceptors=interceptors,
     )
 

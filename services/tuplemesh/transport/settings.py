@@ -44,6 +44,9 @@ class TransportSettings:
     zmq_linger_millis: int
     zmq_port_offset: int
     log_interval_seconds: float
+    #: a receiver ends a Transfer stream silent for this long; a sender's idle stream sends an
+    #: empty heartbeat every quarter of it (0: neither)
+    stream_idle_timeout_seconds: float
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> TransportSettings:
@@ -74,6 +77,7 @@ class TransportSettings:
             zmq_linger_millis=conf["zmq.linger.millis"],
             zmq_port_offset=conf["zmq.port.offset"],
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
+            stream_idle_timeout_seconds=conf.seconds("server.stream.idle.timeout.ms"),
         )
 
 

@@ -41,20 +41,22 @@ class PublishOneRequest(_message.Message):
     def __init__(self, component: _Optional[str] = ..., values_json: _Optional[str] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch")
+    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch", "max_bytes")
     EXPORT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
     MAX_RECORDS_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     export: str
     partition: int
     start_offset: int
     max_records: int
     json: bool
     epoch: int
-    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ...) -> None: ...
+    max_bytes: int
+    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
     __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch")

@@ -154,6 +154,7 @@ class Executor:
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        self.user_errors_log = RateLimitedLog(log, settings.log_interval_seconds, logging.ERROR)
         #: The first exception user code raised here (set once, by the executor thread)
         self.first_error: ErrorSnapshot | None = None
         self._worker_index = plan.index
@@ -300,7 +301,11 @@ class Executor:
             return True
         except Exception as exc:
             self._record_error(what, task, exc)
-            log.error("%s %s task %d failed: %r", what, self.spec.component, task, exc, exc_info=exc)
+            # rate-limited and cut: an exception's message may hold a whole (huge) tuple, and a
+            # bolt failing on every tuple would otherwise write a traceback per tuple
+            self.user_errors_log.log(
+                "%s %s task %d failed: %r", what, self.spec.component, task, exc, exc=exc
+            )
             return False
 
     def _record_error(self, method: str, task: int, exc: BaseException) -> None:
