@@ -25,7 +25,7 @@ def _median_rate(runs: int, seconds: float, **kwargs: object) -> float:
 def _tls_config(directory: Path) -> Path:
     from tests.pki import make_ca, make_leaf  # the checkout's test helpers (cryptography, a dev dependency)
 
-    make_leaf(directory, "worker", make_ca(directory, "mesh-ca"))
+    make_leaf(directory, "worker", make_ca(directory, "mesh-ca"), worker=True)
     config = directory / "tls.yaml"
     config.write_text(
         "tls.enabled: true\n"

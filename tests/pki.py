@@ -30,12 +30,23 @@ def make_ca(directory: Path, name: str) -> tuple[ec.EllipticCurvePrivateKey, x50
     return key, cert
 
 
-def make_leaf(directory: Path, name: str, ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate]) -> None:
-    """A certificate for 127.0.0.1/localhost usable as server and as client."""
+#: The URI SAN of a worker certificate (tuplemesh.security.WORKER_URI), as the chart's issuer sets it.
+WORKER_URI = "urn:tuplemesh:role:worker"
+
+
+def make_leaf(
+    directory: Path,
+    name: str,
+    ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate],
+    worker: bool = False,
+) -> None:
+    """A certificate for 127.0.0.1/localhost usable as server and as client; with ``worker``, it
+    carries the worker role (only those may open Transfer streams under mTLS)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
+    role = [x509.UniformResourceIdentifier(WORKER_URI)] if worker else []
     names = x509.SubjectAlternativeName(
-        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1")), *role]
     )
     usage = x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH])
     cert = (

@@ -36,6 +36,7 @@ _OWN_PREFIXES = (
     "tls.",
     "admin.",
     "metrics.",
+    "mesh.",
 )
 
 
@@ -527,6 +528,24 @@ KEYS: dict[str, ConfigKey] = {
             str,
             "",
             "Bearer token required by Admin and Gateway calls (empty: none).",
+            shown=_hidden,
+        ),
+        ConfigKey(
+            "mesh.secret.file",
+            str,
+            "",
+            "File holding the mesh secret (as mounted from a Kubernetes Secret): every Transfer "
+            "stream must prove it with an HMAC of its worker id, or it is refused UNAUTHENTICATED. "
+            "Set the same secret on every worker of the mesh. Empty: see mesh.secret.",
+        ),
+        ConfigKey(
+            "mesh.secret",
+            str,
+            "",
+            "The mesh secret itself, for where a file does not fit (prefer mesh.secret.file: "
+            "environment variables leak into process listings and crash reports). Empty, with "
+            "mesh.secret.file empty and tls.enabled false: any client that reaches the worker "
+            "port can inject tuples (a warning says so at start).",
             shown=_hidden,
         ),
         ConfigKey("admin.emit.enabled", bool, False, "Allow Admin.Emit (tuple injection); off by default."),

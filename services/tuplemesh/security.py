@@ -5,6 +5,13 @@ mesh CA (``tls.ca.file``); Transfer connections to peers present ``tls.cert.file
 A peer without a certificate from the mesh CA fails the handshake. ``admin.token`` makes Admin
 and Gateway calls need ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise); Transfer
 is guarded by mTLS, health and reflection stay open for probes and tools.
+
+Mesh membership (who may open Transfer streams and send control messages). A member proves
+itself by the channel, never by a batch field: with a mesh secret (``mesh.secret.file`` or
+``mesh.secret``) every stream carries its worker id and HMAC-SHA256(secret, topology id and
+worker id) (`mesh_mac`); with mTLS the peer certificate must also carry the worker role, the URI
+SAN `WORKER_URI` the chart's worker certificates get and Gateway/Spark client certificates never
+do. The receiver then takes the sender's id from what it verified.
 """
 
 from __future__ import annotations
@@ -20,9 +27,49 @@ import grpc
 
 from tuplemesh.errors import ConfigError
 
-__all__ = ["TlsConnections", "TokenInterceptor", "read_pem", "server_credentials"]
+__all__ = [
+    "WORKER_URI",
+    "TlsConnections",
+    "TokenInterceptor",
+    "is_worker_certificate",
+    "mesh_mac",
+    "mesh_secret",
+    "read_pem",
+    "server_credentials",
+]
 
 PROTECTED = ("/tuplemesh.v1.Admin/", "/tuplemesh.v1.Gateway/")
+
+#: The URI SAN that gives a certificate of the mesh CA the worker role (Transfer streams).
+WORKER_URI = "urn:tuplemesh:role:worker"
+
+
+def mesh_secret(conf: Mapping[str, Any]) -> bytes:
+    """The mesh secret (b"": none); ConfigError naming the key when it cannot be used."""
+    path, inline = conf.get("mesh.secret.file", ""), conf.get("mesh.secret", "")
+    if path and inline:
+        raise ConfigError("mesh.secret", "<hidden>", "cannot be set together with mesh.secret.file")
+    if inline:
+        return str(inline).encode()
+    if not path:
+        return b""
+    try:
+        secret = Path(path).read_bytes().strip()  # a trailing newline is how editors save files
+    except OSError as exc:
+        raise ConfigError("mesh.secret.file", path, f"cannot be read: {exc.strerror}") from exc
+    if not secret:
+        raise ConfigError("mesh.secret.file", path, "is empty")
+    return secret
+
+
+def mesh_mac(secret: bytes, topology_id: str, worker: int) -> str:
+    """The proof a worker sends on its streams: hex HMAC-SHA256 of (topology, worker id)."""
+    return hmac.new(secret, f"{topology_id}\n{worker}".encode(), "sha256").hexdigest()
+
+
+def is_worker_certificate(context: grpc.ServicerContext) -> bool:
+    """The peer's verified certificate carries the worker role (`WORKER_URI`)."""
+    return WORKER_URI.encode() in context.auth_context().get("peer_uri", ())
 
 
 def read_pem(key: str, path: str) -> bytes:

@@ -77,6 +77,7 @@ VALUE_SETS: dict[str, dict[str, Any]] = {
             },
         ],
         "serviceAccount": {"annotations": {"iam.example/role": "arn:example:mesh"}},
+        "meshSecret": {"existingSecret": "mesh-transfer", "existingSecretKey": "hmac"},
         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
         "admin": {"existingSecret": "mesh-admin"},
         "gateway": {
@@ -501,6 +502,27 @@ def test_admin_token_comes_from_a_secret_never_the_config_map():
     }
 
 
+def test_mesh_secret_is_a_file_from_an_existing_secret_never_the_config_map_or_env():
+    assert "TUPLEMESH_MESH_SECRET_FILE" not in env_of(render({}))
+    m = render(VALUE_SETS["conventional"])
+    env = env_of(m)
+    assert env["TUPLEMESH_MESH_SECRET_FILE"] == {
+        "name": "TUPLEMESH_MESH_SECRET_FILE",
+        "value": "/etc/tuplemesh/mesh-secret/hmac",
+    }
+    assert "TUPLEMESH_MESH_SECRET" not in env
+    pod = pod_spec(m)
+    assert {
+        "name": "mesh-secret",
+        "secret": {"secretName": "mesh-transfer", "items": [{"key": "hmac", "path": "hmac"}]},
+    } in pod["volumes"]
+    assert {"name": "mesh-secret", "mountPath": "/etc/tuplemesh/mesh-secret", "readOnly": True} in pod[
+        "containers"
+    ][0]["volumeMounts"]
+    conf = yaml.safe_load(m["ConfigMap"][0]["data"]["tuplemesh.yaml"])
+    assert not any(key.startswith("mesh.") for key in conf)
+
+
 def test_redis_state_store_url_and_password_from_a_secret():
     m = render(VALUE_SETS["conventional"])
     env = env_of(m)
@@ -679,6 +701,7 @@ def test_every_object_of_the_schema_is_closed():
             "state.redis.url carries a password",
         ),
         ({"config": {"admin.token": "t"}}, "config.admin.token would put a secret into a ConfigMap"),
+        ({"config": {"mesh.secret": "hunter2"}}, "name that Secret in meshSecret.existingSecret"),
         (
             {"config": {"topology.state.redis.password": "p"}},
             "name that Secret in state.redis.existingSecret",

@@ -27,7 +27,7 @@ from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("pki")
     mesh_ca = make_ca(d, "mesh-ca")
-    make_leaf(d, "worker", mesh_ca)
+    make_leaf(d, "worker", mesh_ca, worker=True)
     make_leaf(d, "client", mesh_ca)
     make_leaf(d, "intruder", make_ca(d, "foreign-ca"))
     return d

@@ -33,7 +33,7 @@ def spark() -> Iterator[SparkSession]:
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("pki")
     mesh_ca = make_ca(d, "mesh-ca")
-    make_leaf(d, "worker", mesh_ca)
+    make_leaf(d, "worker", mesh_ca, worker=True)
     make_leaf(d, "client", mesh_ca)
     return d
 

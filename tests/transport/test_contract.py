@@ -135,7 +135,16 @@ def _raw(plugin: str, port: int) -> GrpcRawSender | ZmqRawSender:
 
 def _bound(plugin: str, port: int, window: int = 4) -> tuple[Binding, Receiver]:
     context = make_context(plugin)
-    context.prepare(Config({"messaging.transport": plugin, "messaging.window.batches": window}))
+    # a mesh of SENDER + 1 workers: the raw sender's id is one of its members
+    context.prepare(
+        Config(
+            {
+                "messaging.transport": plugin,
+                "messaging.window.batches": window,
+                "topology.workers": SENDER + 1,
+            }
+        )
+    )
     rx = Receiver()
     return context.bind(TOPO, port, rx), rx
 

@@ -29,8 +29,8 @@ def test_malformed_frames_unknown_topology_and_garbage_are_counted_and_survived(
         [b"\xc1", good_body],  # header is not msgpack
         [msgpack.packb(["topo-1", 1, 2]), good_body],  # header too short
         [msgpack.packb(["other-topology", 1, 2, 1, True, 1]), good_body],
-        [msgpack.packb(["topo-1", 1, 2, 1, True, 1]), b"\xc1\xc1"],  # body is not msgpack
-        [msgpack.packb(["topo-1", 1, 2, 1, True, 1]), msgpack.packb([[1, 2, 3]])],
+        [msgpack.packb(["topo-1", 0, 2, 1, True, 1]), b"\xc1\xc1"],  # body is not msgpack
+        [msgpack.packb(["topo-1", 0, 2, 1, True, 1]), msgpack.packb([[1, 2, 3]])],
     ]
     for frames in bad:
         dealer.send_multipart(frames)

@@ -177,6 +177,12 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_epoch_refused_batches_total",
         "Batches refused because their sender routes by another assignment epoch (it keeps them).",
     ),
+    "binding.refused": Export(
+        "tuplemesh_transfer_refused_total",
+        "Transfer streams and batches refused by who sent them, by reason: unauthenticated, "
+        "not_a_worker, not_a_member, sender_mismatch, no_epoch.",
+        key="reason",
+    ),
     "binding.broadcast_messages": Export(
         "tuplemesh_broadcast_messages_total",
         "Messages with no task (broadcasts), where the transport counts them.",

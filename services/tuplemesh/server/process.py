@@ -28,7 +28,7 @@ from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TlsConnections
+from tuplemesh.security import TlsConnections, mesh_secret
 from tuplemesh.server.admin import AdminServicer
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
@@ -119,6 +119,15 @@ class WorkerProcess:
         self.transport = settings.transport
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
+        if self.transport != "local" and not settings.tls_enabled and not mesh_secret(self.conf):
+            log.warning(
+                "worker %d: Transfer is open to anyone who reaches port %d: with neither "
+                "tls.enabled nor a mesh secret, any client can inject tuples, forge senders and "
+                "send shutdown notices; set mesh.secret.file (the same secret on every worker) "
+                "or tls.enabled outside local development",
+                index,
+                port,
+            )
         self.tls_connections = TlsConnections() if settings.tls_enabled else None
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request (_common) and per handler that raised

@@ -99,6 +99,7 @@ def snapshot_to_proto(
             broadcast_messages=binding.broadcast_messages,
             shutdown_messages=binding.shutdown_messages,
             epoch_refused_batches=binding.epoch_refused_batches,
+            refused=binding.refused,
         ),
         duplicate_batches=binding.duplicate_batches,
         received_messages=s.receive.messages,
@@ -207,6 +208,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
             ),
             shutdown_messages=binding.shutdown_messages,
             epoch_refused_batches=binding.epoch_refused_batches,
+            refused=dict(binding.refused),
         ),
         receive=ReceiveSnapshot(
             messages=status.received_messages,

@@ -13,6 +13,14 @@ exponential backoff (``storm.messaging.netty.min_wait_ms`` .. ``max_wait_ms``) f
 connection is open, and after every reconnect resends the unacknowledged batches in order.
 Batches sent while the peer is down wait in the window and go out when it comes up.
 
+Identity. Every stream's metadata names the sending worker (``tuplemesh-worker``) and, with a
+mesh secret, proves it (``tuplemesh-auth``, `tuplemesh.security.mesh_mac`). Before reading a
+batch the receiver checks the stream: a wrong or missing proof is UNAUTHENTICATED, a certificate
+without the worker role (mTLS) or a worker id outside this mesh PERMISSION_DENIED. Every batch
+must then name the sender the stream proved (PERMISSION_DENIED otherwise), so a shutdown notice,
+a broadcast or a metric label can only come from a member. Without a secret and without mTLS a
+stream that names no worker is taken to be from its first batch's sender (plaintext development).
+
 Receiver (``_TransferServicer``): decodes each batch and hands it to the shared
 `ReceiverSession` (dedupe, the sequence-gap rule, delivery, the ack policy); a gap ends the
 stream, so the sender reconnects and resends from its oldest unacknowledged batch.
@@ -24,6 +32,7 @@ carries the backpressure to the sender.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import threading
 from collections.abc import Iterator, Mapping
@@ -38,7 +47,13 @@ from tuplemesh.config import as_config
 from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TlsConnections, TokenInterceptor, server_credentials
+from tuplemesh.security import (
+    TlsConnections,
+    TokenInterceptor,
+    is_worker_certificate,
+    mesh_mac,
+    server_credentials,
+)
 from tuplemesh.tracing import attach_carrier, detach
 from tuplemesh.transport.base import (
     Admission,
@@ -110,11 +125,20 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
 EPOCH_METADATA = "tuplemesh-epoch"
 
 
-def _stream_epoch(context: grpc.ServicerContext) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == EPOCH_METADATA:
-            return str(value)
-    return ""
+#: Stream metadata naming the sending worker, and its proof of the mesh secret.
+WORKER_METADATA = "tuplemesh-worker"
+AUTH_METADATA = "tuplemesh-auth"
+
+
+def handshake(settings: TransportSettings, topology_id: str) -> tuple[tuple[str, str], ...]:
+    """The metadata a sender opens every stream with: its epoch, its worker id and proof."""
+    worker = settings.worker_index
+    pairs = [(WORKER_METADATA, str(worker))]
+    if settings.epoch:
+        pairs.append((EPOCH_METADATA, settings.epoch))
+    if settings.mesh_secret:
+        pairs.append((AUTH_METADATA, mesh_mac(settings.mesh_secret, topology_id, worker)))
+    return tuple(pairs)
 
 
 def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
@@ -137,16 +161,70 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
         self.session.reject_batch("Transfer stream", f"({code.name}) {message}")
         context.abort(code, message)
 
+    def _refuse(
+        self, context: grpc.ServicerContext, reason: str, code: grpc.StatusCode, message: str
+    ) -> None:
+        self.session.refuse(reason, f"Transfer stream from {context.peer()}", message)
+        context.abort(code, message)
+
+    def _identify(self, context: grpc.ServicerContext, metadata: dict[str, str], epoch: str) -> int | None:
+        """The worker this stream is from, as its channel proves it; None (plaintext without a
+        secret, a stream that names no worker): its first batch's sender. Aborts when refused."""
+        session = self.session
+        if session.worker_certificates and not is_worker_certificate(context):
+            self._refuse(
+                context, "not_a_worker", grpc.StatusCode.PERMISSION_DENIED,
+                "Transfer needs a certificate with the worker role (a client certificate cannot send)",
+            )  # fmt: skip
+        claimed = metadata.get(WORKER_METADATA)
+        if session.secret:
+            given = metadata.get(AUTH_METADATA, "")
+            worker = int(claimed) if claimed is not None and claimed.isdecimal() else -1
+            expected = mesh_mac(session.secret, session.topology_id, worker)
+            if worker < 0 or not hmac.compare_digest(given.encode(), expected.encode()):
+                self._refuse(
+                    context, "unauthenticated", grpc.StatusCode.UNAUTHENTICATED,
+                    "Transfer needs the mesh secret (metadata tuplemesh-worker and tuplemesh-auth)",
+                )  # fmt: skip
+        if claimed is None:
+            return None
+        if not claimed.isdecimal():
+            self._refuse(
+                context, "not_a_member", grpc.StatusCode.PERMISSION_DENIED,
+                f"{WORKER_METADATA} {claimed[:40]!r} is not a worker id",
+            )  # fmt: skip
+        worker = int(claimed)
+        if not session.member(worker, epoch):
+            self._refuse(
+                context, "not_a_member", grpc.StatusCode.PERMISSION_DENIED,
+                f"worker {worker} is not a worker of this mesh ({session.workers} workers)",
+            )  # fmt: skip
+        return worker
+
     def Stream(
         self, request_iterator: Iterator[messages_pb2.TransferBatch], context: grpc.ServicerContext
     ) -> Iterator[messages_pb2.TransferAck]:
         session = self.session
         stream = StreamState()
-        epoch = _stream_epoch(context)
+        metadata = {str(k): str(v) for k, v in context.invocation_metadata() or ()}
+        epoch = metadata.get(EPOCH_METADATA, "")
+        sender = self._identify(context, metadata, epoch)
         for batch in request_iterator:
             wrong = session.wrong_topology(batch.topology_id, batch.sender)
             if wrong is not None:
                 self._reject(context, grpc.StatusCode.FAILED_PRECONDITION, wrong)
+            if sender is None:  # plaintext, no worker named: the first batch names it for all
+                if not session.member(batch.sender, epoch):
+                    self._refuse(
+                        context, "not_a_member", grpc.StatusCode.PERMISSION_DENIED,
+                        f"worker {batch.sender} is not a worker of this mesh ({session.workers} workers)",
+                    )  # fmt: skip
+                sender = batch.sender
+            elif batch.sender != sender:
+                self._refuse(
+                    context, "sender_mismatch", grpc.StatusCode.PERMISSION_DENIED,
+                    f"a batch naming worker {batch.sender} on the stream of worker {sender}",
+                )  # fmt: skip
             if not batch.sequence and not batch.packed and not batch.messages:
                 # an ack probe (sequences start at 1): acknowledge what was delivered
                 done = session.delivered_ack(stream, batch.sender, batch.session)
@@ -250,7 +328,7 @@ class GrpcConnection(WindowedConnection):
         self._conf = conf  # its tls.* keys: a retarget opens a new channel
         self._settings = settings
         self._options = channel_options(settings)
-        self._handshake = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else None
+        self._handshake = handshake(settings, topology_id)
         self._channel = secure_channel(self.address, conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stream = _stream_callable(self._channel)

@@ -16,6 +16,12 @@ sender resends from its oldest unacknowledged batch (grpc ends the stream, so th
 reconnects and resends; zmq sends the gap ack, which rewinds the sender at once). Every batch
 refused for a gap is counted in ``sequence_gaps``.
 
+Membership. Who sent a stream is decided by the plugin from its channel (a verified mesh
+secret, a worker certificate), never believed from a batch field; the session holds the rules
+the plugins share: `ReceiverSession.member` (sender ids of this mesh only, so a forged id never
+becomes a metric label) and `ReceiverSession.refuse`, which counts every refused stream or batch
+by one of the fixed `REFUSALS` reasons. A receiver at an epoch refuses a batch that names none.
+
 Acknowledgements are cumulative. They are sent every ``credit // 4`` batches, when the sender
 asks (on a batch, or with a grpc ack probe answered by `ReceiverSession.delivered_ack`), when
 a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's congested
@@ -36,12 +42,21 @@ from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 
-__all__ = ["Ack", "ReceiverSession", "StreamState"]
+__all__ = ["REFUSALS", "Ack", "ReceiverSession", "StreamState"]
 
 log = logging.getLogger(__name__)
 
 #: Unknown task ids carried back in one ack (the rest are counted by the receiver).
 UNKNOWN_REPORTED = 64
+
+#: Why a Transfer stream or batch was refused: the only values of the metric's ``reason`` label.
+REFUSALS = (
+    "unauthenticated",  # no or a wrong proof of the mesh secret
+    "not_a_worker",  # under mTLS, a certificate without the worker role
+    "not_a_member",  # a sender id that is no worker of this mesh
+    "sender_mismatch",  # a batch naming another sender than its stream proved
+    "no_epoch",  # no assignment epoch named, while this receiver routes by one
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +97,17 @@ class ReceiverSession:
         log_interval: float,
         congestion: CongestedTasks | None = None,
         epoch: str = "",
+        secret: bytes = b"",
+        workers: int = 0,
+        worker_certificates: bool = False,
     ) -> None:
         self.topology_id = topology_id
+        #: The mesh secret every stream must prove (b"": none needed).
+        self.secret = secret
+        #: Sender ids of this mesh are 0 .. workers - 1 (0: not checked).
+        self.workers = workers
+        #: Streams need a certificate with the worker role (mTLS).
+        self.worker_certificates = worker_certificates
         #: The assignment epoch this worker routes by; a stream that names another is refused.
         self.epoch = epoch
         self.on_batch = on_batch
@@ -107,6 +131,7 @@ class ReceiverSession:
         self._broadcasts = 0
         self._shutdowns = 0
         self._epoch_refused = 0
+        self._refused: dict[str, int] = {}
         self._reject_log = RateLimitedLog(log, log_interval)
 
     @classmethod
@@ -125,7 +150,24 @@ class ReceiverSession:
             settings.log_interval_seconds,
             congestion,
             settings.epoch,
+            settings.mesh_secret,
+            settings.workers,
+            settings.tls_enabled,
         )
+
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        """Count (by ``reason``, one of `REFUSALS`) and log (rate-limited) a refused stream or batch."""
+        with self._lock:
+            self._refused[reason] = self._refused.get(reason, 0) + 1
+        self._reject_log.log("%s: refused (%s): %s", where, reason, detail)
+
+    def member(self, sender: int, epoch: str = "") -> bool:
+        """Whether ``sender`` may be a worker of this mesh. A stream routed by another epoch (a
+        rescale under way: the worker count differs) is refused batch by batch for its epoch,
+        before anything is counted per sender."""
+        if not self.workers or 0 <= sender < self.workers:
+            return True
+        return bool(epoch and self.epoch and epoch != self.epoch)
 
     def reject_batch(self, where: str, reason: str) -> None:
         """Count and log (rate-limited) a batch refused as wrong (another topology, a bad body)."""
@@ -171,6 +213,12 @@ class ReceiverSession:
         """
         if self.stopping:
             raise ReceiverStoppedError(f"topology {self.topology_id!r} is not receiving (shutting down)")
+        if self.epoch and not epoch:
+            self.refuse("no_epoch", "Transfer", f"a batch from worker {sender} names no assignment epoch")
+            raise AssignmentEpochError(
+                f"the batch names no assignment epoch; this worker routes by {self.epoch} "
+                "(a sender must name the epoch it routes by)"
+            )
         if epoch and self.epoch and epoch != self.epoch:
             with self._lock:
                 self._epoch_refused += 1
@@ -253,4 +301,5 @@ class ReceiverSession:
                 broadcast_messages=self._broadcasts,
                 shutdown_messages=self._shutdowns,
                 epoch_refused_batches=self._epoch_refused,
+                refused=dict(self._refused),
             )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuplemesh.config import as_config
+from tuplemesh.security import mesh_secret
 
 __all__ = ["TransportSettings"]
 
@@ -33,6 +34,9 @@ class TransportSettings:
     reconnect_max_wait_seconds: float
     grpc_server_threads: int
     admin_token: str  # empty: calls need no token
+    mesh_secret: bytes  # b"": Transfer streams need no proof of membership (plaintext dev mode)
+    tls_enabled: bool  # Transfer streams need a worker certificate
+    workers: int  # sender ids of this mesh are 0 .. workers - 1
     zmq_io_threads: int
     zmq_hwm_batches: int
     #: the receiver's high-water mark: zmq.hwm, lowered so that a full pipe holds no more than the
@@ -66,6 +70,9 @@ class TransportSettings:
             reconnect_max_wait_seconds=conf.seconds("storm.messaging.netty.max_wait_ms"),
             grpc_server_threads=conf["messaging.grpc.server.threads"],
             admin_token=conf["admin.token"],
+            mesh_secret=mesh_secret(conf),
+            tls_enabled=conf["tls.enabled"],
+            workers=conf["topology.workers"],
             zmq_io_threads=conf["zmq.threads"],
             zmq_hwm_batches=conf["zmq.hwm"],
             zmq_receive_hwm_batches=_bytes_hwm(

@@ -21,7 +21,12 @@ resend, and a restarted receiver must start at the oldest, not at whatever arriv
 ``epoch`` is the assignment epoch the sender routes by (``counter/workers/code``): a receiver at
 another epoch does not acknowledge the batch (its tasks may have moved) and counts it; the
 sender offers it again until the two agree, as with grpc's ``FAILED_PRECONDITION``. A 6-element
-header (no epoch) is still read.
+header (no epoch) is still read, and refused by a receiver that routes by an epoch. With a mesh
+secret the header has an eighth element, ``auth``: the sender's proof of the secret
+(`tuplemesh.security.mesh_mac` of the topology and ``sender``); a receiver with a secret drops
+(unacknowledged, counted by reason) every frame without the right proof, and every receiver
+drops frames whose ``sender`` is no worker of the mesh, so only members' batches, shutdown
+notices and broadcasts are taken.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
 A broadcast's task is nil and the shutdown notice is task -1, as on every transport.
 Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap]``
@@ -37,6 +42,7 @@ module.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 import threading
@@ -48,6 +54,7 @@ import msgpack
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.security import mesh_mac
 from tuplemesh.transport.base import (
     Admission,
     Capabilities,
@@ -92,6 +99,7 @@ class ZmqBinding:
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
         self._ack_log = RateLimitedLog(log, settings.log_interval_seconds, logging.DEBUG)
         self._streams: dict[bytes, StreamState] = {}  # per peer identity
+        self._proofs: dict[int, bytes] = {}  # expected proof per sender id
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, settings.zmq_receive_hwm_batches)
@@ -150,14 +158,21 @@ class ZmqBinding:
             if any(type(v) is not int for v in (sender, session_id, sequence, first_unacked)):
                 raise ValueError("header fields are not integers")
             epoch = rest[0] if rest else ""
-            if len(rest) > 1 or type(epoch) is not str:
-                raise ValueError("the header's epoch is not one string")
+            auth = rest[1] if len(rest) > 1 else ""
+            if len(rest) > 2 or type(epoch) is not str or type(auth) is not str:
+                raise ValueError("the header's epoch and auth are not strings")
         except (ValueError, TypeError, msgpack.UnpackException) as exc:
             session.reject_frame(self._where, f"malformed header: {exc}")
             return
         wrong = session.wrong_topology(topology, sender)
         if wrong is not None:
             session.reject_batch(self._where, wrong)
+            return
+        if session.secret and not self._proven(sender, auth):
+            session.refuse("unauthenticated", self._where, "a frame without the mesh secret's proof")
+            return
+        if not session.member(sender, epoch):
+            session.refuse("not_a_member", self._where, f"worker {sender} is not a worker of this mesh")
             return
         try:
             messages, broadcasts = unpack_batch(packed)
@@ -191,6 +206,15 @@ class ZmqBinding:
             return
         if ack is not None:
             self._ack(sock, identity, ack)
+
+    def _proven(self, sender: int, auth: str) -> bool:
+        """``auth`` is ``sender``'s proof of the mesh secret (constant-time compare)."""
+        expected = self._proofs.get(sender)
+        if expected is None:
+            expected = mesh_mac(self.session.secret, self.session.topology_id, sender).encode()
+            if len(self._proofs) < 1024:  # forged sender ids must not grow it without bound
+                self._proofs[sender] = expected
+        return hmac.compare_digest(auth.encode(), expected)
 
     def _ack(self, sock: Any, identity: bytes, ack: Ack) -> None:
         try:
@@ -229,6 +253,12 @@ class ZmqConnection(WindowedConnection):
         )
         self.resend_after = settings.reconnect_max_wait_seconds
         self._epoch = settings.epoch
+        # the proof of the mesh secret every header carries (none without a secret)
+        self._auth = (
+            [mesh_mac(settings.mesh_secret, topology_id, settings.worker_index)]
+            if settings.mesh_secret
+            else []
+        )
         self._closed = False
         self._offset = settings.zmq_port_offset
         self._retarget_to: str | None = None
@@ -352,7 +382,16 @@ class ZmqConnection(WindowedConnection):
             ack_now = position + 1 >= self.window.next_seq
             oldest = self.window.oldest
             header = _pack(
-                [self.topology_id, self.sender, self.session, position, ack_now, oldest, self._epoch]
+                [
+                    self.topology_id,
+                    self.sender,
+                    self.session,
+                    position,
+                    ack_now,
+                    oldest,
+                    self._epoch,
+                    *self._auth,
+                ]
             )
             try:
                 sock.send_multipart([header, packed], zmq.NOBLOCK)

@@ -151,7 +151,7 @@ class PeerStatus(_message.Message):
     def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ...) -> None: ...
 
 class BindingStatus(_message.Message):
-    __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages", "epoch_refused_batches")
+    __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages", "epoch_refused_batches", "refused")
     class ReceivedTuplesFromEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -166,6 +166,13 @@ class BindingStatus(_message.Message):
         key: int
         value: int
         def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    class RefusedEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     RECEIVED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_TUPLES_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +184,7 @@ class BindingStatus(_message.Message):
     BROADCAST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SHUTDOWN_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     EPOCH_REFUSED_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FIELD_NUMBER: _ClassVar[int]
     received_batches: int
     received_tuples: int
     received_bytes: int
@@ -188,7 +196,8 @@ class BindingStatus(_message.Message):
     broadcast_messages: int
     shutdown_messages: int
     epoch_refused_batches: int
-    def __init__(self, received_batches: _Optional[int] = ..., received_tuples: _Optional[int] = ..., received_bytes: _Optional[int] = ..., received_tuples_from: _Optional[_Mapping[int, int]] = ..., received_bytes_from: _Optional[_Mapping[int, int]] = ..., rejected_batches: _Optional[int] = ..., rejected_frames: _Optional[int] = ..., sequence_gaps: _Optional[int] = ..., broadcast_messages: _Optional[int] = ..., shutdown_messages: _Optional[int] = ..., epoch_refused_batches: _Optional[int] = ...) -> None: ...
+    refused: _containers.ScalarMap[str, int]
+    def __init__(self, received_batches: _Optional[int] = ..., received_tuples: _Optional[int] = ..., received_bytes: _Optional[int] = ..., received_tuples_from: _Optional[_Mapping[int, int]] = ..., received_bytes_from: _Optional[_Mapping[int, int]] = ..., rejected_batches: _Optional[int] = ..., rejected_frames: _Optional[int] = ..., sequence_gaps: _Optional[int] = ..., broadcast_messages: _Optional[int] = ..., shutdown_messages: _Optional[int] = ..., epoch_refused_batches: _Optional[int] = ..., refused: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class DiscoveryStatus(_message.Message):
     __slots__ = ("relists", "watch_restarts", "api_errors", "endpoint_problems")

@@ -94,7 +94,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and .Values.topology.source (not (hasPrefix (printf "%s:" .Values.topology.moduleName) .Values.topology.target)) }}
 {{- fail (printf "topology.source is mounted as module %q, so topology.target must start with %q" .Values.topology.moduleName (printf "%s:" .Values.topology.moduleName)) }}
 {{- end }}
-{{- range $key, $secretValue := dict "admin.token" "admin.existingSecret" "topology.state.redis.password" "state.redis.existingSecret" }}
+{{- range $key, $secretValue := dict "admin.token" "admin.existingSecret" "topology.state.redis.password" "state.redis.existingSecret" "mesh.secret" "meshSecret.existingSecret" }}
 {{- if hasKey $.Values.config $key }}
 {{- fail (printf "config.%s would put a secret into a ConfigMap: put it in a Secret and name that Secret in %s" $key $secretValue) }}
 {{- end }}

@@ -1,0 +1,257 @@
+"""Who may send on Transfer: only workers of the mesh, proven by the mesh secret or, under mTLS,
+by a certificate with the worker role. Real worker processes on loopback; the outsider is a
+hand-made Transfer client that knows everything about the mesh except its secret."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import msgpack
+import pytest
+import zmq
+
+from examples.wordcount import expected_counts
+from tests.helpers import eventually
+from tests.pki import make_ca, make_leaf
+from tests.security.test_mtls_and_tokens import tls_as, tls_env, wait_tls_serving
+from tests.worker.conftest import Mesh, start_mesh
+from tests.worker.topologies import small_wordcount
+from tuplemesh.client import open_channel
+from tuplemesh.security import mesh_mac
+from tuplemesh.transport.framing import pack_within
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, messages_pb2, transfer_pb2_grpc
+
+TARGET = "tests.worker.topologies:small_wordcount"
+TOPOLOGY = "wordcount"
+SECRET = b"the mesh secret, from a Kubernetes Secret"
+WORDS = sum(expected_counts(10).values())  # what small_wordcount's count bolts execute
+
+
+@pytest.fixture(scope="module")
+def secret_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("secret") / "mesh-secret"
+    path.write_bytes(SECRET + b"\n")  # as an editor saves it: the newline is not part of it
+    return path
+
+
+@pytest.fixture(scope="module")
+def mesh(secret_file: Path) -> Iterator[Mesh]:
+    """Two grpc workers sharing the secret, having counted small_wordcount's words."""
+    mesh = start_mesh(TARGET, 2, env={"TUPLEMESH_MESH_SECRET_FILE": str(secret_file)})
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        yield mesh
+    finally:
+        assert mesh.stop() == [0, 0]
+
+
+def status(mesh: Mesh, index: int, channel: grpc.Channel | None = None) -> admin_pb2.WorkerStatus:
+    stub = admin_pb2_grpc.AdminStub(channel) if channel else mesh.admin(index)
+    return stub.GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
+
+
+def counted(mesh: Mesh, channels: list[grpc.Channel] | None = None) -> int:
+    """Words executed by the count bolts of every worker."""
+    return sum(
+        e.executed
+        for i in range(len(mesh.ports))
+        for e in status(mesh, i, channel=channels[i] if channels else None).executors
+        if e.component == "count"
+    )
+
+
+def count_task_on(mesh: Mesh, worker: int, channel: grpc.Channel | None = None) -> int:
+    stub = admin_pb2_grpc.AdminStub(channel) if channel else mesh.admin(0)
+    assignment = stub.GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
+    return next(
+        t for e in assignment.executors if e.component == "count" and e.worker == worker for t in e.tasks
+    )
+
+
+def word_for(task: int, word: str = "forged") -> bytes:
+    """A tuple from split's default stream, as a count task takes it."""
+    stream = small_wordcount.stream_ids()[("split", "default")]
+    return msgpack.packb((0, stream, [word]), use_bin_type=True)
+
+
+def batch(
+    messages: list[tuple[int | None, bytes]], sender: int = 0, sequence: int = 1
+) -> messages_pb2.TransferBatch:
+    [(packed, _)] = pack_within(messages, 1 << 20)
+    return messages_pb2.TransferBatch(
+        topology_id=TOPOLOGY, sender=sender, session=4242 + sequence, sequence=sequence, packed=packed,
+        ack_requested=True,
+    )  # fmt: skip
+
+
+def transfer(
+    channel: grpc.Channel, batches: list[messages_pb2.TransferBatch], metadata: tuple[tuple[str, str], ...]
+) -> grpc.StatusCode:
+    """Send ``batches`` on one Transfer stream; OK when every one was acknowledged, else the code."""
+    call = transfer_pb2_grpc.TransferStub(channel).Stream(iter(batches), metadata=metadata, timeout=10)
+    try:
+        acks = list(call)
+    except grpc.RpcError as exc:
+        return exc.code()
+    assert acks and acks[-1].sequence == batches[-1].sequence
+    return grpc.StatusCode.OK
+
+
+def proof(worker: int, secret: bytes = SECRET) -> tuple[tuple[str, str], ...]:
+    return (("tuplemesh-worker", str(worker)), ("tuplemesh-auth", mesh_mac(secret, TOPOLOGY, worker)))
+
+
+def epoch_of(mesh: Mesh, index: int, channel: grpc.Channel | None = None) -> tuple[tuple[str, str], ...]:
+    return (("tuplemesh-epoch", status(mesh, index, channel=channel).epoch),)
+
+
+def refused(mesh: Mesh, index: int) -> dict[str, int]:
+    """tuplemesh_transfer_refused_total by reason, from worker ``index``'s /metrics."""
+    text = urllib.request.urlopen(mesh.metrics_url(index), timeout=5).read().decode()
+    found = re.findall(r'^tuplemesh_transfer_refused_total\{[^}]*reason="(\w+)"[^}]*\} (\S+)$', text, re.M)
+    return {reason: int(float(value)) for reason, value in found}
+
+
+def peer_labels(mesh: Mesh, index: int) -> set[str]:
+    text = urllib.request.urlopen(mesh.metrics_url(index), timeout=5).read().decode()
+    return set(re.findall(r'^tuplemesh_transfer_\w+_received_total\{[^}]*peer="([^"]*)"', text, re.M))
+
+
+def test_outsiders_without_the_secret_or_with_a_wrong_one_inject_nothing(mesh: Mesh):
+    task = count_task_on(mesh, 1)
+    channel = grpc.insecure_channel(mesh.address(1))
+    epoch = epoch_of(mesh, 1)
+    before = refused(mesh, 1).get("unauthenticated", 0)
+    forged = [batch([(task, word_for(task))])]
+    assert transfer(channel, forged, epoch) == grpc.StatusCode.UNAUTHENTICATED  # no secret
+    assert transfer(channel, forged, epoch + proof(0, b"a guess")) == grpc.StatusCode.UNAUTHENTICATED
+    wrong_worker = (("tuplemesh-worker", "0"), ("tuplemesh-auth", mesh_mac(SECRET, TOPOLOGY, 1)))
+    assert transfer(channel, forged, epoch + wrong_worker) == grpc.StatusCode.UNAUTHENTICATED
+    assert refused(mesh, 1).get("unauthenticated", 0) - before == 3
+    assert counted(mesh) == WORDS  # not one forged word reached a count bolt
+    # a member's stream (the secret proven, its own id on every batch) is taken
+    assert (
+        transfer(channel, [batch([(task, word_for(task, "member"))])], epoch + proof(0)) == grpc.StatusCode.OK
+    )
+    eventually(lambda: counted(mesh) == WORDS + 1, timeout=10, interval=0.05)
+
+
+def test_forged_sender_ids_are_refused_and_never_become_peer_labels(mesh: Mesh):
+    task = count_task_on(mesh, 1)
+    channel = grpc.insecure_channel(mesh.address(1))
+    epoch = epoch_of(mesh, 1)
+    start = counted(mesh)
+    before = refused(mesh, 1)
+    # a member naming another sender on its batches
+    codes = {
+        transfer(channel, [batch([(task, word_for(task))], sender=s)], epoch + proof(0))
+        for s in range(1000, 1020)
+    }
+    assert codes == {grpc.StatusCode.PERMISSION_DENIED}
+    # a sender id outside the mesh, proven with the secret: still no worker of this mesh
+    outside = [batch([(task, word_for(task))], sender=2000)]
+    assert transfer(channel, outside, epoch + proof(2000)) == grpc.StatusCode.PERMISSION_DENIED
+    after = refused(mesh, 1)
+    assert after.get("sender_mismatch", 0) - before.get("sender_mismatch", 0) == 20
+    assert after.get("not_a_member", 0) - before.get("not_a_member", 0) == 1
+    assert counted(mesh) == start
+    assert peer_labels(mesh, 1) <= {"0", "1"}
+    assert all(int(peer) < 2 for peer in status(mesh, 1).binding.received_tuples_from)
+
+
+def test_a_stream_naming_no_epoch_is_refused_and_counted(mesh: Mesh):
+    task = count_task_on(mesh, 1)
+    channel = grpc.insecure_channel(mesh.address(1))
+    start, before = counted(mesh), refused(mesh, 1).get("no_epoch", 0)
+    code = transfer(channel, [batch([(task, word_for(task))])], proof(0))  # a member, no epoch header
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused(mesh, 1).get("no_epoch", 0) - before == 1
+    assert counted(mesh) == start
+
+
+def test_a_shutdown_notice_from_an_outsider_does_not_stop_receiving(mesh: Mesh):
+    channel = grpc.insecure_channel(mesh.address(1))
+    notice = [batch([(-1, b"")])]
+    assert transfer(channel, notice, epoch_of(mesh, 1)) == grpc.StatusCode.UNAUTHENTICATED
+    assert status(mesh, 1).binding.shutdown_messages == 0
+    # a legitimate tuple from worker 0 still crosses to worker 1: a sentence into a split task of
+    # worker 0 whose words the count tasks of both workers execute
+    start = [sum(e.executed for e in status(mesh, i).executors if e.component == "count") for i in (0, 1)]
+    sentence = " ".join(f"w{i}" for i in range(40))
+    mesh.admin(0).Emit(admin_pb2.EmitRequest(component="split", values_json=f'["{sentence}"]'), timeout=5)
+
+    def per_worker() -> list[int]:
+        return [
+            sum(e.executed for e in status(mesh, i).executors if e.component == "count") - start[i]
+            for i in (0, 1)
+        ]
+
+    eventually(lambda: sum(per_worker()) == 40, timeout=10, interval=0.05, message=lambda: f"{per_worker()}")
+    assert per_worker()[1] > 0  # some words crossed Transfer to worker 1 after the notice
+
+
+def test_a_zmq_mesh_with_the_secret_counts_exactly_and_drops_outsiders(secret_file: Path):
+    env = {"TUPLEMESH_MESH_SECRET_FILE": str(secret_file), "TUPLEMESH_MESSAGING_TRANSPORT": "zmq"}
+    mesh = start_mesh(TARGET, 2, env=env)
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        task = count_task_on(mesh, 1)
+        epoch = status(mesh, 1).epoch
+        context = zmq.Context()
+        dealer = context.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.connect(f"tcp://127.0.0.1:{mesh.ports[1] + 100}")  # zmq.port.offset's default
+        [(packed, _)] = pack_within([(task, word_for(task)), (-1, b"")], 1 << 20)
+        for auth in ("", mesh_mac(b"a guess", TOPOLOGY, 0)):  # no proof, a wrong one
+            dealer.send_multipart([msgpack.packb([TOPOLOGY, 0, 99, 1, True, 1, epoch, auth]), packed])
+        eventually(lambda: refused(mesh, 1).get("unauthenticated", 0) == 2, timeout=10, interval=0.05)
+        dealer.close()
+        context.term()
+        assert counted(mesh) == WORDS
+        assert status(mesh, 1).binding.shutdown_messages == 0
+    finally:
+        assert mesh.stop() == [0, 0]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    mesh_ca = make_ca(d, "mesh-ca")
+    make_leaf(d, "worker", mesh_ca, worker=True)
+    make_leaf(d, "client", mesh_ca)  # what Gateway and Spark clients get: no worker role
+    return d
+
+
+def test_under_mtls_only_a_worker_certificate_opens_transfer(pki: Path):
+    mesh = start_mesh(TARGET, 2, wait=False, env=tls_env(pki))
+    try:
+        for i in (0, 1):
+            wait_tls_serving(mesh.address(i), pki)
+        admin = [open_channel(mesh.address(i), tls_as(pki, "client")) for i in (0, 1)]
+        eventually(
+            lambda: counted(mesh, admin) == WORDS,
+            timeout=30,
+            interval=0.1,
+            message=lambda: f"{counted(mesh, admin)}",
+        )  # the workers' own streams carry worker certificates
+        task = count_task_on(mesh, 1, admin[0])
+        epoch = epoch_of(mesh, 1, admin[1])
+        as_client = open_channel(mesh.address(1), tls_as(pki, "client"))
+        assert (
+            transfer(as_client, [batch([(task, word_for(task))])], epoch) == grpc.StatusCode.PERMISSION_DENIED
+        )
+        assert refused(mesh, 1) == {"not_a_worker": 1}
+        assert counted(mesh, admin) == WORDS
+        as_worker = open_channel(mesh.address(1), tls_as(pki, "worker"))
+        assert transfer(as_worker, [batch([(task, word_for(task, "member"))])], epoch) == grpc.StatusCode.OK
+        eventually(lambda: counted(mesh, admin) == WORDS + 1, timeout=10, interval=0.05)
+    finally:
+        assert mesh.stop() == [0, 0]
