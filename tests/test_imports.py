@@ -8,11 +8,9 @@ module's user is the same dependency, only unchecked at run time). Importing ``p
 outside ``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
 
 Packages are checked as wholes as well: ``a.x -> b.y`` and ``b.z -> a.w`` is no module cycle, but
-it makes packages ``a`` and ``b`` one layer. The layers, lowest first: the building blocks
-(``disruptor``, ``transport``, ``discovery``, ``topology``), ``core`` (the emit path and the
-snapshot types every layer above shares), the features (``acking``, ``state``, ``gateway``,
-``windowing``, ``metrics``), ``worker`` (the runtime), and the composition roots that build a
-worker process (``server``, the CLI, the launcher).
+it makes packages ``a`` and ``b`` one layer. ``LAYERS`` states the order: ``core`` (the emit path
+and the snapshot types) below the features, the features below ``worker`` (the runtime), and
+``worker`` imported only by what builds worker processes (``server``, the CLI, the launcher).
 """
 
 from __future__ import annotations
@@ -262,16 +260,19 @@ KNOWN_BACK_EDGES: dict[Edge, str] = {
 #: The packages and modules that build and run a worker: the only importers of ``tuplemesh.worker``.
 COMPOSITION_ROOTS = ("tuplemesh.server", "tuplemesh.cli", "tuplemesh.launcher")
 
-#: What ``tuplemesh.core`` sits below: the runtime, the features and the composition roots.
-ABOVE_CORE = (
-    "tuplemesh.worker",
-    "tuplemesh.acking",
-    "tuplemesh.state",
-    "tuplemesh.gateway",
-    "tuplemesh.windowing",
-    "tuplemesh.metrics",
-    "tuplemesh.spark",
-    *COMPOSITION_ROOTS,
+#: The packages from the highest layer to the lowest, as docs/concepts.md draws them: a package
+#: imports only packages of lower layers. A top-level module (``tuplemesh.config``) is in no layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("tuplemesh.cli",),
+    ("tuplemesh.launcher",),
+    ("tuplemesh.server", "tuplemesh.spark"),
+    ("tuplemesh.worker",),
+    ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
+    ("tuplemesh.acking", "tuplemesh.state"),
+    ("tuplemesh.core",),
+    ("tuplemesh.topology", "tuplemesh.transport"),
+    ("tuplemesh.disruptor", "tuplemesh.discovery", "tuplemesh.client"),
+    ("tuplemesh.v1",),
 )
 
 
@@ -343,14 +344,19 @@ def test_known_back_edges_still_exist() -> None:
     assert not gone, f"remove from KNOWN_BACK_EDGES, these imports are gone: {gone}"
 
 
-def test_core_is_below_the_worker_and_the_features() -> None:
-    upward = {
-        module: [name for name in imported if package_of(name) in ABOVE_CORE]
-        for module, imported in import_graph().items()
-        if package_of(module) == "tuplemesh.core"
-    }
-    upward = {module: names for module, names in upward.items() if names}
-    assert upward == {}, f"tuplemesh.core imports layers above it: {upward}"
+def test_every_package_imports_only_lower_layers() -> None:
+    layer = {package: depth for depth, packages in enumerate(LAYERS) for package in packages}
+    packages, witness = package_graph(import_graph())
+    subpackages = {package_of(name) for name in module_files() if name.count(".") >= 2}
+    assert sorted(subpackages - set(layer)) == [], "place every package in LAYERS (and docs/concepts.md)"
+    upward = [
+        f"{importer} -> {imported} (e.g. {' -> '.join(witness[(importer, imported)])})"
+        for importer in sorted(packages)
+        for imported in sorted(packages[importer])
+        if importer in layer and imported in layer and layer[imported] <= layer[importer]
+    ]
+    assert upward == [], "packages importing their own layer or one above it:\n" + "\n".join(upward)
+    assert layer["tuplemesh.core"] > layer["tuplemesh.worker"]
 
 
 def test_only_the_composition_roots_import_the_worker() -> None:
