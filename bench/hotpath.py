@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from bench.records import Record, best_rate
+from tuplemesh.core.collectors import BoltOutputCollector, StreamRoute
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import EventPoller, RingBuffer
 from tuplemesh.serialization import MsgpackSerializer
 from tuplemesh.topology import Fields
 from tuplemesh.topology.groupings import ShuffleGrouping
-from tuplemesh.worker.collectors import BoltOutputCollector, StreamRoute
 from tuplemesh.worker.executor import ExecutorCounters
-from tuplemesh.worker.outbox import Outbox
 
 RING_SIZE = 1024
 BATCH = 100

@@ -35,8 +35,8 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
     "tuplemesh.serialization": ("tests/test_serialization.py",),
     "tuplemesh.transport.framing": ("tests/transport/test_framing.py", "tests/transport/test_grpc_wire.py"),
     "tuplemesh.topology.tuple": ("tests/windowing/test_windows.py", *_END_TO_END),
-    "tuplemesh.worker.outbox": ("tests/worker/test_outbox.py", *_END_TO_END),
-    "tuplemesh.worker.collectors": _EXECUTOR,
+    "tuplemesh.core.outbox": ("tests/core/test_outbox.py", *_END_TO_END),
+    "tuplemesh.core.collectors": _EXECUTOR,
     "tuplemesh.acking.collectors": ("tests/worker/test_executor.py", "tests/worker/test_acking.py"),
     "tuplemesh.acking.mailbox": ("tests/acking/test_mailbox.py",),
     "tuplemesh.worker.receive": (

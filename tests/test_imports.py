@@ -6,6 +6,11 @@ in two. Every ``import`` statement counts: at module level, inside a function (a
 hides a cycle, it does not remove it) and under ``if TYPE_CHECKING:`` (an annotation that names a
 module's user is the same dependency, only unchecked at run time). Importing ``pkg.mod`` from
 outside ``pkg`` first runs ``pkg/__init__.py``, so that counts as importing ``pkg`` too.
+
+Packages are checked as wholes as well: ``a.x -> b.y`` and ``b.z -> a.w`` is no module cycle, but
+it makes packages ``a`` and ``b`` one layer. ``LAYERS`` states the order: ``core`` (the emit path
+and the snapshot types) below the features, the features below ``worker`` (the runtime), and
+``worker`` imported only by what builds worker processes (``server``, the CLI, the launcher).
 """
 
 from __future__ import annotations
@@ -240,3 +245,150 @@ def test_real_package_graph_has_the_imports_the_sources_show() -> None:
     assert "tuplemesh.netutil" in graph["tuplemesh.launcher"]
     assert "tuplemesh.netutil" in graph["tuplemesh.worker.local_cluster"]
     assert graph["tuplemesh.netutil"] == {}  # imports only the standard library
+
+
+#: Package-level back edges that are known and not yet removed, each with why it exists. The
+#: configuration table checks a backend name when the config is built by loading the backend
+#: (``state.stores.store_class``, ``transport.make_context``), while those packages read their
+#: keys through ``tuplemesh.config``. Listed by (importer, imported package); the test below
+#: fails once an entry no longer exists, so the list only shrinks.
+KNOWN_BACK_EDGES: dict[Edge, str] = {
+    ("tuplemesh.config", "tuplemesh.state"): "validates state.backend by loading the store class",
+    ("tuplemesh.config", "tuplemesh.transport"): "validates messaging.transport by loading the plugin",
+}
+
+#: The packages and modules that build and run a worker: the only importers of ``tuplemesh.worker``.
+COMPOSITION_ROOTS = ("tuplemesh.server", "tuplemesh.cli", "tuplemesh.launcher")
+
+#: The packages from the highest layer to the lowest, as docs/concepts.md draws them: a package
+#: imports only packages of lower layers. A top-level module (``tuplemesh.config``) is in no layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("tuplemesh.cli",),
+    ("tuplemesh.launcher",),
+    ("tuplemesh.server", "tuplemesh.spark"),
+    ("tuplemesh.worker",),
+    ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
+    ("tuplemesh.acking", "tuplemesh.state"),
+    ("tuplemesh.core",),
+    ("tuplemesh.topology", "tuplemesh.transport"),
+    ("tuplemesh.disruptor", "tuplemesh.discovery", "tuplemesh.client"),
+    ("tuplemesh.v1",),
+)
+
+
+def package_of(module: str) -> str:
+    """The unit a package-level check sees: a subpackage (``tuplemesh.worker``) or a top-level
+    module (``tuplemesh.config``); the root package ``tuplemesh`` itself stays on its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: Graph) -> tuple[Graph, dict[Edge, Edge]]:
+    """The import graph between packages, and for every package edge one module edge behind it.
+
+    Importing ``tuplemesh.x.y`` runs the root package's ``__init__`` too; that edge is left out:
+    the root imports only ``_compiled`` and is run before any of its modules anyway."""
+    packages: Graph = {}
+    witness: dict[Edge, Edge] = {}
+    for importer in sorted(graph):
+        source = package_of(importer)
+        packages.setdefault(source, {})
+        for imported, line in sorted(graph[importer].items()):
+            target = package_of(imported)
+            if target in (source, PACKAGE):
+                continue
+            packages[source].setdefault(target, line)
+            # name a module inside the imported package rather than its __init__ where one exists
+            if witness.get((source, target), ("", target))[1] == target:
+                witness[(source, target)] = (importer, imported)
+    return packages, witness
+
+
+def importers_of(graph: Graph, package: str) -> dict[str, list[str]]:
+    """Module -> the modules of ``package`` it imports, for every module outside ``package``."""
+    found: dict[str, list[str]] = {}
+    for importer, imported in sorted(graph.items()):
+        if package_of(importer) == package:
+            continue
+        hits = sorted(name for name in imported if package_of(name) == package)
+        if hits:
+            found[importer] = hits
+    return found
+
+
+def describe_packages(loop: list[str], graph: Graph, witness: dict[Edge, Edge]) -> str:
+    steps = []
+    for importer, imported in zip(loop, loop[1:] + loop[:1], strict=True):
+        module, target = witness[(importer, imported)]
+        steps.append(
+            f"    {importer} -> {imported}  (e.g. {module} -> {target}, line {graph[module][target]})"
+        )
+    return "\n".join(steps)
+
+
+def test_no_import_cycles_between_packages() -> None:
+    graph = import_graph()
+    packages, witness = package_graph(graph)
+    for importer, imported in KNOWN_BACK_EDGES:
+        packages[importer].pop(imported, None)
+    loops = cycles(packages)
+    report = "\n".join(
+        f"cycle {n} ({len(loop)} packages):\n{describe_packages(loop, graph, witness)}"
+        for n, loop in enumerate(loops, 1)
+    )
+    assert not loops, f"{len(loops)} import cycle(s) between tuplemesh packages:\n{report}"
+
+
+def test_known_back_edges_still_exist() -> None:
+    packages, _ = package_graph(import_graph())
+    gone = [edge for edge in KNOWN_BACK_EDGES if edge[1] not in packages.get(edge[0], {})]
+    assert not gone, f"remove from KNOWN_BACK_EDGES, these imports are gone: {gone}"
+
+
+def test_every_package_imports_only_lower_layers() -> None:
+    layer = {package: depth for depth, packages in enumerate(LAYERS) for package in packages}
+    packages, witness = package_graph(import_graph())
+    subpackages = {package_of(name) for name in module_files() if name.count(".") >= 2}
+    assert sorted(subpackages - set(layer)) == [], "place every package in LAYERS (and docs/concepts.md)"
+    upward = [
+        f"{importer} -> {imported} (e.g. {' -> '.join(witness[(importer, imported)])})"
+        for importer in sorted(packages)
+        for imported in sorted(packages[importer])
+        if importer in layer and imported in layer and layer[imported] <= layer[importer]
+    ]
+    assert upward == [], "packages importing their own layer or one above it:\n" + "\n".join(upward)
+    assert layer["tuplemesh.core"] > layer["tuplemesh.worker"]
+
+
+def test_only_the_composition_roots_import_the_worker() -> None:
+    importers = importers_of(import_graph(), "tuplemesh.worker")
+    others = {
+        module: names for module, names in importers.items() if package_of(module) not in COMPOSITION_ROOTS
+    }
+    assert others == {}, (
+        f"only {', '.join(COMPOSITION_ROOTS)} may import tuplemesh.worker; move what these need "
+        f"into tuplemesh.core: {others}"
+    )
+    assert "tuplemesh.server.process" in importers  # the check sees the roots' own imports
+
+
+def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
+    graph: Graph = {
+        "tuplemesh.a.x": {"tuplemesh.b.y": 3},
+        "tuplemesh.b.y": {},
+        "tuplemesh.b.z": {"tuplemesh.a.w": 7},
+        "tuplemesh.a.w": {"tuplemesh": 1},
+        "tuplemesh.cli": {"tuplemesh.a.x": 2},
+    }
+    assert cycles(graph) == []
+    packages, witness = package_graph(graph)
+    assert packages == {
+        "tuplemesh.a": {"tuplemesh.b": 3},
+        "tuplemesh.b": {"tuplemesh.a": 7},
+        "tuplemesh.cli": {"tuplemesh.a": 2},
+    }
+    assert witness[("tuplemesh.b", "tuplemesh.a")] == ("tuplemesh.b.z", "tuplemesh.a.w")
+    assert cycles(packages) == [["tuplemesh.a", "tuplemesh.b"]]
+    assert importers_of(graph, "tuplemesh.a") == {
+        "tuplemesh.b.z": ["tuplemesh.a.w"],
+        "tuplemesh.cli": ["tuplemesh.a.x"],
+    }

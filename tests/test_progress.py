@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from tuplemesh.progress import LiveProgress
-from tuplemesh.transport.stats import BindingStats
-from tuplemesh.worker.stats import (
+from tuplemesh.core.stats import (
     ExecutorSnapshot,
     QueueSnapshot,
     ReceiveSnapshot,
     TransferTotals,
     WorkerSnapshot,
 )
+from tuplemesh.progress import LiveProgress
+from tuplemesh.transport.stats import BindingStats
 
 
 def snapshot(worker: int, executed: int) -> WorkerSnapshot:

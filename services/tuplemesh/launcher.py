@@ -26,13 +26,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
+from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.core.summary import RunSummary, failing_error, summarize
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import RunSummary, failing_error, summarize
 
 __all__ = [
     "Interrupted",

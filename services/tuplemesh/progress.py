@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import component_totals
+from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.core.summary import component_totals
 
 __all__ = ["LiveProgress"]
 

@@ -16,10 +16,10 @@ from rich.live import Live
 from rich.table import Table
 
 from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.core.summary import component_totals, transfer_totals
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import component_totals, transfer_totals
 
 __all__ = ["render", "top"]
 

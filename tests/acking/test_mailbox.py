@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tuplemesh.acking.mailbox import AckerMailbox
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import Fields
-from tuplemesh.worker.outbox import Outbox
 
 FIELDS = Fields(["inits", "acks", "fails"])
 ACKERS = (1, 2)  # acker 1 runs here, acker 2 on worker 5

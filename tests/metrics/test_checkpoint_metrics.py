@@ -11,11 +11,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from examples.wordcount import expected_counts
 from tests.helpers import eventually
 from tests.state.test_checkpointing import _FLAKY, FlakyStore, counts, word_count
+from tuplemesh.core.stats import CheckpointSnapshot, WorkerSnapshot
 from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.stats import CheckpointSnapshot, WorkerSnapshot
 
 REPEAT = 100
 

@@ -10,9 +10,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from examples import wordcount
 from tuplemesh.config import Config
+from tuplemesh.core.stats import field_paths
 from tuplemesh.metrics import EXPORTS, WorkerCollector
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.stats import field_paths
 
 OPERATIONS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 

@@ -12,9 +12,9 @@ from tests.helpers import ListSpout
 from tuplemesh.config import Config
 from tuplemesh.errors import TopologyError
 from tuplemesh.metrics import WorkerCollector
-from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.topology import Bolt, Topology, TopologyBuilder, Tuple
 from tuplemesh.topology.components import TaskContext
+from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.local_cluster import LocalCluster
 
 WORDS = ["a", "bb", "ccc", "dddd", "a", "bb"] * 2  # 12 words; lengths 1,2,3,4,1,2 twice

@@ -111,7 +111,7 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
 
 
 def test_congestion_reports_replace_per_peer_and_leases_end():
-    from tuplemesh.worker.congestion import CongestionMap
+    from tuplemesh.core.congestion import CongestionMap
 
     congestion = CongestionMap(lease=0.05)
     congestion.report("a", [5, 6])

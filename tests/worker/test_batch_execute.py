@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from examples import wordcount
-from tuplemesh.acking.tracker import SpoutTracker
 from tuplemesh.config import Config
+from tuplemesh.core.collectors import SpoutOutputCollector, StreamRoute
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Bolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.topology.groupings import ShuffleGrouping
-from tuplemesh.worker.collectors import SpoutOutputCollector, StreamRoute
 from tuplemesh.worker.executor import ExecutorCounters
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.outbox import Outbox
 
 IDS = 600
 FAN = 3

@@ -7,12 +7,12 @@ from typing import Any
 from tests.helpers import ListSpout, RecordingBolt, eventually
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector
 from tuplemesh.config import Config
+from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector
+from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import frame_rows, load_serializer
 from tuplemesh.topology import TopologyBuilder
-from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector
 from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
-from tuplemesh.worker.markers import Batch
 from tuplemesh.worker.plan import WorkerPlan
 
 

@@ -6,11 +6,7 @@ from dataclasses import replace
 
 from examples import wordcount
 from tuplemesh.config import Config
-from tuplemesh.discovery import DiscoveryStats
-from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
-from tuplemesh.transport.stats import BindingStats, ConnectionStats
-from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.stats import (
+from tuplemesh.core.stats import (
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -19,7 +15,11 @@ from tuplemesh.worker.stats import (
     TransferTotals,
     WorkerSnapshot,
 )
-from tuplemesh.worker.summary import summarize
+from tuplemesh.core.summary import summarize
+from tuplemesh.discovery import DiscoveryStats
+from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
+from tuplemesh.worker.local_cluster import LocalCluster
 
 
 def worker_snapshot(index: int, *, scale: int, broadcasts: int | None) -> WorkerSnapshot:

@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
-from tuplemesh.transport.stats import BindingStats
-from tuplemesh.worker.stats import (
+from tuplemesh.core.stats import (
     ErrorSnapshot,
     ExecutorSnapshot,
     ReceiveSnapshot,
     TransferTotals,
     WorkerSnapshot,
 )
-from tuplemesh.worker.summary import failing_error, summarize
+from tuplemesh.core.summary import failing_error, summarize
+from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
+from tuplemesh.transport.stats import BindingStats
 
 
 def error(method: str, at: float, component: str = "sink", worker: int = 0) -> ErrorSnapshot:

@@ -2,7 +2,7 @@
 acker mailbox, the collectors of tracked tuple trees, and the null object for acking off."""
 
 from tuplemesh.acking.acker import ACKER, ACKING_STREAM, SYSTEM_STREAMS, VERDICT_STREAM, AckerBolt, with_acker
-from tuplemesh.acking.tracker import SpoutTracker
+from tuplemesh.core.tracker import SpoutTracker
 
 __all__ = [
     "ACKER",

@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.acking.tracker import SpoutTracker
+from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, BasicBolt, Bolt, Tuple
-from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
-from tuplemesh.worker.outbox import Outbox
 
 __all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds", "bolt_batch_call"]
 

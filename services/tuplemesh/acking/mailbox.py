@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tuplemesh.acking.acker import ACKING_STREAM
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.topology import Fields
-from tuplemesh.worker.outbox import Outbox
 
 __all__ = ["AckerMailbox"]
 

@@ -14,10 +14,10 @@ from typing import Any, Protocol
 from tuplemesh.acking.acker import ACKING_STREAM
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.acking.tracker import SpoutTracker
+from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import BasicBolt, Bolt, Tuple
-from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
-from tuplemesh.worker.outbox import Outbox
 
 __all__ = ["ExecutorAcking", "NoAcking", "TreeAcking", "executor_acking"]
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tuplemesh.core.stats import HistogramSnapshot, WorkerSnapshot
 from tuplemesh.metrics.exports import EXPORTS, Export
-from tuplemesh.metrics.user import UserCounter, UserGauge, UserHistogram, UserMetrics
-from tuplemesh.worker.stats import HistogramSnapshot, WorkerSnapshot
+from tuplemesh.topology.user_metrics import UserCounter, UserGauge, UserHistogram, UserMetrics
 
 if TYPE_CHECKING:
     from tuplemesh.admission import CallAdmission
@@ -28,7 +28,7 @@ __all__ = ["EXPORTS", "ObservedWorker", "WorkerCollector"]
 
 
 class ObservedWorker(Protocol):
-    """What the collector reads of a Worker (the executors import this package: no cycle)."""
+    """What the collector reads of a Worker (a Protocol: metrics imports nothing of the worker)."""
 
     @property
     def user_metrics(self) -> UserMetrics: ...

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 
 import grpc
 
+from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
 from tuplemesh.server.status_proto import snapshot_to_proto
@@ -17,8 +19,6 @@ from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.executor import Executor
 from tuplemesh.worker.sampling import TupleWatch
-from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import component_totals
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["AdminServicer", "QueueRates"]

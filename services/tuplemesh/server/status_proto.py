@@ -10,10 +10,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from tuplemesh.discovery.base import DiscoveryStats
-from tuplemesh.transport.stats import BindingStats, ConnectionStats
-from tuplemesh.v1 import admin_pb2
-from tuplemesh.worker.stats import (
+from tuplemesh.core.stats import (
     EXECUTOR_COUNTERS,
     AlignmentSnapshot,
     CheckpointSnapshot,
@@ -26,6 +23,9 @@ from tuplemesh.worker.stats import (
     TransferTotals,
     WorkerSnapshot,
 )
+from tuplemesh.discovery.base import DiscoveryStats
+from tuplemesh.transport.stats import BindingStats, ConnectionStats
+from tuplemesh.v1 import admin_pb2
 
 __all__ = ["snapshot_from_proto", "snapshot_to_proto"]
 

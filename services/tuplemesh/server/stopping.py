@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.v1 import admin_pb2
-from tuplemesh.worker.stats import WorkerSnapshot
 
 __all__ = ["DrainOutcome", "FinalCheckpoint", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from tuplemesh.config import as_config
+from tuplemesh.core.stats import AlignmentSnapshot
 from tuplemesh.errors import SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import PartKey, StateRestoreError, StateStore, StoreUnavailable
@@ -47,7 +48,6 @@ from tuplemesh.state.protocol import (
 )
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.tuple import AnchoredTuple, Tuple
-from tuplemesh.worker.stats import AlignmentSnapshot
 
 __all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
 

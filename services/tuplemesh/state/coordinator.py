@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.config import as_config
+from tuplemesh.core.stats import CheckpointSnapshot
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
 from tuplemesh.state.locations import log_resume
@@ -46,7 +47,6 @@ from tuplemesh.state.protocol import (
 from tuplemesh.state.stores import open_store
 from tuplemesh.topology.components import Bolt, BoltCollector, TaskContext
 from tuplemesh.topology.tuple import Tuple
-from tuplemesh.worker.stats import CheckpointSnapshot
 
 __all__ = ["ATTEMPT_COUNTER", "CHECKPOINT_COUNTER", "CoordinatorBolt", "register_attempt"]
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from tuplemesh.metrics.user import TaskMetrics, UserMetrics
 from tuplemesh.topology.assignment import Assignment
 from tuplemesh.topology.builder import Topology
 from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields
+from tuplemesh.topology.user_metrics import TaskMetrics, UserMetrics
 
 __all__ = ["TopologyContext"]
 

@@ -2,6 +2,7 @@
 
 The package exports nothing itself: import from its modules (``tuplemesh.worker.local_cluster``
 for ``LocalCluster``, ``tuplemesh.worker.worker`` for ``Worker``). Importing one of them then
-loads only what it needs, and the acking package can use the emit path (``outbox``,
-``collectors``) without depending on the whole runtime.
+loads only what it needs. The emit path and the snapshot types it shares with the features live
+below it, in ``tuplemesh.core``; only the composition roots (``tuplemesh.server``, the CLI, the
+launcher) import this package.
 """

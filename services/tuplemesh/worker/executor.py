@@ -18,27 +18,28 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tuplemesh import tracing
-from tuplemesh.acking import VERDICT_STREAM, SpoutTracker
+from tuplemesh.acking import VERDICT_STREAM
 from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
+from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
+from tuplemesh.core.congestion import CongestionMap
+from tuplemesh.core.markers import FLUSH, STOP, Batch
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.stats import ErrorSnapshot
+from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.metrics.user import UserMetrics
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.topology.tuple import tick_tuple
-from tuplemesh.worker.budget import ByteBudget
-from tuplemesh.worker.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
-from tuplemesh.worker.congestion import CongestionMap
+from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
-from tuplemesh.worker.markers import FLUSH, STOP, Batch
-from tuplemesh.worker.outbox import Outbox
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.sampling import TupleWatch
-from tuplemesh.worker.stats import ErrorSnapshot
 from tuplemesh.worker.ticks import TICK, TickTimer, tick_period
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]

@@ -7,13 +7,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh.config import Config
+from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.core.summary import RunSummary, component_totals, failing_error, summarize
 from tuplemesh.netutil import free_ports
 from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
-from tuplemesh.worker.stats import WorkerSnapshot
-from tuplemesh.worker.summary import RunSummary, component_totals, failing_error, summarize
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]

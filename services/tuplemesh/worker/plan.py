@@ -13,27 +13,14 @@ from typing import Any
 
 from tuplemesh.acking.acker import ACKER, with_acker
 from tuplemesh.acking.settings import AckingSettings
+from tuplemesh.core.stream_plan import StreamPlan
 from tuplemesh.state.protocol import CheckpointPlan
 from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.groupings import Grouping
 from tuplemesh.worker.settings import QueueSettings, WorkerSettings
 
-__all__ = ["StreamPlan", "WorkerPlan"]
-
-
-@dataclass(frozen=True)
-class StreamPlan:
-    """One output stream of a component: its wire id, fields, and its subscribers' tasks."""
-
-    stream: str
-    stream_id: int
-    fields: Fields
-    direct: bool
-    #: (grouping, tasks of the subscribing component) for every non-direct subscription
-    targets: tuple[tuple[Grouping, tuple[int, ...]], ...]
-    #: every task subscribing with direct_grouping
-    direct_targets: frozenset[int]
+__all__ = ["WorkerPlan"]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ queue); the executor runs it for each of its tasks.
 A full inbox does not block the receive thread, because that would stall every task fed by the
 same stream (head-of-line blocking): the batch waits in that inbox's overflow instead, in
 arrival order, and moves in as the executor frees slots. Per-task backpressure
-(``tuplemesh.worker.congestion``) stops the senders feeding that task long before the overflow
+(``tuplemesh.core.congestion``) stops the senders feeding that task long before the overflow
 grows; the overflow is still bounded (``overflow_limit`` batches per inbox, then the receive
 thread does block, as it did before).
 
@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh import tracing
+from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.transport.base import SHUTDOWN_TASK, TaskMessage
-from tuplemesh.worker.markers import Batch
 
 __all__ = ["ReceivePath"]
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuplemesh.config import seconds
+from tuplemesh.core.markers import Marker
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError
 from tuplemesh.topology.builder import TICK_FREQ_KEY
-from tuplemesh.worker.markers import Marker
 
 __all__ = ["TICK", "TickTimer", "tick_period"]
 

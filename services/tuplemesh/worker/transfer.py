@@ -20,14 +20,14 @@ from typing import Any
 
 from tuplemesh import tracing
 from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
+from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.markers import STOP
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Connection, Context, OnCongestion, TaskMessage
-from tuplemesh.worker.budget import ByteBudget
 from tuplemesh.worker.debloat import QueueTimeLimit
-from tuplemesh.worker.markers import STOP
 
 __all__ = ["TransferPath", "TransferStats"]
 

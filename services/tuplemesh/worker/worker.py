@@ -14,27 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
-from tuplemesh.disruptor import RingBuffer, make_wait_strategy
-from tuplemesh.errors import InsufficientCapacityError
-from tuplemesh.gateway.components import ExportBolt
-from tuplemesh.gateway.registry import GatewayRegistry
-from tuplemesh.metrics.user import UserMetrics
-from tuplemesh.serialization import Serializer, load_serializer
-from tuplemesh.state.coordinator import CoordinatorBolt
-from tuplemesh.state.on_demand import StopCheckpoint
-from tuplemesh.state.ticker import CheckpointTicker
-from tuplemesh.topology import Topology
-from tuplemesh.topology.assignment import Epoch
-from tuplemesh.transport.base import Admission, Binding, Context
-from tuplemesh.transport.stats import BindingStats
-from tuplemesh.worker.budget import ByteBudget
-from tuplemesh.worker.congestion import CongestionMap, congested_tasks
-from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
-from tuplemesh.worker.markers import FLUSH
-from tuplemesh.worker.plan import WorkerPlan
-from tuplemesh.worker.receive import ReceivePath
-from tuplemesh.worker.stats import (
+from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.congestion import CongestionMap, congested_tasks
+from tuplemesh.core.markers import FLUSH
+from tuplemesh.core.stats import (
     AlignmentSnapshot,
     CheckpointSnapshot,
     ExecutorSnapshot,
@@ -45,6 +28,23 @@ from tuplemesh.worker.stats import (
     TransferTotals,
     WorkerSnapshot,
 )
+from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
+from tuplemesh.disruptor import RingBuffer, make_wait_strategy
+from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.gateway.components import ExportBolt
+from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.serialization import Serializer, load_serializer
+from tuplemesh.state.coordinator import CoordinatorBolt
+from tuplemesh.state.on_demand import StopCheckpoint
+from tuplemesh.state.ticker import CheckpointTicker
+from tuplemesh.topology import Topology
+from tuplemesh.topology.assignment import Epoch
+from tuplemesh.topology.user_metrics import UserMetrics
+from tuplemesh.transport.base import Admission, Binding, Context
+from tuplemesh.transport.stats import BindingStats
+from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath
 
 __all__ = ["Worker"]
@@ -118,7 +118,7 @@ class Worker:
             self.transfer_budget,
             queues.queue_target_seconds,
         )
-        # Per-task backpressure (tuplemesh.worker.congestion): what peers report, and what we report.
+        # Per-task backpressure (tuplemesh.core.congestion): what peers report, and what we report.
         self.congestion = CongestionMap() if queues.backpressure_enabled else None
         if self.congestion is not None:
             self.transfer.on_congestion = self.congestion.report

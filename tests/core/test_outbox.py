@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
+from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.markers import Batch
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, MessageTooLargeError
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, load_serializer, rows_count
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
-from tuplemesh.worker.budget import ByteBudget
-from tuplemesh.worker.markers import Batch
-from tuplemesh.worker.outbox import Outbox
 
 FIELDS = Fields(["word"])
 

@@ -17,15 +17,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
+from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.congestion import CongestionMap
+from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import Serializer, frame_rows
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
 from tuplemesh.tracing import EMIT, context_of
-from tuplemesh.worker.budget import ByteBudget
-from tuplemesh.worker.congestion import CongestionMap
-from tuplemesh.worker.markers import Batch
 
 __all__ = ["Outbox"]
 

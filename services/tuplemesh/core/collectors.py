@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.acking.tracker import SpoutTracker
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.stream_plan import StreamPlan
+from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import DEFAULT_STREAM, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
-from tuplemesh.worker.outbox import Outbox
-from tuplemesh.worker.plan import StreamPlan
 
 __all__ = ["BoltOutputCollector", "Emitter", "SpoutOutputCollector", "StreamRoute", "build_routes"]
 

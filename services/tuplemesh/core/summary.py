@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuplemesh.worker.stats import START_METHODS, ErrorSnapshot, WorkerSnapshot
+from tuplemesh.core.stats import START_METHODS, ErrorSnapshot, WorkerSnapshot
 
 __all__ = [
     "RunSummary",
