@@ -98,7 +98,8 @@ def test_readiness_follows_a_stopped_then_killed_and_restarted_peer(mesh: Mesh):
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
     os.kill(mesh.procs[1].pid, signal.SIGSTOP)
     try:
-        eventually(lambda: health(mesh, 0) == not_serving, timeout=60, interval=0.1, message="NOT_SERVING")
+        # well below gRPC's default ping timeout (60 s): the keepalive period must be what notices
+        eventually(lambda: health(mesh, 0) == not_serving, timeout=30, interval=0.1, message="NOT_SERVING")
     finally:
         os.kill(mesh.procs[1].pid, signal.SIGCONT)
     eventually(lambda: health(mesh, 0) == serving, timeout=60, interval=0.1, message="SERVING again")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import child_pythonpath
+from tests.helpers import child_pythonpath, eventually
 from tests.transport.conftest import Harness
 from tuplemesh.transport.stats import ConnectionStats
 
@@ -116,3 +116,48 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
         # resend held back by the high-water mark).
         assert stats.resent_batches >= window
         assert batches + window <= stats.sent_batches <= batches + stats.resent_batches
+
+
+def test_a_stopped_receiver_is_taken_as_gone_and_gets_the_held_batches_once_back(tmp_path: Path, port: int):
+    """SIGSTOP: the peer's kernel still accepts the connection's bytes, so nothing fails at the TCP
+    level; only the unanswered keepalive ping tells. The channel leaves READY (what a worker's
+    readiness watches), the stream reconnects after SIGCONT and every batch arrives once, in order.
+    The deadline is well below gRPC's default ping timeout (60 s), which alone would end the
+    connection in the end."""
+    from tuplemesh.config import Config
+
+    harness = Harness(
+        "grpc",
+        Config(
+            {
+                "messaging.transport": "grpc",
+                "messaging.keepalive.millis": 300,
+                "storm.messaging.netty.min_wait_ms": 20,
+                "storm.messaging.netty.max_wait_ms": 200,
+            }
+        ),
+    )
+    out = tmp_path / "out.txt"
+    proc = start_peer("grpc", port, out)
+    conn = harness.client().connect("topo-1", "127.0.0.1", port)
+    try:
+        conn.send([(1, str(i).encode()) for i in range(100)])
+        eventually(lambda: conn.stats().unacked_batches == 0, timeout=30, message="first batch acknowledged")
+        assert conn.stats().channel_state == "READY"
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            conn.send([(1, str(i).encode()) for i in range(100, 200)])  # held while it is stopped
+            eventually(lambda: conn.stats().channel_state != "READY", timeout=30, message="channel not READY")
+            assert conn.stats().unacked_batches == 1
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        conn.send([(1, str(i).encode()) for i in range(200, 300)])
+        conn.close()  # returns once everything is acknowledged
+        stats = conn.stats()
+        assert (stats.lost_on_close, stats.sent_tuples) == (0, 300)
+        assert stats.reconnects >= 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(10)
+        harness.close()
+    assert read(out) == list(range(300))

@@ -90,11 +90,16 @@ def channel_options(settings: TransportSettings) -> list[tuple[str, Any]]:
     keepalive = settings.keepalive_millis
     pings = (
         [
-            # A peer that vanished without closing (power loss, partition) is noticed within
-            # two keepalive periods instead of TCP's retransmission timeout (minutes); the stream
-            # then reconnects and resends, so flow resumes soon after the network heals.
+            # A peer that vanished without closing (power loss, partition) or stopped answering
+            # (SIGSTOP) is noticed within two keepalive periods instead of TCP's retransmission
+            # timeout (minutes); the stream then reconnects and resends, so flow resumes soon
+            # after the peer is back, and readiness sees the channel leave READY meanwhile.
             ("grpc.keepalive_time_ms", keepalive),
             ("grpc.keepalive_timeout_ms", keepalive),
+            # gRPC (1.85) arms no timer of keepalive_timeout_ms on a keepalive ping: an
+            # unanswered ping ends the connection only after the ping timeout, 60 s by default,
+            # so that is what bounds the wait for the answer.
+            ("grpc.http2.ping_timeout_ms", keepalive),
             ("grpc.http2.max_pings_without_data", 0),
         ]
         if keepalive
