@@ -1,4 +1,5 @@
-"""The worker's Prometheus ``/metrics`` HTTP endpoint, serving a registry of its own.
+"""The worker's Prometheus ``/metrics`` HTTP endpoint, serving a registry of its own, and the
+web UI under ``/ui/`` (unless ``ui.enabled`` is off).
 
 Besides the worker's own metrics it serves what every Prometheus client exports by convention
 (``process_*``, ``python_*``) and ``tuplemesh_build_info``, so standard dashboards and alerts
@@ -27,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from tuplemesh import build_info
 from tuplemesh.metrics import WorkerCollector
+from tuplemesh.ui.server import UiApp, WsgiApp
 
 if TYPE_CHECKING:
     from tuplemesh.rpcerrors import RpcErrors
@@ -70,7 +72,9 @@ class MetricsEndpoint:
         port: int,
         rpc_errors: RpcErrors | None = None,
         tls: TlsConnections | None = None,
+        ui: UiApp | None = None,
     ) -> None:
+        self.ui = ui
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(WorkerCollector(worker, rpc_errors, tls))
         self.registry.register(BuildInfo())
@@ -85,9 +89,16 @@ class MetricsEndpoint:
         class Server(ThreadingWSGIServer):
             address_family = family
 
-        self._server: Any = make_server(
-            str(sockaddr[0]), port, make_wsgi_app(self.registry), Server, handler_class=_QuietHandler
-        )
+        metrics = make_wsgi_app(self.registry)
+        app: WsgiApp = metrics
+        if ui is not None:
+
+            def app(environ: dict[str, Any], start_response: Any) -> Any:
+                if environ.get("PATH_INFO", "").startswith("/ui"):
+                    return ui(environ, start_response)
+                return metrics(environ, start_response)
+
+        self._server: Any = make_server(str(sockaddr[0]), port, app, Server, handler_class=_QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(STOP_POLL_SECS,), name="metrics-http", daemon=True
         )
@@ -98,5 +109,7 @@ class MetricsEndpoint:
         return int(self._server.server_port)
 
     def stop(self) -> None:
+        if self.ui is not None:
+            self.ui.stop()
         self._server.shutdown()
         self._server.server_close()
