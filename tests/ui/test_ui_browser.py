@@ -8,7 +8,6 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -100,7 +99,9 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
         lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == len(graph["components"]),
         timeout=30, interval=0.2, message="every component drawn",
     )  # fmt: skip
-    nodes = {n.get_attribute("data-component") for n in browser.find_elements(By.CSS_SELECTOR, "#graph .node")}
+    nodes = {
+        n.get_attribute("data-component") for n in browser.find_elements(By.CSS_SELECTOR, "#graph .node")
+    }
     assert nodes == {"sentences", "split", "count", "audit"}
     edges = {
         (e.get_attribute("data-source"), e.get_attribute("data-stream"), e.get_attribute("data-target"))
@@ -110,7 +111,9 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
     assert "default (fields: word)" in browser.find_element(By.ID, "graph").text
 
     # executed (column 5) grows while the topology runs, across the three workers
-    first = eventually(lambda: int(_cell(browser, "split", 5).replace(",", "") or 0), timeout=30, interval=0.2)
+    first = eventually(
+        lambda: int(_cell(browser, "split", 5).replace(",", "") or 0), timeout=30, interval=0.2
+    )
     eventually(
         lambda: int(_cell(browser, "split", 5).replace(",", "") or 0) > first,
         timeout=30, interval=0.2, message="split's executed count rises",
@@ -119,7 +122,9 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
     # the 50 ms-per-word bolt: its inbox fills and its task holds senders back
     eventually(lambda: _node_state(browser, "audit") == "congested", timeout=60, interval=0.2,
                message="audit shown backpressured")  # fmt: skip
-    assert "BACKPRESSURED" in browser.find_element(By.CSS_SELECTOR, '#graph .node[data-component="audit"]').text
+    assert (
+        "BACKPRESSURED" in browser.find_element(By.CSS_SELECTOR, '#graph .node[data-component="audit"]').text
+    )
     assert _cell(browser, "audit", 1) == "backpressured"
     assert _node_state(browser, "sentences") != ""
     eventually(lambda: all(_health(browser, t) == "up" for t in _targets(browser)) and len(_targets(browser)) == 3,
@@ -144,12 +149,16 @@ def test_a_killed_worker_shows_down_then_up_after_restart(
     eventually(lambda: _health(browser, target) == "down", timeout=30, interval=0.2, message="worker 2 down")
     assert "down" in browser.find_element(By.CSS_SELECTOR, f'#workers tr[data-target="{target}"]').text
     mesh.restart(2)
-    eventually(lambda: _health(browser, target) == "up", timeout=60, interval=0.2, message="worker 2 up again")
+    eventually(
+        lambda: _health(browser, target) == "up", timeout=60, interval=0.2, message="worker 2 up again"
+    )
 
 
 def test_each_worker_serves_its_own_ui_on_the_metrics_port(browser: webdriver.Chrome, mesh: Mesh) -> None:
     browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")
-    eventually(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2)
+    eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
+    )
     eventually(lambda: _targets(browser) == [f"127.0.0.1:{mesh.metrics_ports[0]}"], timeout=30, interval=0.2)
     with urllib.request.urlopen(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/view.json", timeout=5) as r:
         view = json.load(r)
@@ -182,7 +191,9 @@ def test_a_token_guards_the_page_and_its_events(browser: webdriver.Chrome, token
     assert browser.find_elements(By.ID, "graph") == []
     browser.find_element(By.ID, "token").send_keys("s3cret-token")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    eventually(lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2)
+    eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
+    )
     eventually(lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "live",
                timeout=30, interval=0.2)  # fmt: skip
     # the browser holds the one event stream ui.events.clients allows: a second is turned away

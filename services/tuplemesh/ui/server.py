@@ -198,8 +198,10 @@ class UiApp:
             # the browser reconnects by itself after the stream ends (ui.events.timeout.secs)
             yield b"retry: 1000\n\n"
             deadline = time.monotonic() + self.stream_seconds
-            while not self._stopping.is_set() and time.monotonic() < deadline:
+            while True:  # one view at least, then one per interval until the deadline
                 yield b"data: " + self.view_json() + b"\n\n"
+                if self._stopping.is_set() or time.monotonic() >= deadline:
+                    return
                 self._stopping.wait(EVENT_INTERVAL)
         finally:
             with self._lock:

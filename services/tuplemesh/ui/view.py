@@ -105,7 +105,7 @@ class ViewBuilder:
             row["emitted"] += c.emitted
             row["executed_per_second"] += c.executed_per_second
             row["emitted_per_second"] += c.emitted_per_second
-        fills = {q.name: q.depth / q.capacity for q in status.queues if q.capacity}
+        fills = {q.name: q.depth / q.capacity for q in s.queues if q.capacity}
         congested = set(status.congested_task_ids)
         latency: dict[str, tuple[float, int]] = {}
         for e in status.executors:
