@@ -97,8 +97,10 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
     browser.get(ui_url)
     eventually(
         lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == len(graph["components"]),
-        timeout=30, interval=0.2, message="every component drawn",
-    )  # fmt: skip
+        timeout=30,
+        interval=0.2,
+        message="every component drawn",
+    )
     nodes = {
         n.get_attribute("data-component") for n in browser.find_elements(By.CSS_SELECTOR, "#graph .node")
     }
@@ -116,27 +118,39 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
     )
     eventually(
         lambda: int(_cell(browser, "split", 5).replace(",", "") or 0) > first,
-        timeout=30, interval=0.2, message="split's executed count rises",
-    )  # fmt: skip
+        timeout=30,
+        interval=0.2,
+        message="split's executed count rises",
+    )
     eventually(lambda: _cell(browser, "split", 2) not in ("", "0"), timeout=30, interval=0.2)
     # the 50 ms-per-word bolt: its inbox fills and its task holds senders back
-    eventually(lambda: _node_state(browser, "audit") == "congested", timeout=60, interval=0.2,
-               message="audit shown backpressured")  # fmt: skip
+    eventually(
+        lambda: _node_state(browser, "audit") == "congested",
+        timeout=60,
+        interval=0.2,
+        message="audit shown backpressured",
+    )
     assert (
         "BACKPRESSURED" in browser.find_element(By.CSS_SELECTOR, '#graph .node[data-component="audit"]').text
     )
     assert _cell(browser, "audit", 1) == "backpressured"
     assert _node_state(browser, "sentences") != ""
-    eventually(lambda: all(_health(browser, t) == "up" for t in _targets(browser)) and len(_targets(browser)) == 3,
-               timeout=30, interval=0.2)  # fmt: skip
+    eventually(
+        lambda: all(_health(browser, t) == "up" for t in _targets(browser)) and len(_targets(browser)) == 3,
+        timeout=30,
+        interval=0.2,
+    )
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
 
 
 def _targets(browser: webdriver.Chrome) -> list[str]:
-    return [r.get_attribute("data-target") or "" for r in browser.find_elements(By.CSS_SELECTOR, "#workers tr")
-            if r.get_attribute("data-target")]  # fmt: skip
+    return [
+        r.get_attribute("data-target") or ""
+        for r in browser.find_elements(By.CSS_SELECTOR, "#workers tr")
+        if r.get_attribute("data-target")
+    ]
 
 
 def test_a_killed_worker_shows_down_then_up_after_restart(
@@ -194,8 +208,11 @@ def test_a_token_guards_the_page_and_its_events(browser: webdriver.Chrome, token
     eventually(
         lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
     )
-    eventually(lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "live",
-               timeout=30, interval=0.2)  # fmt: skip
+    eventually(
+        lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "live",
+        timeout=30,
+        interval=0.2,
+    )
     # the browser holds the one event stream ui.events.clients allows: a second is turned away
     assert _status(base + "events", {"Authorization": "Bearer s3cret-token"}) == 503
     browser.get("about:blank")
@@ -210,8 +227,11 @@ def test_a_ui_command_with_a_port_in_use_fails_with_one_line() -> None:
         port = held.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "tuplemesh.cli", "ui", "--target", "127.0.0.1:1", "--port", str(port)],
-            cwd=ROOT, env={"PYTHONPATH": child_pythonpath(), **_env_passthrough()},
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            cwd=ROOT,
+            env={"PYTHONPATH": child_pythonpath(), **_env_passthrough()},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(f"tuplemesh: error: --port {port}: cannot serve")

@@ -25,14 +25,17 @@ def stats(worker: int, executed: int, execute_sum: float, congested: list[int]) 
             epoch="0/2/abc",
             executors=[
                 admin_pb2.ExecutorStatus(
-                    name="audit-0", component="audit", tasks=[7], errors=2,
+                    name="audit-0",
+                    component="audit",
+                    tasks=[7],
+                    errors=2,
                     execute_seconds=admin_pb2.Histogram(bounds=[1.0], counts=[executed, 0], sum=execute_sum),
                 )
             ],
             congested_task_ids=congested,
             export_lost={"audit": 3},
         ),
-    )  # fmt: skip
+    )
 
 
 def test_the_view_sums_workers_maps_congested_tasks_and_shows_the_last_intervals_latency() -> None:
@@ -62,8 +65,13 @@ def call(
     def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
         seen["status"], seen["headers"] = status, dict(response_headers)
 
-    environ = {"PATH_INFO": path, "REQUEST_METHOD": method, "CONTENT_LENGTH": str(len(body)),
-               "wsgi.input": io.BytesIO(body), **{f"HTTP_{k.upper()}": v for k, v in headers.items()}}  # fmt: skip
+    environ = {
+        "PATH_INFO": path,
+        "REQUEST_METHOD": method,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+        **{f"HTTP_{k.upper()}": v for k, v in headers.items()},
+    }
     result = app(environ, start_response)
     return seen["status"], seen["headers"], result
 
