@@ -75,19 +75,47 @@ def _status(url: str, headers: dict[str, str] | None = None) -> int:
         return 0
 
 
+# The page rebuilds its tables every second: each read is one script, so no element goes stale
+# between finding it and reading it.
+
+
 def _node_state(browser: webdriver.Chrome, component: str) -> str:
-    node = browser.find_elements(By.CSS_SELECTOR, f'#graph .node[data-component="{component}"]')
-    return (node[0].get_attribute("data-state") or "") if node else ""
+    return str(
+        browser.execute_script(
+            "const n = document.querySelector(`#graph .node[data-component='${arguments[0]}']`);"
+            "return n ? n.dataset.state || '' : '';",
+            component,
+        )
+    )
+
+
+def _row_text(browser: webdriver.Chrome, selector: str) -> str:
+    return str(
+        browser.execute_script(
+            "const r = document.querySelector(arguments[0]); return r ? r.textContent : '';", selector
+        )
+    )
 
 
 def _health(browser: webdriver.Chrome, target: str) -> str:
-    rows = browser.find_elements(By.CSS_SELECTOR, f'#workers tr[data-target="{target}"]')
-    return (rows[0].get_attribute("data-health") or "") if rows else ""
+    return str(
+        browser.execute_script(
+            "const r = document.querySelector(`#workers tr[data-target='${arguments[0]}']`);"
+            "return r ? r.dataset.health : '';",
+            target,
+        )
+    )
 
 
 def _cell(browser: webdriver.Chrome, component: str, column: int) -> str:
-    cells = browser.find_elements(By.CSS_SELECTOR, f'#components tr[data-component="{component}"] td')
-    return cells[column].text if len(cells) > column else ""
+    return str(
+        browser.execute_script(
+            "const c = document.querySelectorAll(`#components tr[data-component='${arguments[0]}'] td`);"
+            "return c.length > arguments[1] ? c[arguments[1]].textContent : '';",
+            component,
+            column,
+        )
+    )
 
 
 def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_backpressured(
@@ -146,11 +174,11 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
 
 
 def _targets(browser: webdriver.Chrome) -> list[str]:
-    return [
-        r.get_attribute("data-target") or ""
-        for r in browser.find_elements(By.CSS_SELECTOR, "#workers tr")
-        if r.get_attribute("data-target")
-    ]
+    return list(
+        browser.execute_script(
+            "return Array.from(document.querySelectorAll('#workers tr[data-target]'), r => r.dataset.target);"
+        )
+    )
 
 
 def test_a_killed_worker_shows_down_then_up_after_restart(
@@ -161,7 +189,7 @@ def test_a_killed_worker_shows_down_then_up_after_restart(
     eventually(lambda: _health(browser, target) == "up", timeout=30, interval=0.2, message="worker 2 up")
     mesh.kill(2)
     eventually(lambda: _health(browser, target) == "down", timeout=30, interval=0.2, message="worker 2 down")
-    assert "down" in browser.find_element(By.CSS_SELECTOR, f'#workers tr[data-target="{target}"]').text
+    assert "down: UNAVAILABLE" in _row_text(browser, f'#workers tr[data-target="{target}"]')
     mesh.restart(2)
     eventually(
         lambda: _health(browser, target) == "up", timeout=60, interval=0.2, message="worker 2 up again"
