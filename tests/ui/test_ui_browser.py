@@ -8,17 +8,20 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from tests.fault.harness import stateful_wordcount_config
 from tests.helpers import child_pythonpath, eventually
 from tests.ui.topologies import slow_wordcount
 from tests.worker.conftest import ROOT, Mesh, start_mesh
 from tuplemesh.netutil import free_ports
 from tuplemesh.ui.graph import topology_graph
+from tuplemesh.v1 import admin_pb2
 
 TOPOLOGY = "tests.ui.topologies:slow_wordcount"
 SCREENSHOT = ROOT / "docs" / "images" / "ui-wordcount.png"
@@ -263,3 +266,34 @@ def test_a_ui_command_with_a_port_in_use_fails_with_one_line() -> None:
         )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(f"tuplemesh: error: --port {port}: cannot serve")
+
+
+def test_checkpoints_of_a_stateful_topology_show_on_the_coordinators_page(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    config = stateful_wordcount_config(tmp_path / "tuplemesh.yaml", repeat=2500, rate=200.0)
+    mesh = start_mesh("examples.stateful_wordcount:topology", 2, config)
+    try:
+        browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")  # worker 0 coordinates
+
+        def committed() -> int:
+            text = str(
+                browser.execute_script(
+                    "const d = document.querySelector('#checkpoints .cp-committed');"
+                    "return d ? d.textContent : '';"
+                )
+            )
+            return int(text.replace(",", "") or 0)
+
+        eventually(lambda: committed() >= 2, timeout=60, interval=0.2, message="two checkpoints committed")
+        last = str(
+            browser.execute_script(
+                "return document.querySelector('#checkpoints .cp-last-committed').textContent"
+            )
+        )
+        assert last.startswith("#")
+        epoch = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=10).epoch
+        assert f"Epoch {epoch}, 2 workers" == browser.find_element(By.ID, "epochs").text
+    finally:
+        browser.get("about:blank")
+        mesh.stop()

@@ -103,7 +103,7 @@
       g.querySelector(".rates").textContent = "exec " + num(c.executed_per_second) + "/s · emit " + num(c.emitted_per_second) + "/s";
       g.querySelector(".latency").textContent = "execute " + (c.execute_ms === null ? "–" : num(c.execute_ms, 3) + " ms");
       g.querySelector(".problems").textContent = "errors " + num(c.errors) + " · losses " + num(c.losses);
-      g.querySelector(".flag").textContent = state === "congested" ? "BACKPRESSURED (" + c.congested_tasks + " tasks)" : STATE_TEXT[state];
+      g.querySelector(".flag").textContent = state === "congested" ? "BACKPRESSURED (" + c.congested_tasks + (c.congested_tasks === 1 ? " task)" : " tasks)") : STATE_TEXT[state];
       g.querySelector("title").textContent = c.name + ": " + STATE_TEXT[state];
     }
   }
