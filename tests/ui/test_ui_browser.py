@@ -297,3 +297,16 @@ def test_checkpoints_of_a_stateful_topology_show_on_the_coordinators_page(
     finally:
         browser.get("about:blank")
         mesh.stop()
+
+
+def test_ui_enabled_false_leaves_metrics_only() -> None:
+    mesh = start_mesh(TOPOLOGY, 1, env={"TUPLEMESH_UI_ENABLED": "false"})
+    try:
+        base = f"http://127.0.0.1:{mesh.metrics_ports[0]}"
+        assert _status(base + "/ui/") == _status(base + "/ui/events") == 404
+        assert _status(mesh.metrics_url()) == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + "/ui/", timeout=5)
+        assert refused.value.read() == b"the web UI is off on this worker (ui.enabled: false)\n"
+    finally:
+        mesh.stop()

@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 
 from tuplemesh import build_info
 from tuplemesh.metrics import WorkerCollector
-from tuplemesh.ui.server import UiApp, WsgiApp
+from tuplemesh.ui.server import UiApp
 
 if TYPE_CHECKING:
     from tuplemesh.rpcerrors import RpcErrors
@@ -90,13 +90,17 @@ class MetricsEndpoint:
             address_family = family
 
         metrics = make_wsgi_app(self.registry)
-        app: WsgiApp = metrics
-        if ui is not None:
 
-            def app(environ: dict[str, Any], start_response: Any) -> Any:
-                if environ.get("PATH_INFO", "").startswith("/ui"):
-                    return ui(environ, start_response)
-                return metrics(environ, start_response)
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            if not environ.get("PATH_INFO", "").startswith("/ui"):
+                return metrics(environ, start_response)  # (prometheus_client answers any path)
+            if ui is not None:
+                return ui(environ, start_response)
+            body = b"the web UI is off on this worker (ui.enabled: false)\n"
+            start_response(
+                "404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
 
         self._server: Any = make_server(str(sockaddr[0]), port, app, Server, handler_class=_QuietHandler)
         self._thread = threading.Thread(
