@@ -92,6 +92,10 @@ def test_the_token_is_needed_by_page_view_and_events_but_not_the_static_files() 
     )
     assert call(app, "/ui/", cookie=f"{COOKIE}=t0k")[0] == "200 OK"
     assert call(app, "/ui/nothing")[0] == "404 Not Found"
+    odd = UiApp(lambda: {}, token="a b;c=d")
+    status, headers, _ = call(odd, "/ui/login", "POST", b"token=a+b%3Bc%3Dd")
+    assert headers["Set-Cookie"].startswith(f"{COOKIE}=a%20b%3Bc%3Dd;")
+    assert call(odd, "/ui/", cookie=f"{COOKIE}=a%20b%3Bc%3Dd")[0] == "200 OK"
 
 
 def test_event_streams_are_bounded_share_one_reading_and_end_after_their_timeout() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from http.cookies import SimpleCookie
 from importlib import resources
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote, unquote
 
 __all__ = ["UiApp", "WsgiApp"]
 
@@ -154,7 +154,7 @@ class UiApp:
             scheme, _, value = header.partition(" ")
             return scheme.lower() == "bearer" and self._matches(value.strip())
         cookie = self._cookies(environ).get(COOKIE)
-        return cookie is not None and self._matches(cookie)
+        return cookie is not None and self._matches(unquote(cookie))
 
     def _login(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         try:
@@ -164,7 +164,8 @@ class UiApp:
         body = environ["wsgi.input"].read(min(length, 4096)).decode("utf-8", "replace")
         given = parse_qs(body).get("token", [""])[0]
         if not self._token or self._matches(given):
-            cookie = f"{COOKIE}={given}; Path=/ui/; HttpOnly; SameSite=Strict"
+            # quoted: a token may hold characters a cookie value may not (";", spaces)
+            cookie = f"{COOKIE}={quote(given, safe='')}; Path=/ui/; HttpOnly; SameSite=Strict"
             start_response("303 See Other", [("Location", "/ui/"), ("Set-Cookie", cookie)])
             return [b""]
         message = '<p class="refused" role="alert">The token given is wrong: access refused.</p>'
