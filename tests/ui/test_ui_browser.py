@@ -208,6 +208,10 @@ def test_each_worker_serves_its_own_ui_on_the_metrics_port(browser: webdriver.Ch
     with urllib.request.urlopen(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/view.json", timeout=5) as r:
         view = json.load(r)
     assert [w["worker"] for w in view["workers"]] == [0]
+    assert view["scope"] == "worker"
+    assert browser.find_element(By.ID, "scope").text.startswith(
+        "This page shows worker 0 of 3 and the tasks it runs"
+    )
     assert view["graph"] == json.loads(json.dumps(topology_graph(slow_wordcount)))
     assert view["workers"][0]["rss_bytes"] > 0
 

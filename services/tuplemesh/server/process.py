@@ -238,7 +238,7 @@ class WorkerProcess:
         stream = StatsStream(self.worker, self.transport, lambda: self._state)
         builder, graph, target = ViewBuilder(), topology_graph(self.worker.topology), f"{host}:{port}"
         return UiApp(
-            lambda: builder.view({target: stream.next()}, {}, graph),
+            lambda: builder.view({target: stream.next()}, {}, graph, scope="worker"),
             token=self.conf["admin.token"],
             max_clients=self.conf["ui.events.clients"],
             stream_seconds=self.conf["ui.events.timeout.secs"],

@@ -35,9 +35,11 @@ class ViewBuilder:
         stats: Mapping[str, admin_pb2.WorkerStats | None],
         errors: Mapping[str, str],
         graph: Mapping[str, Any] | None,
+        scope: str = "mesh",
     ) -> dict[str, Any]:
         """``stats``: target -> its latest WorkerStats (None while it has none); ``errors``:
-        target -> why it cannot be read now (the worker shows as down)."""
+        target -> why it cannot be read now (the worker shows as down). ``scope``: ``mesh``
+        (every worker given) or ``worker`` (the page of one worker, its tasks only)."""
         components: dict[str, dict[str, Any]] = {}
         if graph is not None:
             for c in graph["components"]:
@@ -77,6 +79,7 @@ class ViewBuilder:
         epochs = sorted({str(w["epoch"]) for w in workers if w["up"]})
         return {
             "time": time.time(),
+            "scope": scope,
             "topology": graph["name"] if graph is not None else "",
             "graph": graph,
             "components": components,

@@ -163,6 +163,11 @@
 
   function render(view) {
     document.getElementById("topology").textContent = view.topology ? "· " + view.topology : "";
+    const one = view.workers[0];
+    document.getElementById("scope").textContent = view.scope === "worker" && one && one.up
+      ? "This page shows worker " + one.worker + " of " + one.workers + " and the tasks it runs; " +
+        "`tuplemesh ui --target ...` shows every worker."
+      : "";
     if (view.graph) {
       const key = JSON.stringify(view.graph);
       if (key !== drawnGraph) { drawGraph(view.graph); drawnGraph = key; }
