@@ -29,7 +29,8 @@ RETRY_SECS = 1.0
 
 
 class MeshFollower:
-    """The latest WorkerStats of every target, and why a target cannot be read when it cannot."""
+    """The latest WorkerStats of every target, and why a target cannot be read when it cannot.
+    One thread per target follows it; ``view`` and ``stop`` are thread-safe."""
 
     def __init__(self, targets: Sequence[str], tls: TlsSettings | None = None, token: str = "") -> None:
         self.targets = list(targets)
@@ -63,14 +64,13 @@ class MeshFollower:
                         stale = self._graph is None or message.status.epoch != self._graph_epoch
                     if stale:
                         self._fetch_graph(stub, message.status.epoch)
-                raise grpc.RpcError("the stream ended (the worker drained)")
+                detail = "drained: its stats stream ended"
             except grpc.RpcError as exc:
                 if self._stop.is_set():
                     return
-                code = exc.code() if hasattr(exc, "code") else None
-                detail = f"{code.name}: {exc.details()}" if code is not None else str(exc)
-                with self._lock:
-                    self._errors[target] = detail
+                detail = f"{exc.code().name}: {exc.details()}"
+            with self._lock:
+                self._errors[target] = detail
             self._stop.wait(RETRY_SECS)
 
     def _fetch_graph(self, stub: admin_pb2_grpc.AdminStub, epoch: str) -> None:

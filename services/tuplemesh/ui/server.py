@@ -50,7 +50,8 @@ def _static(name: str) -> bytes:
 
 
 class UiApp:
-    """``source()`` returns the current view (a JSON-ready dict); ``token`` empty: no sign-in."""
+    """``source()`` returns the current view (a JSON-ready dict); ``token`` empty: no sign-in.
+    Thread-safe: the HTTP server calls it from one thread per request."""
 
     def __init__(
         self,
