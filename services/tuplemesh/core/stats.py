@@ -287,6 +287,8 @@ class WorkerSnapshot:
     #: tell senders to hold back for), and all its tasks: a load signal to scale on.
     congested_tasks: int = 0
     tasks: int = 0
+    #: Which tasks are congested (the ids ``congested_tasks`` counts).
+    congested_task_ids: tuple[int, ...] = ()
 
     @property
     def unacked_batches(self) -> int:

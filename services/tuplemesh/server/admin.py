@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,12 +17,13 @@ from tuplemesh.grpcutil import json_array
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
+from tuplemesh.ui.graph import topology_graph
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.executor import Executor
 from tuplemesh.worker.sampling import TupleWatch
 from tuplemesh.worker.worker import Worker
 
-__all__ = ["AdminServicer", "QueueRates"]
+__all__ = ["AdminServicer", "QueueRates", "StatsStream"]
 
 #: WatchTuples: samples per second a watcher gets when it does not say, and the most it may ask.
 DEFAULT_TUPLES_PER_SECOND = 10.0
@@ -55,6 +57,54 @@ class QueueRates:
             )
             for q in snapshot.queues
         ]
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process now (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class StatsStream:
+    """Successive WorkerStats of one worker: counters, rates since the previous call and the full
+    status. What WatchStats streams, and what the worker's web UI shows. Not thread-safe."""
+
+    def __init__(self, worker: Worker, transport: str, state: Callable[[], str]) -> None:
+        self.worker = worker
+        self.transport = transport
+        self._state = state
+        first = worker.snapshot()
+        self._rates = QueueRates(first)
+        self._last_time, self._last = time.monotonic(), component_totals([first])
+
+    def next(self) -> admin_pb2.WorkerStats:
+        snapshot = self.worker.snapshot()
+        now, counters = time.monotonic(), component_totals([snapshot])
+        elapsed = max(now - self._last_time, 1e-9)
+        last = self._last
+        components = [
+            admin_pb2.ComponentStats(
+                component=name,
+                emitted=c["emitted"],
+                executed=c["executed"],
+                executed_per_second=(c["executed"] - last.get(name, c)["executed"]) / elapsed,
+                emitted_per_second=(c["emitted"] - last.get(name, c)["emitted"]) / elapsed,
+            )
+            for name, c in sorted(counters.items())
+        ]
+        self._last_time, self._last = now, counters
+        return admin_pb2.WorkerStats(
+            worker=snapshot.worker,
+            uptime_seconds=snapshot.uptime_seconds,
+            components=components,
+            queues=self._rates.queues(snapshot),
+            status=snapshot_to_proto(
+                snapshot, transport=self.transport, state=self._state(), rss_bytes=rss_bytes()
+            ),
+        )
 
 
 class AdminServicer(admin_pb2_grpc.AdminServicer):
@@ -95,7 +145,11 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 default=repr,
             )
         return snapshot_to_proto(
-            snapshot, transport=self.transport, state=self._state(), reports_json=reports
+            snapshot,
+            transport=self.transport,
+            state=self._state(),
+            reports_json=reports,
+            rss_bytes=rss_bytes(),
         )
 
     def GetAssignment(
@@ -111,6 +165,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 )
                 for e in assignment.executors
             ],
+            graph_json=json.dumps(topology_graph(self.worker.topology)),
         )
 
     def ListQueues(
@@ -128,35 +183,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"interval_seconds must be in [{WATCH_MIN_INTERVAL}, {WATCH_MAX_INTERVAL:g}], got {interval}",
             )
-        first = self.worker.snapshot()
-        rates = QueueRates(first)
-        last_time, last = time.monotonic(), component_totals([first])
+        stream = StatsStream(self.worker, self.transport, self._state)
         stop = threading.Event()
         context.add_callback(stop.set)
         while not stop.wait(interval) and context.is_active():
-            snapshot = self.worker.snapshot()
-            now, counters = time.monotonic(), component_totals([snapshot])
-            elapsed = max(now - last_time, 1e-9)
-            components = [
-                admin_pb2.ComponentStats(
-                    component=name,
-                    emitted=c["emitted"],
-                    executed=c["executed"],
-                    executed_per_second=(c["executed"] - last.get(name, c)["executed"]) / elapsed,
-                    emitted_per_second=(c["emitted"] - last.get(name, c)["emitted"]) / elapsed,
-                )
-                for name, c in sorted(counters.items())
-            ]
-            last_time, last = now, counters
-            state = self._state()
-            yield admin_pb2.WorkerStats(
-                worker=snapshot.worker,
-                uptime_seconds=snapshot.uptime_seconds,
-                components=components,
-                queues=rates.queues(snapshot),
-                status=snapshot_to_proto(snapshot, transport=self.transport, state=state),
-            )
-            if state == "NOT_SERVING" and snapshot.idle:
+            stats = stream.next()
+            yield stats
+            if stats.status.state == "NOT_SERVING" and stats.status.idle:
                 return  # drained: the stream ends
 
     # -- actions --------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The worker's Prometheus ``/metrics`` HTTP endpoint, serving a registry of its own.
+"""The worker's Prometheus ``/metrics`` HTTP endpoint, serving a registry of its own, and the
+web UI under ``/ui/`` (unless ``ui.enabled`` is off).
 
 Besides the worker's own metrics it serves what every Prometheus client exports by convention
 (``process_*``, ``python_*``) and ``tuplemesh_build_info``, so standard dashboards and alerts
@@ -27,6 +28,7 @@ from prometheus_client.registry import Collector
 
 from tuplemesh import build_info
 from tuplemesh.metrics import WorkerCollector
+from tuplemesh.ui.server import UiApp
 
 if TYPE_CHECKING:
     from tuplemesh.admission import CallAdmission
@@ -46,8 +48,9 @@ STOP_POLL_SECS = 0.02
 CONNECTION_TIMEOUT_SECS = 10.0
 
 #: Connections served at once (a thread each); more are closed at once, unanswered. Prometheus
-#: scrapes with one connection at a time.
-MAX_CONNECTIONS = 8
+#: scrapes with one connection at a time; the web UI's event streams (at most ui.events.clients)
+#: hold one each, so this leaves scrapes room beside them.
+MAX_CONNECTIONS = 16
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -83,7 +86,9 @@ class MetricsEndpoint:
         rpc_errors: RpcErrors | None = None,
         tls: TlsConnections | None = None,
         admission: CallAdmission | None = None,
+        ui: UiApp | None = None,
     ) -> None:
+        self.ui = ui
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(WorkerCollector(worker, rpc_errors, tls, admission))
         self.registry.register(BuildInfo())
@@ -115,9 +120,20 @@ class MetricsEndpoint:
                 finally:
                     self.slots.release()
 
-        self._server: Any = make_server(
-            str(sockaddr[0]), port, make_wsgi_app(self.registry), Server, handler_class=_QuietHandler
-        )
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Any:
+            if not environ.get("PATH_INFO", "").startswith("/ui"):
+                return metrics(environ, start_response)  # (prometheus_client answers any path)
+            if ui is not None:
+                return ui(environ, start_response)
+            body = b"the web UI is off on this worker (ui.enabled: false)\n"
+            start_response(
+                "404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
+            )
+            return [body]
+
+        self._server: Any = make_server(str(sockaddr[0]), port, app, Server, handler_class=_QuietHandler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(STOP_POLL_SECS,), name="metrics-http", daemon=True
         )
@@ -128,5 +144,7 @@ class MetricsEndpoint:
         return int(self._server.server_port)
 
     def stop(self) -> None:
+        if self.ui is not None:
+            self.ui.stop()
         self._server.shutdown()
         self._server.server_close()

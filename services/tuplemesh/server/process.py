@@ -29,7 +29,7 @@ from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import TlsConnections, mesh_secret
-from tuplemesh.server.admin import AdminServicer
+from tuplemesh.server.admin import AdminServicer, StatsStream
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
@@ -40,6 +40,9 @@ from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
+from tuplemesh.ui.graph import topology_graph
+from tuplemesh.ui.server import UiApp
+from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
@@ -224,6 +227,7 @@ class WorkerProcess:
                     self.rpc_errors,
                     self.tls_connections,
                     self.admission,
+                    self._ui(settings.metrics_bind_host, port),
                 )
             except OSError as exc:
                 self.abort()
@@ -248,6 +252,19 @@ class WorkerProcess:
         threading.Thread(target=self._follow_epoch, name="follow-epoch", daemon=True).start()
         if self.replicas is not None and self.worker.index == 0:
             threading.Thread(target=self._follow_replicas, name="follow-replicas", daemon=True).start()
+
+    def _ui(self, host: str, port: int) -> UiApp | None:
+        """The web UI of this worker alone (``tuplemesh ui`` shows a whole mesh), unless off."""
+        if not self.conf["ui.enabled"]:
+            return None
+        stream = StatsStream(self.worker, self.transport, lambda: self._state)
+        builder, graph, target = ViewBuilder(), topology_graph(self.worker.topology), f"{host}:{port}"
+        return UiApp(
+            lambda: builder.view({target: stream.next()}, {}, graph, scope="worker"),
+            token=self.conf["admin.token"],
+            max_clients=self.conf["ui.events.clients"],
+            stream_seconds=self.conf["ui.events.timeout.secs"],
+        )
 
     def metrics_port(self) -> int:
         """The /metrics port: ``metrics.port`` when set, else this worker's port plus

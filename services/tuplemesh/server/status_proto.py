@@ -34,10 +34,15 @@ S = TypeVar("S")
 
 
 def snapshot_to_proto(
-    snapshot: WorkerSnapshot, *, transport: str = "", state: str = "", reports_json: str = ""
+    snapshot: WorkerSnapshot,
+    *,
+    transport: str = "",
+    state: str = "",
+    reports_json: str = "",
+    rss_bytes: int = 0,
 ) -> admin_pb2.WorkerStatus:
     """The WorkerStatus of ``snapshot``, with what only the process knows (its transport alias,
-    serving state and, when asked for, the task reports)."""
+    serving state, resident memory and, when asked for, the task reports)."""
     s = snapshot
     binding = s.binding
     return admin_pb2.WorkerStatus(
@@ -46,6 +51,7 @@ def snapshot_to_proto(
         workers=s.workers,
         epoch=s.epoch,
         congested_tasks=s.congested_tasks,
+        congested_task_ids=s.congested_task_ids,
         tasks=s.tasks,
         uptime_seconds=s.uptime_seconds,
         executors=[
@@ -137,6 +143,7 @@ def snapshot_to_proto(
         transport=transport,
         state=state,
         reports_json=reports_json,
+        rss_bytes=rss_bytes,
     )
 
 
@@ -149,6 +156,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         workers=status.workers,
         epoch=status.epoch,
         congested_tasks=status.congested_tasks,
+        congested_task_ids=tuple(status.congested_task_ids),
         tasks=status.tasks,
         uptime_seconds=status.uptime_seconds,
         executors=tuple(

@@ -212,7 +212,7 @@ class DiscoveryStatus(_message.Message):
     def __init__(self, relists: _Optional[int] = ..., watch_restarts: _Optional[int] = ..., api_errors: _Optional[int] = ..., endpoint_problems: _Optional[int] = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
-    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints", "epoch", "congested_tasks", "tasks", "receive_held_bytes", "receive_held_bytes_capacity", "receive_ceiling_waits", "receive_ceiling_wait_seconds", "transfer_held_bytes", "transfer_held_bytes_capacity", "transfer_ceiling_waits", "transfer_ceiling_wait_seconds")
+    __slots__ = ("topology", "worker", "workers", "uptime_seconds", "transport", "state", "executors", "peers", "consumed", "delivered", "unknown_task_messages", "duplicate_batches", "spouts_finished", "reports_json", "transferred_tuples", "lost_tuples", "transferred_batches", "idle", "queues", "stranded_tuples", "transfer_retargets", "received_messages", "undeliverable_messages", "overflow_batches", "export_lost", "discovery", "binding", "injected", "local_queues_empty", "batch_sizes", "checkpoints", "epoch", "congested_tasks", "tasks", "congested_task_ids", "receive_held_bytes", "receive_held_bytes_capacity", "receive_ceiling_waits", "receive_ceiling_wait_seconds", "transfer_held_bytes", "transfer_held_bytes_capacity", "transfer_ceiling_waits", "transfer_ceiling_wait_seconds", "rss_bytes")
     class ExportLostEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -254,6 +254,7 @@ class WorkerStatus(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     CONGESTED_TASKS_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
+    CONGESTED_TASK_IDS_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_HELD_BYTES_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_HELD_BYTES_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_CEILING_WAITS_FIELD_NUMBER: _ClassVar[int]
@@ -262,6 +263,7 @@ class WorkerStatus(_message.Message):
     TRANSFER_HELD_BYTES_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_CEILING_WAITS_FIELD_NUMBER: _ClassVar[int]
     TRANSFER_CEILING_WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    RSS_BYTES_FIELD_NUMBER: _ClassVar[int]
     topology: str
     worker: int
     workers: int
@@ -296,6 +298,7 @@ class WorkerStatus(_message.Message):
     epoch: str
     congested_tasks: int
     tasks: int
+    congested_task_ids: _containers.RepeatedScalarFieldContainer[int]
     receive_held_bytes: int
     receive_held_bytes_capacity: int
     receive_ceiling_waits: int
@@ -304,7 +307,8 @@ class WorkerStatus(_message.Message):
     transfer_held_bytes_capacity: int
     transfer_ceiling_waits: int
     transfer_ceiling_wait_seconds: float
-    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ..., epoch: _Optional[str] = ..., congested_tasks: _Optional[int] = ..., tasks: _Optional[int] = ..., receive_held_bytes: _Optional[int] = ..., receive_held_bytes_capacity: _Optional[int] = ..., receive_ceiling_waits: _Optional[int] = ..., receive_ceiling_wait_seconds: _Optional[float] = ..., transfer_held_bytes: _Optional[int] = ..., transfer_held_bytes_capacity: _Optional[int] = ..., transfer_ceiling_waits: _Optional[int] = ..., transfer_ceiling_wait_seconds: _Optional[float] = ...) -> None: ...
+    rss_bytes: int
+    def __init__(self, topology: _Optional[str] = ..., worker: _Optional[int] = ..., workers: _Optional[int] = ..., uptime_seconds: _Optional[float] = ..., transport: _Optional[str] = ..., state: _Optional[str] = ..., executors: _Optional[_Iterable[_Union[ExecutorStatus, _Mapping]]] = ..., peers: _Optional[_Iterable[_Union[PeerStatus, _Mapping]]] = ..., consumed: _Optional[int] = ..., delivered: _Optional[int] = ..., unknown_task_messages: _Optional[int] = ..., duplicate_batches: _Optional[int] = ..., spouts_finished: _Optional[bool] = ..., reports_json: _Optional[str] = ..., transferred_tuples: _Optional[int] = ..., lost_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., idle: _Optional[bool] = ..., queues: _Optional[_Iterable[_Union[QueueInfo, _Mapping]]] = ..., stranded_tuples: _Optional[int] = ..., transfer_retargets: _Optional[int] = ..., received_messages: _Optional[int] = ..., undeliverable_messages: _Optional[int] = ..., overflow_batches: _Optional[int] = ..., export_lost: _Optional[_Mapping[str, int]] = ..., discovery: _Optional[_Union[DiscoveryStatus, _Mapping]] = ..., binding: _Optional[_Union[BindingStatus, _Mapping]] = ..., injected: _Optional[int] = ..., local_queues_empty: _Optional[bool] = ..., batch_sizes: _Optional[_Union[Histogram, _Mapping]] = ..., checkpoints: _Optional[_Union[CheckpointStatus, _Mapping]] = ..., epoch: _Optional[str] = ..., congested_tasks: _Optional[int] = ..., tasks: _Optional[int] = ..., congested_task_ids: _Optional[_Iterable[int]] = ..., receive_held_bytes: _Optional[int] = ..., receive_held_bytes_capacity: _Optional[int] = ..., receive_ceiling_waits: _Optional[int] = ..., receive_ceiling_wait_seconds: _Optional[float] = ..., transfer_held_bytes: _Optional[int] = ..., transfer_held_bytes_capacity: _Optional[int] = ..., transfer_ceiling_waits: _Optional[int] = ..., transfer_ceiling_wait_seconds: _Optional[float] = ..., rss_bytes: _Optional[int] = ...) -> None: ...
 
 class GetAssignmentRequest(_message.Message):
     __slots__ = ()
@@ -323,14 +327,16 @@ class AssignedExecutor(_message.Message):
     def __init__(self, index: _Optional[int] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., worker: _Optional[int] = ...) -> None: ...
 
 class AssignmentInfo(_message.Message):
-    __slots__ = ("workers", "executors", "epoch")
+    __slots__ = ("workers", "executors", "epoch", "graph_json")
     WORKERS_FIELD_NUMBER: _ClassVar[int]
     EXECUTORS_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    GRAPH_JSON_FIELD_NUMBER: _ClassVar[int]
     workers: int
     executors: _containers.RepeatedCompositeFieldContainer[AssignedExecutor]
     epoch: str
-    def __init__(self, workers: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[AssignedExecutor, _Mapping]]] = ..., epoch: _Optional[str] = ...) -> None: ...
+    graph_json: str
+    def __init__(self, workers: _Optional[int] = ..., executors: _Optional[_Iterable[_Union[AssignedExecutor, _Mapping]]] = ..., epoch: _Optional[str] = ..., graph_json: _Optional[str] = ...) -> None: ...
 
 class ListQueuesRequest(_message.Message):
     __slots__ = ()

@@ -331,6 +331,7 @@ class Worker:
         holds_input = any(e.outbox.pending for e in self.executors) or (
             self.started_at is not None and any(e.pending() for e in self.spout_executors)
         )
+        congested = self._congested_now()
         return WorkerSnapshot(
             topology=self.topology_id,
             worker=self.index,
@@ -364,7 +365,8 @@ class Worker:
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
             epoch=str(self.epoch),
-            congested_tasks=len(self._congested_now()),
+            congested_tasks=len(congested),
+            congested_task_ids=tuple(congested),
             tasks=len(self.local_inbox_of_task),
         )
 

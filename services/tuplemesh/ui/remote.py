@@ -1,0 +1,130 @@
+"""``tuplemesh ui``: the web UI of a whole mesh, served from wherever the command runs.
+
+One ``Admin.WatchStats`` stream per worker (the stream ``tuplemesh top`` reads), followed again
+after it breaks, so a worker that dies shows as down and one that comes back as up; the graph
+comes from a worker's ``Admin.GetAssignment``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Sequence
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+import grpc
+
+from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.ui.server import UiApp
+from tuplemesh.ui.view import ViewBuilder
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+__all__ = ["MeshFollower", "serve"]
+
+#: Seconds between two attempts to reach a worker that is down.
+RETRY_SECS = 1.0
+
+
+class MeshFollower:
+    """The latest WorkerStats of every target, and why a target cannot be read when it cannot.
+    One thread per target follows it; ``view`` and ``stop`` are thread-safe."""
+
+    def __init__(self, targets: Sequence[str], tls: TlsSettings | None = None, token: str = "") -> None:
+        self.targets = list(targets)
+        self._tls, self._token = tls, token
+        self._lock = threading.Lock()
+        self._stats: dict[str, admin_pb2.WorkerStats | None] = dict.fromkeys(self.targets)
+        self._errors: dict[str, str] = {}
+        self._graph: dict[str, Any] | None = None
+        self._graph_epoch = ""
+        self._stop = threading.Event()
+        self._calls: dict[str, Any] = {}
+        self._builder = ViewBuilder()
+        self._threads = [
+            threading.Thread(target=self._follow, args=(t,), name=f"ui-follow-{t}", daemon=True)
+            for t in self.targets
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _follow(self, target: str) -> None:
+        stub = admin_pb2_grpc.AdminStub(open_channel(target, self._tls, self._token))
+        while not self._stop.is_set():
+            try:
+                call = stub.WatchStats(admin_pb2.WatchStatsRequest(interval_seconds=1.0))
+                with self._lock:
+                    self._calls[target] = call
+                for message in call:
+                    with self._lock:
+                        self._stats[target] = message
+                        self._errors.pop(target, None)
+                        stale = self._graph is None or message.status.epoch != self._graph_epoch
+                    if stale:
+                        self._fetch_graph(stub, message.status.epoch)
+                detail = "drained: its stats stream ended"
+            except grpc.RpcError as exc:
+                if self._stop.is_set():
+                    return
+                detail = f"{exc.code().name}: {exc.details()}"
+            with self._lock:
+                self._errors[target] = detail
+            self._stop.wait(RETRY_SECS)
+
+    def _fetch_graph(self, stub: admin_pb2_grpc.AdminStub, epoch: str) -> None:
+        info = stub.GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
+        if info.graph_json:
+            with self._lock:
+                self._graph, self._graph_epoch = json.loads(info.graph_json), epoch
+
+    def view(self) -> dict[str, Any]:
+        with self._lock:
+            return self._builder.view(dict(self._stats), dict(self._errors), self._graph)
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            calls = list(self._calls.values())
+        for call in calls:
+            call.cancel()
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+def serve(
+    targets: Sequence[str],
+    port: int,
+    host: str = "127.0.0.1",
+    *,
+    tls: TlsSettings | None = None,
+    token: str = "",
+    ready: threading.Event | None = None,
+) -> int:
+    """Serve the UI on ``host:port`` until Ctrl-C. With ``token`` (``admin.token``) the page asks
+    for it too: whoever reaches this port sees what the workers' Admin shows."""
+    follower = MeshFollower(targets, tls, token)
+    app = UiApp(follower.view, token=token)
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+    server_class = type("Server", (_Server,), {"address_family": family})
+    server: WSGIServer = make_server(host, port, app, server_class, handler_class=_QuietHandler)
+    print(f"tuplemesh ui: http://{host}:{server.server_port}/ui/ following {', '.join(targets)}", flush=True)
+    if ready is not None:
+        ready.set()
+    try:
+        server.serve_forever(0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.stop()
+        follower.stop()
+        server.server_close()
+    return 0

@@ -1,0 +1,316 @@
+"""The web UI in a real browser (headless Chromium) against real worker processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from tests.fault.harness import stateful_wordcount_config
+from tests.helpers import child_pythonpath, eventually
+from tests.ui.topologies import slow_wordcount
+from tests.worker.conftest import ROOT, Mesh, start_mesh
+from tuplemesh.netutil import free_ports
+from tuplemesh.ui.graph import topology_graph
+from tuplemesh.v1 import admin_pb2
+
+TOPOLOGY = "tests.ui.topologies:slow_wordcount"
+SCREENSHOT = ROOT / "docs" / "images" / "ui-wordcount.png"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1100"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def mesh() -> Iterator[Mesh]:
+    mesh = start_mesh(TOPOLOGY, 3)
+    yield mesh
+    mesh.stop()
+
+
+@pytest.fixture(scope="module")
+def ui_url(mesh: Mesh) -> Iterator[str]:
+    """``tuplemesh ui`` following the three workers."""
+    (port,) = free_ports(1)
+    targets = ",".join(mesh.address(i) for i in range(3))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuplemesh.cli", "ui", "--target", targets, "--port", str(port)],
+        cwd=ROOT,
+        env={"PYTHONPATH": child_pythonpath(), **_env_passthrough()},
+    )
+    url = f"http://127.0.0.1:{port}/ui/"
+    eventually(lambda: _status(url) == 200, timeout=30, interval=0.1, message="tuplemesh ui serving")
+    yield url
+    proc.terminate()
+    assert proc.wait(10) is not None
+
+
+def _env_passthrough() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TUPLEMESH_PURE_PYTHON")}
+
+
+def _status(url: str, headers: dict[str, str] | None = None) -> int:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=5) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return 0
+
+
+# The page rebuilds its tables every second: each read is one script, so no element goes stale
+# between finding it and reading it.
+
+
+def _node_state(browser: webdriver.Chrome, component: str) -> str:
+    return str(
+        browser.execute_script(
+            "const n = document.querySelector(`#graph .node[data-component='${arguments[0]}']`);"
+            "return n ? n.dataset.state || '' : '';",
+            component,
+        )
+    )
+
+
+def _row_text(browser: webdriver.Chrome, selector: str) -> str:
+    return str(
+        browser.execute_script(
+            "const r = document.querySelector(arguments[0]); return r ? r.textContent : '';", selector
+        )
+    )
+
+
+def _health(browser: webdriver.Chrome, target: str) -> str:
+    return str(
+        browser.execute_script(
+            "const r = document.querySelector(`#workers tr[data-target='${arguments[0]}']`);"
+            "return r ? r.dataset.health : '';",
+            target,
+        )
+    )
+
+
+def _cell(browser: webdriver.Chrome, component: str, column: int) -> str:
+    return str(
+        browser.execute_script(
+            "const c = document.querySelectorAll(`#components tr[data-component='${arguments[0]}'] td`);"
+            "return c.length > arguments[1] ? c[arguments[1]].textContent : '';",
+            component,
+            column,
+        )
+    )
+
+
+def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_backpressured(
+    browser: webdriver.Chrome, ui_url: str
+) -> None:
+    graph = topology_graph(slow_wordcount)
+    browser.get(ui_url)
+    eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == len(graph["components"]),
+        timeout=30,
+        interval=0.2,
+        message="every component drawn",
+    )
+    nodes = {
+        n.get_attribute("data-component") for n in browser.find_elements(By.CSS_SELECTOR, "#graph .node")
+    }
+    assert nodes == {"sentences", "split", "count", "audit"}
+    edges = {
+        (e.get_attribute("data-source"), e.get_attribute("data-stream"), e.get_attribute("data-target"))
+        for e in browser.find_elements(By.CSS_SELECTOR, "#graph .edge")
+    }
+    assert edges == {(s["source"], s["stream"], s["target"]) for s in graph["streams"]}
+    assert "default (fields: word)" in browser.find_element(By.ID, "graph").text
+
+    # executed (column 5) grows while the topology runs, across the three workers
+    first = eventually(
+        lambda: int(_cell(browser, "split", 5).replace(",", "") or 0), timeout=30, interval=0.2
+    )
+    eventually(
+        lambda: int(_cell(browser, "split", 5).replace(",", "") or 0) > first,
+        timeout=30,
+        interval=0.2,
+        message="split's executed count rises",
+    )
+    eventually(lambda: _cell(browser, "split", 2) not in ("", "0"), timeout=30, interval=0.2)
+    # the 50 ms-per-word bolt: its inbox fills and its task holds senders back
+    eventually(
+        lambda: _node_state(browser, "audit") == "congested",
+        timeout=60,
+        interval=0.2,
+        message="audit shown backpressured",
+    )
+    assert (
+        "BACKPRESSURED" in browser.find_element(By.CSS_SELECTOR, '#graph .node[data-component="audit"]').text
+    )
+    assert _cell(browser, "audit", 1) == "backpressured"
+    assert _node_state(browser, "sentences") != ""
+    eventually(
+        lambda: all(_health(browser, t) == "up" for t in _targets(browser)) and len(_targets(browser)) == 3,
+        timeout=30,
+        interval=0.2,
+    )
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(SCREENSHOT))
+    assert SCREENSHOT.stat().st_size > 10_000
+
+
+def _targets(browser: webdriver.Chrome) -> list[str]:
+    return list(
+        browser.execute_script(
+            "return Array.from(document.querySelectorAll('#workers tr[data-target]'), r => r.dataset.target);"
+        )
+    )
+
+
+def test_a_killed_worker_shows_down_then_up_after_restart(
+    browser: webdriver.Chrome, ui_url: str, mesh: Mesh
+) -> None:
+    browser.get(ui_url)
+    target = mesh.address(2)
+    eventually(lambda: _health(browser, target) == "up", timeout=30, interval=0.2, message="worker 2 up")
+    mesh.kill(2)
+    eventually(lambda: _health(browser, target) == "down", timeout=30, interval=0.2, message="worker 2 down")
+    assert "down: UNAVAILABLE" in _row_text(browser, f'#workers tr[data-target="{target}"]')
+    mesh.restart(2)
+    eventually(
+        lambda: _health(browser, target) == "up", timeout=60, interval=0.2, message="worker 2 up again"
+    )
+
+
+def test_each_worker_serves_its_own_ui_on_the_metrics_port(browser: webdriver.Chrome, mesh: Mesh) -> None:
+    browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")
+    eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
+    )
+    eventually(lambda: _targets(browser) == [f"127.0.0.1:{mesh.metrics_ports[0]}"], timeout=30, interval=0.2)
+    with urllib.request.urlopen(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/view.json", timeout=5) as r:
+        view = json.load(r)
+    assert [w["worker"] for w in view["workers"]] == [0]
+    assert view["scope"] == "worker"
+    assert browser.find_element(By.ID, "scope").text.startswith(
+        "This page shows worker 0 of 3 and the tasks it runs"
+    )
+    assert view["graph"] == json.loads(json.dumps(topology_graph(slow_wordcount)))
+    assert view["workers"][0]["rss_bytes"] > 0
+
+
+@pytest.fixture(scope="module")
+def token_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    config = tmp_path_factory.mktemp("conf") / "tuplemesh.yaml"
+    config.write_text("admin.token: s3cret-token\nui.events.clients: 1\n")
+    mesh = start_mesh(TOPOLOGY, 1, config, env={"TUPLEMESH_ADMIN_TOKEN": "s3cret-token"})
+    yield mesh
+    mesh.stop()
+
+
+def test_a_token_guards_the_page_and_its_events(browser: webdriver.Chrome, token_mesh: Mesh) -> None:
+    base = f"http://127.0.0.1:{token_mesh.metrics_ports[0]}/ui/"
+    assert _status(base + "events") == 401
+    assert _status(base + "view.json", {"Authorization": "Bearer wrong"}) == 401
+    assert _status(base + "view.json", {"Authorization": "Bearer s3cret-token"}) == 200
+    assert _status(token_mesh.metrics_url()) == 200  # /metrics is unchanged
+    browser.delete_all_cookies()
+    browser.get(base)
+    assert "needs its admin token" in browser.find_element(By.TAG_NAME, "main").text
+    browser.find_element(By.ID, "token").send_keys("not-the-token")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    eventually(lambda: "access refused" in browser.find_element(By.TAG_NAME, "main").text, timeout=10)
+    assert browser.find_elements(By.ID, "graph") == []
+    browser.find_element(By.ID, "token").send_keys("s3cret-token")
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    eventually(
+        lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
+    )
+    eventually(
+        lambda: browser.find_element(By.ID, "connection").get_attribute("data-state") == "live",
+        timeout=30,
+        interval=0.2,
+    )
+    # the browser holds the one event stream ui.events.clients allows: a second is turned away
+    assert _status(base + "events", {"Authorization": "Bearer s3cret-token"}) == 503
+    browser.get("about:blank")
+
+
+def test_a_ui_command_with_a_port_in_use_fails_with_one_line() -> None:
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "tuplemesh.cli", "ui", "--target", "127.0.0.1:1", "--port", str(port)],
+            cwd=ROOT,
+            env={"PYTHONPATH": child_pythonpath(), **_env_passthrough()},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith(f"tuplemesh: error: --port {port}: cannot serve")
+
+
+def test_checkpoints_of_a_stateful_topology_show_on_the_coordinators_page(
+    browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    config = stateful_wordcount_config(tmp_path / "tuplemesh.yaml", repeat=2500, rate=200.0)
+    mesh = start_mesh("examples.stateful_wordcount:topology", 2, config)
+    try:
+        browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")  # worker 0 coordinates
+
+        def committed() -> int:
+            text = str(
+                browser.execute_script(
+                    "const d = document.querySelector('#checkpoints .cp-committed');"
+                    "return d ? d.textContent : '';"
+                )
+            )
+            return int(text.replace(",", "") or 0)
+
+        eventually(lambda: committed() >= 2, timeout=60, interval=0.2, message="two checkpoints committed")
+        last = str(
+            browser.execute_script(
+                "return document.querySelector('#checkpoints .cp-last-committed').textContent"
+            )
+        )
+        assert last.startswith("#")
+        epoch = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=10).epoch
+        assert f"Epoch {epoch}, 2 workers" == browser.find_element(By.ID, "epochs").text
+    finally:
+        browser.get("about:blank")
+        mesh.stop()
+
+
+def test_ui_enabled_false_leaves_metrics_only() -> None:
+    mesh = start_mesh(TOPOLOGY, 1, env={"TUPLEMESH_UI_ENABLED": "false"})
+    try:
+        base = f"http://127.0.0.1:{mesh.metrics_ports[0]}"
+        assert _status(base + "/ui/") == _status(base + "/ui/events") == 404
+        assert _status(mesh.metrics_url()) == 200
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(base + "/ui/", timeout=5)
+        assert refused.value.read() == b"the web UI is off on this worker (ui.enabled: false)\n"
+    finally:
+        mesh.stop()

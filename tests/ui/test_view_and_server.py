@@ -1,0 +1,119 @@
+"""The UI's view (from WorkerStats) and its WSGI app, without a browser or a worker."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from tests.ui.topologies import slow_wordcount
+from tuplemesh.ui.graph import topology_graph
+from tuplemesh.ui.server import COOKIE, UiApp
+from tuplemesh.ui.view import ViewBuilder
+from tuplemesh.v1 import admin_pb2
+
+
+def stats(worker: int, executed: int, execute_sum: float, congested: list[int]) -> admin_pb2.WorkerStats:
+    return admin_pb2.WorkerStats(
+        worker=worker,
+        components=[admin_pb2.ComponentStats(component="audit", executed=executed, executed_per_second=5.0)],
+        queues=[admin_pb2.QueueInfo(name="inbox:audit-0", depth=6, capacity=8)],
+        status=admin_pb2.WorkerStatus(
+            worker=worker,
+            workers=2,
+            state="SERVING",
+            epoch="0/2/abc",
+            executors=[
+                admin_pb2.ExecutorStatus(
+                    name="audit-0",
+                    component="audit",
+                    tasks=[7],
+                    errors=2,
+                    execute_seconds=admin_pb2.Histogram(bounds=[1.0], counts=[executed, 0], sum=execute_sum),
+                )
+            ],
+            congested_task_ids=congested,
+            export_lost={"audit": 3},
+        ),
+    )
+
+
+def test_the_view_sums_workers_maps_congested_tasks_and_shows_the_last_intervals_latency() -> None:
+    builder = ViewBuilder()
+    graph = topology_graph(slow_wordcount)
+    first = builder.view({"a": stats(0, 10, 1.0, []), "b": None}, {"b": "UNAVAILABLE: down"}, graph)
+    audit = first["components"]["audit"]
+    assert audit["execute_ms"] == 100.0  # 1 s over 10 tuples
+    assert (audit["errors"], audit["losses"], audit["backpressured"]) == (2, 3, False)
+    assert audit["inbox_fill"] == 0.75
+    assert [(w["target"], w["up"]) for w in first["workers"]] == [("a", True), ("b", False)]
+    assert first["workers"][1]["error"] == "UNAVAILABLE: down"
+    assert set(first["components"]) == {"audit", "count", "sentences", "split"}
+    second = builder.view({"a": stats(0, 30, 5.0, [7]), "b": stats(1, 0, 0.0, [])}, {}, graph)
+    audit = second["components"]["audit"]
+    assert audit["execute_ms"] == 200.0  # (5 - 1) s over 20 new tuples, not 5 s over 30
+    assert (audit["backpressured"], audit["congested_tasks"], audit["executed"]) == (True, 1, 30)
+    assert audit["executed_per_second"] == 10.0
+    assert second["epochs"] == ["0/2/abc"] and second["workers_expected"] == 2
+
+
+def call(
+    app: UiApp, path: str, method: str = "GET", body: bytes = b"", **headers: str
+) -> tuple[str, dict[str, str], Any]:
+    seen: dict[str, Any] = {}
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        seen["status"], seen["headers"] = status, dict(response_headers)
+
+    environ = {
+        "PATH_INFO": path,
+        "REQUEST_METHOD": method,
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+        **{f"HTTP_{k.upper()}": v for k, v in headers.items()},
+    }
+    result = app(environ, start_response)
+    return seen["status"], seen["headers"], result
+
+
+def test_the_token_is_needed_by_page_view_and_events_but_not_the_static_files() -> None:
+    app = UiApp(lambda: {"n": 1}, token="t0k")
+    for path in ("/ui/", "/ui/view.json", "/ui/events"):
+        assert call(app, path)[0] == "401 Unauthorized"
+        assert call(app, path, authorization="Bearer nope")[0] == "401 Unauthorized"
+    assert call(app, "/ui/app.js")[0] == "200 OK"
+    status, _, body = call(app, "/ui/view.json", authorization="Bearer t0k")
+    assert (status, json.loads(b"".join(body))) == ("200 OK", {"n": 1})
+    status, headers, _ = call(app, "/ui/login", "POST", b"token=wrong")
+    assert status == "401 Unauthorized" and "Set-Cookie" not in headers
+    status, headers, _ = call(app, "/ui/login", "POST", b"token=t0k")
+    assert status == "303 See Other" and headers["Set-Cookie"].startswith(
+        f"{COOKIE}=t0k; Path=/ui/; HttpOnly"
+    )
+    assert call(app, "/ui/", cookie=f"{COOKIE}=t0k")[0] == "200 OK"
+    assert call(app, "/ui/nothing")[0] == "404 Not Found"
+    odd = UiApp(lambda: {}, token="a b;c=d")
+    status, headers, _ = call(odd, "/ui/login", "POST", b"token=a+b%3Bc%3Dd")
+    assert headers["Set-Cookie"].startswith(f"{COOKIE}=a%20b%3Bc%3Dd;")
+    assert call(odd, "/ui/", cookie=f"{COOKIE}=a%20b%3Bc%3Dd")[0] == "200 OK"
+
+
+def test_event_streams_are_bounded_share_one_reading_and_end_after_their_timeout() -> None:
+    readings = []
+
+    def source() -> dict[str, Any]:
+        readings.append(1)
+        return {"reading": len(readings)}
+
+    app = UiApp(source, max_clients=2, stream_seconds=0.0)
+    first, second = call(app, "/ui/events")[2], call(app, "/ui/events")[2]
+    assert next(first) == next(second) == b"retry: 1000\n\n"
+    assert next(first) == next(second) == b'data: {"reading":1}\n\n'  # one reading for both
+    assert app.clients == 2
+    status, headers, _ = call(app, "/ui/events")
+    assert status == "503 Service Unavailable" and headers["Retry-After"] == "5"
+    assert list(first) == []  # stream_seconds over: the stream ends and frees its slot
+    assert app.clients == 1
+    assert call(app, "/ui/events")[0] == "200 OK"
+    second.close()
+    assert app.clients == 0

@@ -1,0 +1,45 @@
+"""Topologies the web UI tests run: a word count that runs until stopped, with a slow bolt."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from examples.wordcount import CORPUS, CountBolt, SplitBolt
+from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+
+
+class EndlessSentences(Spout):
+    """The word count corpus over and over, a few hundred sentences a second (paced, so three
+    workers leave the machine's cores to everything else)."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["sentence"])
+
+    def open(self, conf: Any, context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.collector.emit([CORPUS[self.n % len(CORPUS)]])
+        self.n += 1
+        time.sleep(0.002)
+
+
+class SlowAudit(Bolt):
+    """Takes 50 ms per word: far slower than the words arrive, so its inbox stays congested."""
+
+    def execute(self, tup: Tuple) -> None:
+        time.sleep(0.05)
+
+
+def _build() -> Any:
+    b = TopologyBuilder("wordcount")
+    b.set_spout("sentences", EndlessSentences())
+    b.set_bolt("split", SplitBolt(), parallelism=3).shuffle_grouping("sentences")
+    b.set_bolt("count", CountBolt(), parallelism=3).fields_grouping("split", ["word"])
+    b.set_bolt("audit", SlowAudit()).shuffle_grouping("split")
+    return b.build()
+
+
+slow_wordcount = _build()
