@@ -371,7 +371,7 @@ def peer_flood(directory: Path, seconds: float) -> dict[str, Any]:
     mesh = start_mesh("bench.flood:topology", 2, env={"FLOOD_GATE": str(gate)})
     admin = mesh.admin(0)
     payload = MsgpackSerializer().serialize(1, 0, ["x" * MIB])
-    sender = GrpcRawSender(mesh.ports[0], "flood")
+    sender = GrpcRawSender(mesh.ports[0], "flood")  # as a member, at worker 0's epoch
     sent = 0
     try:
         [idle] = idle_rss([mesh.procs[0].pid])

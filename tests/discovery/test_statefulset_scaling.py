@@ -57,6 +57,9 @@ def start_pod(mesh: Mesh, index: int, config: Path, kubeconfig: Path) -> None:
         "KUBECONFIG": str(kubeconfig),
         "TUPLEMESH_STATEFULSET": NAME,
         "TUPLEMESH_METRICS_PORT": str(mesh.metrics_ports[index]),
+        # as the chart sets it for a mesh that follows its StatefulSet: worker 0 rescales its
+        # peers through their Admin.Rebalance
+        "TUPLEMESH_ADMIN_REBALANCE_ENABLED": "true",
     }
     env.pop("TUPLEMESH_WORKERS", None)
     mesh.procs[index] = subprocess.Popen(cmd, cwd=ROOT, env=env)

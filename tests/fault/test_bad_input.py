@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import eventually
+from tests.transport.raw_sender import worker_epoch
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
 from tuplemesh.serialization import MsgpackSerializer
@@ -218,12 +219,13 @@ def test_a_healthy_stream_keeps_flowing_during_the_barrage_and_bad_payloads_are_
         for seq in range(1, 41):
             items = [(split_task, good)] + ([(split_task, bad[seq % len(bad)])] if seq % 4 == 0 else [])
             yield messages_pb2.TransferBatch(
-                topology_id="pipeline", sender=99, session=55555, sequence=seq, ack_requested=True,
+                topology_id="pipeline", sender=0, session=55555, sequence=seq, ack_requested=True,
                 packed=msgpack.packb(items, use_bin_type=True),
             )  # fmt: skip
             raw_call(mesh, "/tuplemesh.v1.Transfer/Stream", b"\xff" * seq, True)  # interleaved garbage
 
-    acks = list(healthy.Stream(batches(), timeout=30))
+    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    acks = list(healthy.Stream(batches(), timeout=30, metadata=epoch))
     assert acks[-1].sequence == 40
     eventually(lambda: split_counters(status())[0] >= before[0] + 40, interval=0.05)
     executed, failed = split_counters(status())

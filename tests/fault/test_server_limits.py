@@ -18,6 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
+from tests.transport.raw_sender import worker_epoch
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
 from tuplemesh.serialization import MsgpackSerializer
@@ -119,12 +120,15 @@ def test_a_task_id_beyond_32_bits_is_invalid_and_the_streams_earlier_batches_are
 
     def batch(sequence: int, items: list[tuple[int, bytes]]) -> messages_pb2.TransferBatch:
         return messages_pb2.TransferBatch(
-            topology_id="pipeline", sender=77, session=424242, sequence=sequence, ack_requested=True,
+            topology_id="pipeline", sender=0, session=424242, sequence=sequence, ack_requested=True,
             packed=msgpack.packb(items, use_bin_type=True),
         )  # fmt: skip
 
     stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
-    call = stub.Stream(iter([batch(1, [(split_task, good)]), batch(2, [(split_task, good), (2**31, good)])]))
+    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    call = stub.Stream(
+        iter([batch(1, [(split_task, good)]), batch(2, [(split_task, good), (2**31, good)])]), metadata=epoch
+    )
     acks = []
     with pytest.raises(grpc.RpcError) as err:
         for ack in call:

@@ -13,24 +13,39 @@ import zmq
 
 from tuplemesh.config import Config
 from tuplemesh.transport.base import TaskMessage
-from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, messages_pb2, transfer_pb2_grpc
 
-SENDER = 5
+SENDER = 1  # a member of any mesh of two workers or more (receivers take only members' batches)
 SESSION = 77
+
+
+def worker_epoch(port: int) -> str:
+    """The assignment epoch the worker on ``port`` routes by, from its Admin; "" when the port
+    serves no Admin (a bare transport receiver routes by none)."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        try:
+            status = admin_pb2_grpc.AdminStub(channel).GetStatus(admin_pb2.GetStatusRequest(), timeout=10.0)
+        except grpc.RpcError:
+            return ""
+    return str(status.epoch)
 
 
 class GrpcRawSender:
     """One Transfer.Stream; ``acks`` holds (sequence, gap) and ``error`` the status that ended it."""
 
-    def __init__(self, port: int, topology: str) -> None:
+    def __init__(self, port: int, topology: str, sender: int = SENDER, epoch: str | None = None) -> None:
         self.topology = topology
+        self.sender = sender  # a receiver takes batches only from a worker id of its mesh
         self.acks: list[tuple[int, bool]] = []
         self.error: grpc.StatusCode | None = None
         self.ended = threading.Event()
         self._requests: queue.Queue[messages_pb2.TransferBatch | None] = queue.Queue()
         self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        # a worker routing by an assignment epoch takes batches only from streams that name it
+        epoch = worker_epoch(port) if epoch is None else epoch
+        metadata = (("tuplemesh-epoch", epoch),) if epoch else None
         call = transfer_pb2_grpc.TransferStub(self._channel).Stream(
-            iter(self._requests.get, None), wait_for_ready=True
+            iter(self._requests.get, None), wait_for_ready=True, metadata=metadata
         )
         threading.Thread(target=self._read, args=(call,), daemon=True).start()
 
@@ -50,7 +65,7 @@ class GrpcRawSender:
         self._requests.put(
             messages_pb2.TransferBatch(
                 topology_id=self.topology,
-                sender=SENDER,
+                sender=self.sender,
                 session=SESSION,
                 sequence=sequence,
                 packed=msgpack.packb(messages),
@@ -62,7 +77,7 @@ class GrpcRawSender:
         """An ack probe: an empty batch with sequence 0 that asks for an ack."""
         self._requests.put(
             messages_pb2.TransferBatch(
-                topology_id=self.topology, sender=SENDER, session=SESSION, ack_requested=True
+                topology_id=self.topology, sender=self.sender, session=SESSION, ack_requested=True
             )
         )
 
@@ -74,8 +89,10 @@ class GrpcRawSender:
 class ZmqRawSender:
     """One DEALER socket; ``acks`` holds (sequence, gap) as the receiver answered."""
 
-    def __init__(self, port: int, topology: str) -> None:
+    def __init__(self, port: int, topology: str, sender: int = SENDER, epoch: str | None = None) -> None:
         self.topology = topology
+        self.sender = sender
+        self.epoch = worker_epoch(port) if epoch is None else epoch  # named in every header
         self.acks: list[tuple[int, bool]] = []
         self._context = zmq.Context()
         self._socket = self._context.socket(zmq.DEALER)
@@ -85,7 +102,8 @@ class ZmqRawSender:
     def send(
         self, sequence: int, messages: list[TaskMessage], first_unacked: int = 0, ack_requested: bool = True
     ) -> None:
-        header = msgpack.packb([self.topology, SENDER, SESSION, sequence, ack_requested, first_unacked])
+        fields = [self.topology, self.sender, SESSION, sequence, ack_requested, first_unacked]
+        header = msgpack.packb([*fields, self.epoch] if self.epoch else fields)
         self._socket.send_multipart([header, msgpack.packb(messages)])
 
     def read_acks(self) -> list[tuple[int, bool]]:

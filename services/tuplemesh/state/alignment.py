@@ -357,7 +357,7 @@ class AlignedInput:
         for _task, item in ta.held:  # held tuples are of the attempt that ends
             self._drop(ta, item)
         ta.held, ta.aligning, ta.arrived = [], None, set()
-        ta.attempt, ta.channel_attempt, ta.restore_error = attempt, {}, None
+        ta.channel_attempt, ta.restore_error = {}, None
         if ta.stateful:
             try:
                 ta.state = self._restore(ta, checkpoint)
@@ -370,6 +370,9 @@ class AlignedInput:
                 except Exception as exc:
                     self._counters.errors += 1
                     log.error("init_state of %s raised %r", ta.key, exc, exc_info=exc)
+        # only now: `restoring` (read by other threads) counts the task restored once its
+        # attempt is set, and its state must be back by then
+        ta.attempt = attempt
         collector = self._collectors[ta.task]
         for task in ta.outputs:
             collector.emit_direct(task, [ROLLBACK, checkpoint, attempt], stream=BARRIER_STREAM)
