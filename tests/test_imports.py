@@ -266,6 +266,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.cli",),
     ("tuplemesh.launcher",),
     ("tuplemesh.server", "tuplemesh.spark"),
+    ("tuplemesh.ui",),
     ("tuplemesh.worker",),
     ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),

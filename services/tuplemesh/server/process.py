@@ -122,15 +122,10 @@ class WorkerProcess:
         self.transport = settings.transport
         self.context = make_context(self.transport)
         self.context.prepare(self.conf)
-        if self.transport != "local" and not settings.tls_enabled and not mesh_secret(self.conf):
-            log.warning(
-                "worker %d: Transfer is open to anyone who reaches port %d: with neither "
-                "tls.enabled nor a mesh secret, any client can inject tuples, forge senders and "
-                "send shutdown notices; set mesh.secret.file (the same secret on every worker) "
-                "or tls.enabled outside local development",
-                index,
-                port,
-            )
+        #: warned about once the worker serves (a worker that cannot start says only why)
+        self._transfer_open = (
+            self.transport != "local" and not settings.tls_enabled and not mesh_secret(self.conf)
+        )
         self.tls_connections = TlsConnections() if settings.tls_enabled else None
         self.rpc_errors = RpcErrors(self.tls_connections.on_call if self.tls_connections else None)
         # gRPC logs a traceback per undecodable request (_common) and per handler that raised
@@ -360,6 +355,15 @@ class WorkerProcess:
                     self._state = "SERVING"
                     self._set_health(health_pb2.HealthCheckResponse.SERVING)
                 log.info("worker %d serving on port %d", self.worker.index, self.port)
+                if self._transfer_open:
+                    log.warning(
+                        "worker %d: Transfer is open to anyone who reaches port %d: with neither "
+                        "tls.enabled nor a mesh secret, any client can inject tuples, forge senders "
+                        "and send shutdown notices; set mesh.secret.file (the same secret on every "
+                        "worker) or tls.enabled outside local development",
+                        self.worker.index,
+                        self.port,
+                    )
                 break
             time.sleep(0.02)
         grace = self.settings.peer_grace_seconds
