@@ -12,6 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
+from tests.transport.raw_sender import worker_epoch
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.serialization import MsgpackSerializer
 from tuplemesh.server.reflection import _v1_message_classes
@@ -33,11 +34,13 @@ def test_reflection_v1_lists_services(wordcount_mesh: Mesh):
 
 def transfer(mesh: Mesh, batches: list[messages_pb2.TransferBatch]) -> list[messages_pb2.TransferAck]:
     stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
-    return list(stub.Stream(iter(batches), timeout=10))
+    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    return list(stub.Stream(iter(batches), timeout=10, metadata=epoch))
 
 
 def batch(**fields: object) -> messages_pb2.TransferBatch:
-    defaults: dict[str, object] = {"topology_id": "wordcount", "sender": 7, "session": 12345, "sequence": 1}
+    # sender 0: a worker of any mesh (a receiver takes batches only from its mesh's workers)
+    defaults: dict[str, object] = {"topology_id": "wordcount", "sender": 0, "session": 12345, "sequence": 1}
     return messages_pb2.TransferBatch(**{**defaults, **fields})
 
 
@@ -45,7 +48,7 @@ def test_unknown_topology_is_failed_precondition(wordcount_mesh: Mesh):
     with pytest.raises(grpc.RpcError) as err:
         transfer(wordcount_mesh, [batch(topology_id="other")])
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "batch for topology 'other' from worker 7; this worker runs 'wordcount'" in err.value.details()
+    assert "batch for topology 'other' from worker 0; this worker runs 'wordcount'" in err.value.details()
 
 
 @pytest.mark.parametrize(
