@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import eventually
-from tests.transport.raw_sender import worker_epoch
+from tests.transport.raw_sender import epoch_metadata
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
 from tuplemesh.serialization import MsgpackSerializer
@@ -224,7 +224,7 @@ def test_a_healthy_stream_keeps_flowing_during_the_barrage_and_bad_payloads_are_
             )  # fmt: skip
             raw_call(mesh, "/tuplemesh.v1.Transfer/Stream", b"\xff" * seq, True)  # interleaved garbage
 
-    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    epoch = epoch_metadata(mesh.ports[0])  # a member names its epoch
     acks = list(healthy.Stream(batches(), timeout=30, metadata=epoch))
     assert acks[-1].sequence == 40
     eventually(lambda: split_counters(status())[0] >= before[0] + 40, interval=0.05)

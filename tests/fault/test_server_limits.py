@@ -18,7 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
-from tests.transport.raw_sender import worker_epoch
+from tests.transport.raw_sender import epoch_metadata
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.launcher import is_serving
 from tuplemesh.serialization import MsgpackSerializer
@@ -125,7 +125,7 @@ def test_a_task_id_beyond_32_bits_is_invalid_and_the_streams_earlier_batches_are
         )  # fmt: skip
 
     stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
-    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    epoch = epoch_metadata(mesh.ports[0])  # a member names its epoch
     call = stub.Stream(
         iter([batch(1, [(split_task, good)]), batch(2, [(split_task, good), (2**31, good)])]), metadata=epoch
     )

@@ -13,6 +13,7 @@ import zmq
 
 from tuplemesh.config import Config
 from tuplemesh.transport.base import TaskMessage
+from tuplemesh.transport.grpc_impl import EPOCH_METADATA
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, messages_pb2, transfer_pb2_grpc
 
 SENDER = 1  # a member of any mesh of two workers or more (receivers take only members' batches)
@@ -30,6 +31,13 @@ def worker_epoch(port: int) -> str:
     return str(status.epoch)
 
 
+def epoch_metadata(port: int) -> tuple[tuple[str, str], ...]:
+    """Stream metadata naming the epoch the worker on ``port`` routes by, as a member's stream
+    does (none for a receiver that routes by none)."""
+    epoch = worker_epoch(port)
+    return ((EPOCH_METADATA, epoch),) if epoch else ()
+
+
 class GrpcRawSender:
     """One Transfer.Stream; ``acks`` holds (sequence, gap) and ``error`` the status that ended it."""
 
@@ -43,7 +51,7 @@ class GrpcRawSender:
         self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         # a worker routing by an assignment epoch takes batches only from streams that name it
         epoch = worker_epoch(port) if epoch is None else epoch
-        metadata = (("tuplemesh-epoch", epoch),) if epoch else None
+        metadata = ((EPOCH_METADATA, epoch),) if epoch else None
         call = transfer_pb2_grpc.TransferStub(self._channel).Stream(
             iter(self._requests.get, None), wait_for_ready=True, metadata=metadata
         )

@@ -12,7 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
-from tests.transport.raw_sender import worker_epoch
+from tests.transport.raw_sender import epoch_metadata
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.serialization import MsgpackSerializer
 from tuplemesh.server.reflection import _v1_message_classes
@@ -34,7 +34,7 @@ def test_reflection_v1_lists_services(wordcount_mesh: Mesh):
 
 def transfer(mesh: Mesh, batches: list[messages_pb2.TransferBatch]) -> list[messages_pb2.TransferAck]:
     stub = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address()))
-    epoch = (("tuplemesh-epoch", worker_epoch(mesh.ports[0])),)  # a member names its epoch
+    epoch = epoch_metadata(mesh.ports[0])  # a member names its epoch
     return list(stub.Stream(iter(batches), timeout=10, metadata=epoch))
 
 
