@@ -404,10 +404,12 @@ class WorkerProcess:
     def drain(self) -> str:
         """Stop the spouts; health NOT_SERVING. Idempotent; returns the new state."""
         if self._state != "NOT_SERVING":
+            # spouts first: peers read NOT_SERVING as "emits nothing new", and stop once the
+            # mesh's counters hold still (a spout still inside next_tuple would fool them)
+            self.worker.deactivate_spouts()
             with self._health_lock:
                 self._state = "NOT_SERVING"
                 self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-            self.worker.deactivate_spouts()
             log.info("worker %d draining", self.worker.index)
         return self._state
 

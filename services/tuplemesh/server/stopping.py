@@ -101,16 +101,21 @@ class MeshDrain:
         #: True while a scale-down removes this worker: it never stops alone, since no successor
         #: takes what its running peers keep for it; it waits for the mesh that goes on to drain.
         self._removed = removed or (lambda: False)
-        #: peers seen draining (they may have stopped since), with the epoch they drained in. A
-        #: rescale (``rescaling``: the epoch it leaves) asked every worker of that epoch to drain:
-        #: all of them drain from the start, with no wait to see it and no batch refused.
-        self._draining: dict[int, str] = dict.fromkeys(self.expected, rescaling) if rescaling else {}
+        #: peers seen draining (they may have stopped since), with the epoch they drained in;
+        #: only these count towards a whole-mesh drain
+        self._draining: dict[int, str] = {}
+        #: A rescale (``rescaling``: the epoch it leaves) asked every worker of that epoch to
+        #: drain: their batches are taken from the start, none refused. Each still counts as
+        #: draining only once its status says so: the rescale reaches the worker that asked for
+        #: it last, and until it drains its spouts emit (stopping on the mesh's idle counters
+        #: before that would strand what they emit next).
+        self._rescaling = rescaling
         #: Batches refused from peers that still run (their senders keep them).
         self.refused_batches = 0
 
     def admission(self, sender: int) -> str | None:
         """Take batches from draining peers only. Receive threads."""
-        if sender in self._draining:
+        if self._rescaling or sender in self._draining:
             return None
         self.refused_batches += 1
         return (
@@ -126,8 +131,14 @@ class MeshDrain:
         while time.monotonic() < deadline:
             statuses = self._peers.statuses(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
             for worker, status in statuses.items():
-                if status is not None and status.state == DRAINING:
+                if status is None:
+                    continue
+                if status.state == DRAINING:
                     self._draining.setdefault(worker, status.epoch)
+                elif self._rescaling and status.epoch != self._rescaling:
+                    # it answers at another epoch already: it drained and restarted before a
+                    # wave saw it draining
+                    self._draining.setdefault(worker, self._rescaling)
             own = self._snapshot()
             # a peer seen draining that no longer answers, or answers in another epoch (a
             # rescale restarted it), has stopped: it found the mesh idle
@@ -146,7 +157,11 @@ class MeshDrain:
                     (self.index, own.consumed, own.delivered),
                     *((w, s.consumed, s.delivered) for w, s in sorted(answering.items())),
                 )
-            elif time.monotonic() - started >= SIBLING_GRACE_SECS and not self._removed():
+            elif (
+                not self._rescaling
+                and time.monotonic() - started >= SIBLING_GRACE_SECS
+                and not self._removed()
+            ):
                 idle = own.local_queues_empty
                 wave = ((self.index, own.consumed, own.transfer.sent_tuples),)
             else:

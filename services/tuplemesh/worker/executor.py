@@ -649,6 +649,9 @@ class SpoutExecutor(Executor):
         self.finished = threading.Event()  # every task's is_finished(), no open tree, emits flushed
         self._running = False
         self._active = True
+        #: Set by the loop once it saw ``_active`` cleared: no next_tuple call that began before
+        #: `deactivate` is still under way (a drain must not count a spout quiet that is not).
+        self._quiet = threading.Event()
         self._started = threading.Event()
         self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
 
@@ -667,6 +670,15 @@ class SpoutExecutor(Executor):
     def deactivate(self) -> None:
         """Stop calling next_tuple, except on spouts whose ``pending()`` input must go out. Any thread."""
         self._active = False
+
+    def wait_deactivated(self, timeout: float) -> bool:
+        """After `deactivate`: wait until the loop has seen it, so every next_tuple call begun
+        before it has returned and its emits are counted; True unless ``timeout`` passed first
+        (a next_tuple that blocks). A loop not running emits nothing: True at once."""
+        thread = self._loop_thread
+        if thread is None or not thread.is_alive():
+            return True
+        return self._quiet.wait(timeout) or not thread.is_alive()
 
     def pending(self) -> int:
         """Accepted input the spouts still have to emit (read from any thread: a snapshot)."""
@@ -771,6 +783,8 @@ class SpoutExecutor(Executor):
                 if self._active and not self.finished.is_set():
                     callers = [c for c in next_tuples if may_emit(c[0])] if len(tracker) else next_tuples
                 else:  # deactivated: only spouts still holding accepted input keep emitting
+                    if not self._quiet.is_set():
+                        self._quiet.set()
                     callers = [(t, fn) for t, fn in next_tuples if self._spouts[t].pending()]
                 if callers:
                     before = counters.emitted

@@ -209,11 +209,22 @@ class Worker:
         ticker = self._checkpoint_ticker if coordinator_worker == self.index else None
         return StopCheckpoint(self.conf, plan.topology, coordinator_worker, ticker)
 
-    def deactivate_spouts(self) -> None:
+    def deactivate_spouts(self, timeout: float = 5.0) -> bool:
+        """Stop the spouts' next_tuple calls and wait (up to ``timeout``) until each spout loop has
+        seen it: afterwards every tuple they emit is already counted, so a drain that finds the
+        counters still is not fooled by a next_tuple call under way. False when one did not
+        return in time."""
         if self._checkpoint_ticker is not None:
             self._checkpoint_ticker.pause()
         for executor in self.spout_executors:
             executor.deactivate()
+        deadline = time.monotonic() + timeout
+        quiet = True
+        for executor in self.spout_executors:
+            if not executor.wait_deactivated(max(0.0, deadline - time.monotonic())):
+                log.warning("worker %d: spout %s is still inside next_tuple", self.index, executor.name)
+                quiet = False
+        return quiet
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop in data-path order; True when every thread ended within ``timeout``."""
