@@ -27,7 +27,7 @@ def snapshot(worker: int, executed: int) -> WorkerSnapshot:
             ),
             ExecutorSnapshot(f"b{worker}", "b", (2 + worker,), False, False, executed=executed),
         ),
-        queues=(QueueSnapshot(f"inbox:b{worker}", 3, 4, 9), QueueSnapshot("transfer", 1, 8, 5)),
+        queues=(QueueSnapshot(f"inbox:b{worker}", 3, 4, 9, 4), QueueSnapshot("transfer", 1, 8, 5, 8)),
         peers=(),
         binding=BindingStats(),
         receive=ReceiveSnapshot(),

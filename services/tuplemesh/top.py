@@ -42,7 +42,7 @@ def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> G
     for name in ("worker", "component", "emitted", "executed", "emitted/s", "executed/s"):
         components.add_column(name, justify="left" if name in ("worker", "component") else "right")
     queues = Table(title="queues")
-    for name in ("worker", "queue", "depth", "capacity", "fill", "published/s"):
+    for name in ("worker", "queue", "depth", "limit", "capacity", "fill", "published/s"):
         queues.add_column(name, justify="left" if name in ("worker", "queue") else "right")
     losses = Table(title="discarded, refused or lost")
     losses.add_column("worker")
@@ -55,9 +55,8 @@ def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> G
                                f"{c.emitted_per_second:,.0f}", f"{c.executed_per_second:,.0f}")  # fmt: skip
         for q in s.queues:
             fill = q.depth / q.capacity if q.capacity else 0.0
-            queues.add_row(
-                label, q.name, str(q.depth), str(q.capacity), f"{fill:.0%}", f"{q.publish_rate:,.0f}"
-            )
+            queues.add_row(label, q.name, str(q.depth), str(q.limit), str(q.capacity), f"{fill:.0%}",
+                           f"{q.publish_rate:,.0f}")  # fmt: skip
         if s.HasField("status"):
             snapshot = snapshot_from_proto(s.status)
             totals = {**transfer_totals([snapshot]), **_component_losses(snapshot)}

@@ -5,10 +5,18 @@ from __future__ import annotations
 import threading
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from tests.helpers import eventually
+from tuplemesh.config import Config
+from tuplemesh.core.stats import BindingStats, PeerSnapshot, ReceiveSnapshot, TransferTotals, WorkerSnapshot
 from tuplemesh.errors import TransportError
-from tuplemesh.transport.window import SendWindow
+from tuplemesh.metrics import WorkerCollector
+from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
+from tuplemesh.topology.user_metrics import UserMetrics
+from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.settings import TransportSettings
+from tuplemesh.transport.window import SendWindow, WindowedConnection
 
 
 def _add_in_thread(window: SendWindow, item: str, size: int = 1) -> threading.Thread:
@@ -142,3 +150,90 @@ def test_close_wakes_a_blocked_producer_with_an_error():
     window.drain(0)
     thread.join(5)
     eventually(lambda: len(errors) == 1)
+
+
+def test_waits_for_room_are_counted_once_per_waiting_batch_with_their_time():
+    window = SendWindow(batches=2, max_bytes=10, address="peer")
+    window.add(lambda seq: "a", 4, tuples=3)
+    window.add(lambda seq: "b", 5, tuples=2)  # there was room: not a wait
+    assert (window.waits, window.wait_seconds) == (0, 0.0)
+    assert (window.unacked_tuples, window.unacked_bytes) == (5, 9)
+    blocked = _add_in_thread(window, "c", 1)  # a third batch: past the batch limit
+    blocked.join(0.2)
+    assert blocked.is_alive() and window.waits == 0  # counted once its wait is over
+    window.ack(1)
+    blocked.join(5)
+    assert not blocked.is_alive()
+    assert window.waits == 1 and window.wait_seconds > 0
+    assert (window.unacked_tuples, window.unacked_bytes) == (2, 6)
+    first = window.wait_seconds
+    window.ack(0, credit=5)  # the receiver allows more batches: now the bytes bound
+    blocked = _add_in_thread(window, "d", 5)  # 6 + 5 > 10
+    blocked.join(0.2)
+    assert blocked.is_alive()
+    window.ack(2)
+    blocked.join(5)
+    assert not blocked.is_alive()
+    assert window.waits == 2 and window.wait_seconds > first
+    assert (window.unacked_tuples, window.unacked_bytes) == (0, 6)
+
+
+class HeldConnection(WindowedConnection):
+    """A windowed connection with no sending thread: what it sends stays in flight until acked."""
+
+    def _item(self, sequence: int, packed: bytes) -> bytes:
+        return packed
+
+
+def _snapshot(peer: PeerSnapshot) -> WorkerSnapshot:
+    return WorkerSnapshot(
+        "t", 0, 2, 1.0, (), (), (peer,), BindingStats(), ReceiveSnapshot(), TransferTotals()
+    )
+
+
+class Observed:
+    """What the collector reads of a worker, here one fixed snapshot."""
+
+    def __init__(self, snapshot: WorkerSnapshot) -> None:
+        self.user_metrics = UserMetrics()
+        self._snapshot = snapshot
+
+    def snapshot(self) -> WorkerSnapshot:
+        return self._snapshot
+
+
+def test_a_connection_reports_its_batches_in_flight_and_its_waits_on_metrics_and_in_admin():
+    settings = TransportSettings.from_config(Config({"messaging.window.batches": 1}))
+    connection = HeldConnection(settings, "t", "peer:1")
+    first, second = [(1, b"x" * 10), (2, b"y" * 20)], [(3, b"z" * 30)]
+    sizes = [len(packed) for batch in (first, second) for packed, _ in pack_within(batch, 1 << 20)]
+    connection.send(first)
+    assert (connection.stats().unacked_tuples, connection.stats().unacked_bytes) == (2, sizes[0])
+    blocked = threading.Thread(target=connection.send, args=(second,), daemon=True)
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive()  # one batch in flight fills a window of messaging.window.batches: 1
+    connection.window.ack(1)
+    blocked.join(5)
+    stats = connection.stats()
+    assert (stats.unacked_batches, stats.unacked_tuples, stats.unacked_bytes) == (1, 1, sizes[1])
+    assert stats.window_waits == 1 and stats.window_wait_seconds > 0
+
+    snapshot = _snapshot(
+        PeerSnapshot(worker=1, transferred_tuples=3, transferred_batches=2, connection=stats)
+    )
+    registry = CollectorRegistry()
+    registry.register(WorkerCollector(Observed(snapshot)))
+    labels = {"worker": "0", "peer": "1"}
+    assert registry.get_sample_value("tuplemesh_peer_unacked_batches", labels) == 1
+    assert registry.get_sample_value("tuplemesh_peer_unacked_tuples", labels) == 1
+    assert registry.get_sample_value("tuplemesh_peer_unacked_bytes", labels) == sizes[1]
+    assert registry.get_sample_value("tuplemesh_peer_window_waits_total", labels) == 1
+    seconds = registry.get_sample_value("tuplemesh_peer_window_wait_seconds_total", labels)
+    assert seconds == stats.window_wait_seconds
+    # Admin carries the same four numbers, and reads back as they were
+    status = snapshot_to_proto(snapshot)
+    (peer,) = status.peers
+    assert (peer.unacked_tuples, peer.unacked_bytes, peer.window_waits) == (1, sizes[1], 1)
+    assert peer.window_wait_seconds == stats.window_wait_seconds
+    assert snapshot_from_proto(status).peers[0].connection == stats

@@ -66,7 +66,10 @@ def worker_snapshot(index: int, *, scale: int, broadcasts: int | None) -> Worker
                 inbox_wait=histogram,
             ),
         ),
-        queues=(QueueSnapshot(f"inbox:s-{index}", 0, 8, 3), QueueSnapshot("transfer", 1, 16, 40 * scale)),
+        queues=(
+            QueueSnapshot(f"inbox:s-{index}", 0, 8, 3, 8),
+            QueueSnapshot("transfer", 1, 16, 40 * scale, 16),
+        ),
         peers=(
             PeerSnapshot(
                 worker=1 - index,

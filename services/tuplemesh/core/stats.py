@@ -194,6 +194,9 @@ class QueueSnapshot:
     capacity: int
     #: Batches published into it so far (rates come from its change).
     published: int
+    #: Slots producers may fill now: what the queue-time bound (topology.backpressure.target.ms)
+    #: allows, ``capacity`` when the bound is off or has measured nothing yet.
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,6 +105,12 @@ EXPORTS: dict[str, Export] = {
     # queues, by queue
     "queues.depth": Export("tuplemesh_queue_depth_slots", "Slots in use (each holds a batch).", "gauge"),
     "queues.capacity": Export("tuplemesh_queue_capacity_slots", "Slots in all.", "gauge"),
+    "queues.limit": Export(
+        "tuplemesh_queue_limit_slots",
+        "Slots producers may fill now: those the consumer drains in topology.backpressure.target.ms "
+        "(the capacity when that is 0).",
+        "gauge",
+    ),
     "queues.published": Export(
         "tuplemesh_queue_published_batches_total", "Batches published into the queue."
     ),
@@ -126,6 +132,20 @@ EXPORTS: dict[str, Export] = {
     ),
     "peers.connection.unacked_batches": Export(
         "tuplemesh_peer_unacked_batches", "Batches sent and not yet acknowledged.", "gauge"
+    ),
+    "peers.connection.unacked_tuples": Export(
+        "tuplemesh_peer_unacked_tuples", "Tuples sent and not yet acknowledged (in flight).", "gauge"
+    ),
+    "peers.connection.unacked_bytes": Export(
+        "tuplemesh_peer_unacked_bytes", "Framed bytes sent and not yet acknowledged (in flight).", "gauge"
+    ),
+    "peers.connection.window_waits": Export(
+        "tuplemesh_peer_window_waits_total",
+        "Batches that waited for room in the peer's send window (batches, bytes or its credit).",
+    ),
+    "peers.connection.window_wait_seconds": Export(
+        "tuplemesh_peer_window_wait_seconds_total",
+        "Time batches spent waiting for room in the peer's send window.",
     ),
     "peers.connection.resent_batches": Export(
         "tuplemesh_peer_resent_batches_total", "Batches resent after a reconnect, a retarget or a gap."

@@ -52,6 +52,7 @@ class QueueRates:
                 name=q.name,
                 depth=q.depth,
                 capacity=q.capacity,
+                limit=q.limit,
                 published=q.published,
                 publish_rate=(q.published - before.get(q.name, q.published)) / elapsed,
             )

@@ -86,11 +86,17 @@ def snapshot_to_proto(
                 retargets=p.connection.retargets,
                 lost_on_close=p.connection.lost_on_close,
                 unknown_tasks=p.connection.unknown_tasks,
+                unacked_tuples=p.connection.unacked_tuples,
+                unacked_bytes=p.connection.unacked_bytes,
+                window_waits=p.connection.window_waits,
+                window_wait_seconds=p.connection.window_wait_seconds,
             )
             for p in s.peers
         ],
         queues=[
-            admin_pb2.QueueInfo(name=q.name, depth=q.depth, capacity=q.capacity, published=q.published)
+            admin_pb2.QueueInfo(
+                name=q.name, depth=q.depth, capacity=q.capacity, published=q.published, limit=q.limit
+            )
             for q in s.queues
         ],
         binding=admin_pb2.BindingStatus(
@@ -178,7 +184,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
             )
             for e in status.executors
         ),
-        queues=tuple(QueueSnapshot(q.name, q.depth, q.capacity, q.published) for q in status.queues),
+        queues=tuple(QueueSnapshot(q.name, q.depth, q.capacity, q.published, q.limit) for q in status.queues),
         peers=tuple(
             PeerSnapshot(
                 worker=p.worker,
@@ -197,6 +203,10 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                     retargets=p.retargets,
                     lost_on_close=p.lost_on_close,
                     unknown_tasks=p.unknown_tasks,
+                    unacked_tuples=p.unacked_tuples,
+                    unacked_bytes=p.unacked_bytes,
+                    window_waits=p.window_waits,
+                    window_wait_seconds=p.window_wait_seconds,
                 ),
             )
             for p in status.peers

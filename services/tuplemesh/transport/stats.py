@@ -31,6 +31,13 @@ class ConnectionStats:
     sent_bytes: int = 0
     #: Batches sent (or waiting to be) that the peer has not acknowledged yet.
     unacked_batches: int = 0
+    #: Tuples and framed bytes in those batches: what is in flight to the peer now.
+    unacked_tuples: int = 0
+    unacked_bytes: int = 0
+    #: Batches whose ``send`` waited for room in the send window (count, bytes or the peer's
+    #: credit), and the seconds they waited in all.
+    window_waits: int = 0
+    window_wait_seconds: float = 0.0
     #: Batches sent again after a reconnect, a retarget or a reported sequence gap.
     resent_batches: int = 0
     reconnects: int = 0

@@ -43,6 +43,9 @@ class SendWindow:
         self._credit = batches
         self.next_seq = 1
         self.closed = False
+        #: Batches whose ``add`` had to wait for room, and the seconds they waited in all.
+        self.waits = 0
+        self.wait_seconds = 0.0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -51,6 +54,11 @@ class SendWindow:
     def unacked_tuples(self) -> int:
         """Tuples in the batches not acknowledged yet."""
         return self._tuples
+
+    @property
+    def unacked_bytes(self) -> int:
+        """Bytes of the batches not acknowledged yet."""
+        return self._bytes
 
     @property
     def full(self) -> bool:
@@ -67,14 +75,13 @@ class SendWindow:
         """Append the item ``make_item(sequence)`` of ``size`` bytes holding ``tuples`` tuples;
         blocks while full. Returns its sequence."""
         with self.cond:
-            while (
-                not self.closed
-                and self._items
-                and (
-                    len(self._items) >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes
-                )
-            ):
-                self.cond.wait()
+            if self._must_wait(size):
+                # timed only when it waits: a batch that finds room costs no clock read
+                started = time.monotonic()
+                while self._must_wait(size):
+                    self.cond.wait()
+                self.waits += 1
+                self.wait_seconds += time.monotonic() - started
             if self.closed:
                 raise TransportError(f"connection to {self.address} is closed; batch not accepted")
             seq = self.next_seq
@@ -84,6 +91,15 @@ class SendWindow:
             self._tuples += tuples
             self.cond.notify_all()
             return seq
+
+    def _must_wait(self, size: int) -> bool:
+        """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
+        batch would pass the count, the receiver's credit or the bytes (held by ``cond``)."""
+        return (
+            not self.closed
+            and bool(self._items)
+            and (len(self._items) >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes)
+        )
 
     def ack(self, sequence: int, credit: int = 0) -> int:
         """Release every batch up to ``sequence``; returns how many were released."""
@@ -207,6 +223,10 @@ class WindowedConnection:
             sent_tuples=self.sent_tuples,
             sent_bytes=self.sent_bytes,
             unacked_batches=len(self.window),
+            unacked_tuples=self.window.unacked_tuples,
+            unacked_bytes=self.window.unacked_bytes,
+            window_waits=self.window.waits,
+            window_wait_seconds=self.window.wait_seconds,
             resent_batches=self.resent_batches,
             reconnects=self.reconnects,
             retargets=self.retargets,

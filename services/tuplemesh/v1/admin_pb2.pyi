@@ -117,7 +117,7 @@ class Histogram(_message.Message):
     def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class PeerStatus(_message.Message):
-    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches")
+    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches", "unacked_tuples", "unacked_bytes", "window_waits", "window_wait_seconds")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +133,10 @@ class PeerStatus(_message.Message):
     UNKNOWN_TASKS_FIELD_NUMBER: _ClassVar[int]
     TRANSFERRED_TUPLES_FIELD_NUMBER: _ClassVar[int]
     TRANSFERRED_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    UNACKED_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    UNACKED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_WAITS_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     worker: int
     address: str
     state: str
@@ -148,7 +152,11 @@ class PeerStatus(_message.Message):
     unknown_tasks: int
     transferred_tuples: int
     transferred_batches: int
-    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ...) -> None: ...
+    unacked_tuples: int
+    unacked_bytes: int
+    window_waits: int
+    window_wait_seconds: float
+    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., unacked_tuples: _Optional[int] = ..., unacked_bytes: _Optional[int] = ..., window_waits: _Optional[int] = ..., window_wait_seconds: _Optional[float] = ...) -> None: ...
 
 class BindingStatus(_message.Message):
     __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages", "epoch_refused_batches", "refused")
@@ -343,18 +351,20 @@ class ListQueuesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class QueueInfo(_message.Message):
-    __slots__ = ("name", "depth", "capacity", "publish_rate", "published")
+    __slots__ = ("name", "depth", "capacity", "publish_rate", "published", "limit")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DEPTH_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     PUBLISH_RATE_FIELD_NUMBER: _ClassVar[int]
     PUBLISHED_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
     name: str
     depth: int
     capacity: int
     publish_rate: float
     published: int
-    def __init__(self, name: _Optional[str] = ..., depth: _Optional[int] = ..., capacity: _Optional[int] = ..., publish_rate: _Optional[float] = ..., published: _Optional[int] = ...) -> None: ...
+    limit: int
+    def __init__(self, name: _Optional[str] = ..., depth: _Optional[int] = ..., capacity: _Optional[int] = ..., publish_rate: _Optional[float] = ..., published: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class QueueList(_message.Message):
     __slots__ = ("queues",)

@@ -325,7 +325,11 @@ class Worker:
         delivered = sum(e.delivered for e in executors) + injected
         queues = tuple(
             QueueSnapshot(
-                name, ring.buffer_size - ring.remaining_capacity(), ring.buffer_size, ring.cursor + 1
+                name,
+                ring.buffer_size - ring.remaining_capacity(),
+                ring.buffer_size,
+                ring.cursor + 1,
+                ring.sequencer.limit,
             )
             for name, ring in self._rings()
         )
