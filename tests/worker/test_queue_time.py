@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from tests.helpers import eventually
 from tuplemesh.config import Config
 from tuplemesh.disruptor import EventPoller, RingBuffer
 from tuplemesh.errors import InsufficientCapacityError
+from tuplemesh.metrics import WorkerCollector
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.debloat import MIN_SLOTS, QueueTimeLimit
 from tuplemesh.worker.local_cluster import LocalCluster
@@ -121,3 +123,50 @@ def test_a_slow_bolt_holds_only_the_batches_it_drains_in_the_target_time():
     # bound the spout keeps all 1024 slots full
     assert _most_slots_in_use(10) <= 5
     assert _most_slots_in_use(0) >= 1000
+
+
+def _limit_gauge_of_the_slow_inbox(target_ms: int) -> tuple[float, float]:
+    """(tuplemesh_queue_limit_slots, tuplemesh_queue_capacity_slots) of the slow bolt's inbox,
+    read from the worker's collector once the bolt has executed 20 tuples (and, with the bound
+    on, once its first measurement set the limit)."""
+    b = TopologyBuilder("queue-limit")
+    b.set_spout("s", EndlessSpout())
+    b.set_bolt("slow", SleepBolt()).shuffle_grouping("s")
+    conf = Config(
+        {
+            "messaging.transport": "local",
+            "topology.producer.batch.size": 1,  # a slot per tuple: >= 2 ms per slot
+            "topology.executor.receive.buffer.size": 1024,
+            "topology.backpressure.target.ms": target_ms,
+        }
+    )
+    cluster = LocalCluster(b.build(), 1, conf)
+    cluster.start()
+    worker = cluster.workers[0]
+    try:
+        (slow,) = [e for e in worker.bolt_executors if e.spec.component == "slow"]
+        registry = CollectorRegistry()
+        registry.register(WorkerCollector(worker))
+        queue = {"worker": "0", "queue": f"inbox:{slow.name}"}
+
+        def sample(name: str, **labels: str) -> float:
+            value = registry.get_sample_value(name, labels or queue)
+            assert value is not None, name
+            return value
+
+        executed = {"worker": "0", "component": "slow"}
+        eventually(lambda: sample("tuplemesh_tuples_executed_total", **executed) >= 20, timeout=20.0)
+        if target_ms:
+            eventually(lambda: sample("tuplemesh_queue_limit_slots") < 1024, timeout=10.0)
+        return sample("tuplemesh_queue_limit_slots"), sample("tuplemesh_queue_capacity_slots")
+    finally:
+        worker.spout_executors[0].deactivate()
+        cluster.stop()
+
+
+def test_the_limit_gauge_shows_the_time_bound_at_work():
+    # >= 2 ms per slot and 10 ms of queue: at most 5 slots of 1024, never fewer than MIN_SLOTS
+    limit, capacity = _limit_gauge_of_the_slow_inbox(10)
+    assert capacity == 1024 and MIN_SLOTS <= limit <= 5
+    # the bound off: producers may fill every slot, and the gauge says so
+    assert _limit_gauge_of_the_slow_inbox(0) == (1024, 1024)
