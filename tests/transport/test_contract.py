@@ -3,6 +3,8 @@ shutdown notice), the sequence-gap rule, and exact ``stats()`` counts."""
 
 from __future__ import annotations
 
+import threading
+
 import grpc
 import msgpack
 import pytest
@@ -260,3 +262,44 @@ def test_an_ack_probe_acknowledges_what_was_delivered_and_delivers_nothing(port:
     assert (stats.rejected_batches, stats.rejected_frames) == (0, 0)
     raw.close()
     binding.close()
+
+
+@pytest.mark.parametrize("plugin", ["grpc", "zmq"])
+def test_batches_in_flight_and_waits_for_window_room_are_counted_exactly(plugin: str, port: int):
+    """Nobody is bound at first: what is sent stays in flight, a window of 4 batches fills and
+    the fifth send waits; once a receiver binds, everything is acknowledged and that one wait is
+    counted."""
+    conf = Config(
+        {
+            "messaging.transport": plugin,
+            "messaging.window.batches": 4,
+            "storm.messaging.netty.min_wait_ms": 20,
+            "storm.messaging.netty.max_wait_ms": 200,
+        }
+    )
+    harness = Harness(plugin, conf)
+    try:
+        conn = harness.client().connect(TOPO, "127.0.0.1", port)
+        batches: list[list[TaskMessage]] = [[(task, b"x" * task)] * task for task in (1, 2, 3, 4)]
+        for batch in batches:
+            conn.send(batch)
+        stats = conn.stats()
+        framed = sum(len(msgpack.packb(b)) for b in batches)
+        assert (stats.unacked_batches, stats.unacked_tuples, stats.unacked_bytes) == (4, 10, framed)
+        assert (stats.window_waits, stats.window_wait_seconds) == (0, 0.0)  # each found room
+        fifth = threading.Thread(target=conn.send, args=([(5, b"five")],), daemon=True)
+        fifth.start()
+        fifth.join(0.3)
+        assert fifth.is_alive() and conn.stats().unacked_batches == 4  # waiting for room
+        rx = Receiver()
+        binding = harness.server().bind(TOPO, port, rx)
+        rx.wait_for(11, 30)
+        fifth.join(10)
+        assert not fifth.is_alive()
+        done = eventually(lambda: conn.stats().unacked_batches == 0 and conn.stats())
+        assert (done.unacked_tuples, done.unacked_bytes, done.window_waits) == (0, 0, 1)
+        assert done.window_wait_seconds > 0
+        conn.close()
+        binding.close()
+    finally:
+        harness.close()
