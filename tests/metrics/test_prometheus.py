@@ -50,6 +50,7 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
         "tuplemesh_tuples_executed_total",
         "tuplemesh_queue_depth_slots",
         "tuplemesh_queue_capacity_slots",
+        "tuplemesh_queue_limit_slots",
         "tuplemesh_transfer_batch_size_tuples_bucket",
         "tuplemesh_peer_connected",
         "tuplemesh_execute_seconds_bucket",
@@ -66,6 +67,10 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
     assert f'build="{build}"' in info, info
     # per-peer traffic in both directions (the ticker's spout runs on worker 0)
     assert 'tuplemesh_transfer_tuples_sent_total{peer="1",worker="0"}' in exposition
+    # what is in flight to the peer, and the waits for room in its send window
+    in_flight = ("tuplemesh_peer_unacked_tuples", "tuplemesh_peer_unacked_bytes")
+    for name in (*in_flight, "tuplemesh_peer_window_waits_total", "tuplemesh_peer_window_wait_seconds_total"):
+        assert f'\n{name}{{peer="1",worker="0"}} ' in exposition, name
     received = scrape(ticker_mesh.metrics_url(1))
     assert 'tuplemesh_transfer_tuples_received_total{peer="0",worker="1"}' in received
     assert 'tuplemesh_transfer_bytes_received_total{peer="0",worker="1"}' in received

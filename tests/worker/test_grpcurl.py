@@ -133,6 +133,8 @@ def test_list_queues(wordcount_mesh: Mesh):
     out = grpcurl("-d", "{}", wordcount_mesh.address(0), "tuplemesh.v1.Admin/ListQueues")
     queues = {q["name"]: q for q in json.loads(out.stdout)["queues"]}
     assert queues["transfer"]["capacity"] == "1024"  # uint64 is a JSON string in proto3 JSON
+    # the queue-time limit: never fewer than 4 slots, never more than the ring has
+    assert all(4 <= int(q["limit"]) <= int(q["capacity"]) for q in queues.values()), queues
     # one inbox per executor of worker 0: count[1], count[3], split[5], split[7]
     assert len([name for name in queues if name.startswith("inbox:")]) == 4
 
@@ -158,6 +160,7 @@ def test_top_once_shows_workers_components_and_queues(wordcount_mesh: Mesh):
     for text in (
         "components",
         "queues",
+        "limit",
         "count",
         "split",
         "transfer",
