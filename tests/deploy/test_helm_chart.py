@@ -312,7 +312,7 @@ def test_network_policy_pdb_and_gating():
             "tuplemesh.json"
         ]
     )
-    assert dashboard["uid"] == "tuplemesh" and len(dashboard["panels"]) == 6
+    assert dashboard["uid"] == "tuplemesh" and len(dashboard["panels"]) == 8
     # every query is filtered by the namespace and release picked at the top of the dashboard
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert set(variables) == {"datasource", "namespace", "release"}
