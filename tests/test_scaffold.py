@@ -25,6 +25,10 @@ def tuplemesh(*args: str, cwd: Path, pythonpath: str | None = None) -> subproces
     return run_cli(*args, cwd=cwd, env={"PYTHONPATH": pythonpath} if pythonpath else None)
 
 
+def _without(*names: str) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in names}
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     parent = tmp_path_factory.mktemp("projects")
@@ -72,7 +76,9 @@ def test_the_projects_tests_pass(demo: Path):
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
         cwd=demo,
-        env={**os.environ, "PYTHONPATH": project_pythonpath(demo)},
+        # the generated project's own pytest settings only (an outer PYTEST_ADDOPTS, say -v,
+        # would change the summary line this test reads)
+        env={**_without("PYTEST_ADDOPTS"), "PYTHONPATH": project_pythonpath(demo)},
         capture_output=True,
         text=True,
         timeout=120,
