@@ -43,7 +43,7 @@ from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import UiApp
-from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
 from tuplemesh.worker.worker import Worker
@@ -153,6 +153,7 @@ class WorkerProcess:
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
         self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
+        self._peers_closed = False  # set by shutdown: the UI asks the peers no more
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._health_lock = threading.Lock()  # _state and the readiness entries change together
@@ -259,10 +260,16 @@ class WorkerProcess:
         if not self.conf["ui.enabled"]:
             return None
         stream = StatsStream(self.worker, self.transport, lambda: self._state)
+
+        def peer_statuses(timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+            # once shutdown closed the peer clients, asking would open them again (and leave them
+            # open): the last second of a stopping worker's page shows its peers unanswered
+            return {} if self._peers_closed else self.peer_admins.statuses(timeout)
+
         mesh = WorkerMeshView(
             self.worker.index,
             stream.next,
-            self.peer_admins.statuses,
+            peer_statuses,
             self.directory.snapshot,
             topology_graph(self.worker.topology),
             self.epoch_history,
@@ -527,6 +534,7 @@ class WorkerProcess:
             max(0.0, deadline - time.monotonic()),
             drain.refused_batches,
         )
+        self._peers_closed = True
         self.peer_admins.close()
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable
