@@ -469,7 +469,10 @@ def _serve_epochs(
     from tuplemesh.server.joining import JoiningServer, choose_epoch
     from tuplemesh.server.peer_admin import PeerAdmins
     from tuplemesh.topology.assignment import Epoch
+    from tuplemesh.ui.mesh import EpochHistory
 
+    # the epochs this process routes by, kept across rescales (each epoch has its own WorkerProcess)
+    history = EpochHistory()
     while True:
         # the mesh may have been rescaled since this worker's flags were written: join its epoch
         peers = PeerAdmins(conf, args.index, directory.snapshot)
@@ -497,6 +500,7 @@ def _serve_epochs(
             directory=directory,
             signals=signals,
             replicas=replicas,
+            epoch_history=history,
         )
         code = process.serve()
         successor = process.next_epoch

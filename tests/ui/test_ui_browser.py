@@ -199,21 +199,74 @@ def test_a_killed_worker_shows_down_then_up_after_restart(
     )
 
 
-def test_each_worker_serves_its_own_ui_on_the_metrics_port(browser: webdriver.Chrome, mesh: Mesh) -> None:
+def test_each_worker_serves_the_whole_mesh_on_its_metrics_port(browser: webdriver.Chrome, mesh: Mesh) -> None:
     browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")
     eventually(
         lambda: len(browser.find_elements(By.CSS_SELECTOR, "#graph .node")) == 4, timeout=30, interval=0.2
     )
-    eventually(lambda: _targets(browser) == [f"127.0.0.1:{mesh.metrics_ports[0]}"], timeout=30, interval=0.2)
+    every = [mesh.address(i) for i in range(3)]
+    eventually(lambda: _targets(browser) == every, timeout=30, interval=0.2, message="the three workers")
+    eventually(lambda: all(_health(browser, t) == "up" for t in every), timeout=30, interval=0.2)
     with urllib.request.urlopen(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/view.json", timeout=5) as r:
         view = json.load(r)
-    assert [w["worker"] for w in view["workers"]] == [0]
-    assert view["scope"] == "worker"
-    assert browser.find_element(By.ID, "scope").text.startswith(
-        "This page shows worker 0 of 3 and the tasks it runs"
-    )
+    assert [w["worker"] for w in view["workers"]] == [0, 1, 2]
+    assert (view["scope"], view["served_by"]) == ("mesh", 0)
+    assert browser.find_element(By.ID, "scope").text.startswith("Served by worker 0, which asks every other")
     assert view["graph"] == json.loads(json.dumps(topology_graph(slow_wordcount)))
-    assert view["workers"][0]["rss_bytes"] > 0
+    assert all(w["rss_bytes"] > 0 for w in view["workers"])
+
+
+def _history(browser: webdriver.Chrome) -> list[list[str]]:
+    return list(
+        browser.execute_script(
+            "return Array.from(document.querySelectorAll('#history tbody tr'),"
+            " r => Array.from(r.cells, c => c.textContent));"
+        )
+    )
+
+
+def test_a_workers_page_shows_its_peers_tasks_and_a_rescale_as_a_new_history_row(
+    browser: webdriver.Chrome,
+) -> None:
+    mesh = start_mesh("tests.ui.topologies:wordcount", 2)
+    try:
+        browser.get(f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/")
+        peer = mesh.address(1)
+        eventually(lambda: _health(browser, peer) == "up", timeout=30, interval=0.2, message="worker 1 up")
+        tasks = mesh.admin(1).GetStatus(admin_pb2.GetStatusRequest(), timeout=5).tasks
+        assert tasks > 0
+        # worker 1's row, read through worker 0: its index and "<congested> of <its tasks>"
+        eventually(
+            lambda: _row_text(browser, f'#workers tr[data-target="{peer}"]').startswith(
+                f"1{peer}up (SERVING)"
+            ),
+            timeout=30,
+            interval=0.2,
+        )
+        cells = browser.execute_script(
+            "return Array.from(document.querySelectorAll(`#workers tr[data-target='${arguments[0]}'] td`),"
+            " c => c.textContent);",
+            peer,
+        )
+        assert cells[6].endswith(f" of {tasks}")
+        first = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=10).epoch
+        eventually(lambda: [r[:2] for r in _history(browser)] == [[first, "2"]], timeout=30, interval=0.2)
+
+        # a live rescale, to as many workers at the next epoch; the page follows it
+        rescaled = mesh.admin(0).Rebalance(admin_pb2.RebalanceRequest(workers=2), timeout=30).epoch
+        assert rescaled != first
+        # the worker restarts its page with the epoch; the browser reconnects by itself
+        eventually(
+            lambda: [r[:2] for r in _history(browser)] == [[rescaled, "2"], [first, "2"]],
+            timeout=60,
+            interval=0.2,
+            message="the rescale's epoch listed first",
+        )
+        assert [r[3] for r in _history(browser)] == ["current", ""]
+        eventually(lambda: _health(browser, peer) == "up", timeout=60, interval=0.2, message="worker 1 back")
+    finally:
+        browser.get("about:blank")
+        mesh.stop()
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,11 @@ import io
 import json
 from typing import Any
 
+import pytest
+
 from tests.ui.topologies import slow_wordcount
 from tuplemesh.ui.graph import topology_graph
+from tuplemesh.ui.mesh import HISTORY_LIMIT, PEER_TIMEOUT, EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import COOKIE, UiApp
 from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2
@@ -117,3 +120,99 @@ def test_event_streams_are_bounded_share_one_reading_and_end_after_their_timeout
     assert call(app, "/ui/events")[0] == "200 OK"
     second.close()
     assert app.clients == 0
+
+
+def peer_status(worker: int, executed: int) -> admin_pb2.WorkerStatus:
+    return admin_pb2.WorkerStatus(
+        worker=worker,
+        workers=3,
+        state="SERVING",
+        epoch="0/3/abc",
+        tasks=1,
+        rss_bytes=5 << 20,
+        executors=[admin_pb2.ExecutorStatus(name="split-1", component="split", tasks=[3], executed=executed)],
+        queues=[admin_pb2.QueueInfo(name="inbox:split-1", depth=2, capacity=8)],
+        congested_task_ids=[3],
+    )
+
+
+def test_a_workers_page_shows_every_peer_and_a_silent_one_as_unreachable() -> None:
+    own = stats(0, 10, 1.0, [])
+    own.status.workers = 3
+    answers: dict[int, admin_pb2.WorkerStatus | None] = {1: peer_status(1, 100), 2: None}
+    asked: list[float] = []
+
+    def peers(timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+        asked.append(timeout)
+        return answers
+
+    addresses = {0: ("h", 7000), 1: ("h", 7001), 2: ("h", 7002)}
+    history = EpochHistory()
+    history.record("0/3/abc", 3, since=100.0)
+    clock = iter([10.0, 12.0])
+    graph = topology_graph(slow_wordcount)
+    source = WorkerMeshView(
+        0, lambda: own, peers, lambda: addresses, graph, history, "h:7300", clock.__next__
+    )
+    view = source.view()
+    assert asked == [PEER_TIMEOUT]
+    rows = [(w["target"], w.get("worker"), w["up"]) for w in view["workers"]]
+    assert rows == [("h:7000", 0, True), ("h:7001", 1, True), ("h:7002", 2, False)]
+    peer = view["workers"][1]
+    assert (peer["tasks"], peer["congested_tasks"], peer["rss_bytes"], peer["state"]) == (
+        1,
+        0,
+        5 << 20,
+        "SERVING",
+    )
+    assert peer["queues"] == [{"name": "inbox:split-1", "depth": 2, "capacity": 8, "fill": 0.25}]
+    assert view["workers"][2]["error"] == "unreachable: no answer to its status within 0.8 s"
+    split = view["components"]["split"]
+    assert (split["executed"], split["tasks_here"], split["congested_tasks"]) == (100, 1, 1)
+    assert split["executed_per_second"] == 0.0  # one answer: no rate yet
+    assert view["served_by"] == 0
+    assert view["history"] == [{"epoch": "0/3/abc", "workers": 3, "since": 100.0}]
+    # worker 2 answers, worker 1 has executed 50 more since; an address discovery lost: down
+    answers[1], answers[2] = peer_status(1, 150), peer_status(2, 0)
+    del addresses[2]
+    second = source.view()
+    assert second["components"]["split"]["executed"] == 150
+    assert second["components"]["split"]["executed_per_second"] == 25.0  # 50 more in 2 s
+    assert [(w["target"], w["up"], w.get("error")) for w in second["workers"]] == [
+        ("h:7000", True, None),
+        ("h:7001", True, None),
+        ("worker 2", False, "unreachable: no known address"),
+    ]
+
+
+def test_peers_are_asked_once_per_refresh_however_many_pages_watch() -> None:
+    asked: list[float] = []
+
+    def peers(timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+        asked.append(timeout)
+        return {1: None}
+
+    source = WorkerMeshView(0, lambda: stats(0, 1, 0.1, []), peers, dict, None, EpochHistory(), "h:1")
+    app = UiApp(source.view, max_clients=3, stream_seconds=0.0)
+    assert asked == []  # nobody watches: nobody asked
+    streams = [call(app, "/ui/events")[2] for _ in range(3)]
+    for stream in streams:
+        assert next(stream) == b"retry: 1000\n\n"
+        view = json.loads(next(stream).removeprefix(b"data: "))
+        assert [(w["target"], w["up"]) for w in view["workers"]] == [("h:1", True), ("worker 1", False)]
+    assert len(asked) == 1
+
+
+def test_the_epoch_history_keeps_the_newest_epochs_newest_first() -> None:
+    history = EpochHistory(limit=3)
+    for counter in range(5):
+        history.record(f"{counter}/2/abc", 2 + counter, since=float(counter))
+        history.record(f"{counter}/2/abc", 2 + counter, since=99.0)  # the same epoch again: one row
+    assert history.rows() == [
+        {"epoch": "4/2/abc", "workers": 6, "since": 4.0},
+        {"epoch": "3/2/abc", "workers": 5, "since": 3.0},
+        {"epoch": "2/2/abc", "workers": 4, "since": 2.0},
+    ]
+    assert len(EpochHistory().rows()) == 0 and HISTORY_LIMIT == 20
+    with pytest.raises(ValueError, match="at least 1 epoch, not 0"):
+        EpochHistory(limit=0)

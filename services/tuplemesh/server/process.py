@@ -41,9 +41,9 @@ from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import SharedServerContext, make_context
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.ui.graph import topology_graph
+from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import UiApp
-from tuplemesh.ui.view import ViewBuilder
-from tuplemesh.v1 import admin_pb2_grpc, gateway_pb2_grpc
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
 from tuplemesh.worker.worker import Worker
@@ -103,6 +103,7 @@ class WorkerProcess:
         directory: PeerDirectory,
         signals: TerminationSignals | None = None,
         replicas: ReplicaSource | None = None,
+        epoch_history: EpochHistory | None = None,
     ) -> None:
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
@@ -113,6 +114,9 @@ class WorkerProcess:
         self.conf = self.conf.with_overrides({"worker.epoch": str(self.epoch)})
         #: Set by a rescale: the epoch this worker's successor starts at.
         self.next_epoch: Epoch | None = None
+        #: The epochs this process routed by (shown by the UI); the process's, passed from one
+        #: epoch's worker to the next, as a rescale replaces this object within the process.
+        self.epoch_history = epoch_history if epoch_history is not None else EpochHistory()
         self._rescale_lock = threading.Lock()
         #: Set by a rescale every worker of this epoch takes part in (they all drain together).
         self._with_mesh = False
@@ -149,6 +153,7 @@ class WorkerProcess:
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
         self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
+        self._peers_closed = False  # set by shutdown: the UI asks the peers no more
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._health_lock = threading.Lock()  # _state and the readiness entries change together
@@ -241,6 +246,7 @@ class WorkerProcess:
         except BaseException:
             self.abort()
             raise
+        self.epoch_history.record(str(self.epoch), self.epoch.workers)  # it routes by it from now
         freeze_startup_objects(self.conf)
         threading.Thread(target=self._watch_readiness, name="readiness", daemon=True).start()
         threading.Thread(target=self._refresh_peers, name="refresh-peers", daemon=True).start()
@@ -249,13 +255,28 @@ class WorkerProcess:
             threading.Thread(target=self._follow_replicas, name="follow-replicas", daemon=True).start()
 
     def _ui(self, host: str, port: int) -> UiApp | None:
-        """The web UI of this worker alone (``tuplemesh ui`` shows a whole mesh), unless off."""
+        """The web UI of the whole mesh, served by this worker (which asks its peers' Admin for
+        theirs, through the clients it rescales with), unless off."""
         if not self.conf["ui.enabled"]:
             return None
         stream = StatsStream(self.worker, self.transport, lambda: self._state)
-        builder, graph, target = ViewBuilder(), topology_graph(self.worker.topology), f"{host}:{port}"
+
+        def peer_statuses(timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
+            # once shutdown closed the peer clients, asking would open them again (and leave them
+            # open): the last second of a stopping worker's page shows its peers unanswered
+            return {} if self._peers_closed else self.peer_admins.statuses(timeout)
+
+        mesh = WorkerMeshView(
+            self.worker.index,
+            stream.next,
+            peer_statuses,
+            self.directory.snapshot,
+            topology_graph(self.worker.topology),
+            self.epoch_history,
+            f"{host}:{port}",
+        )
         return UiApp(
-            lambda: builder.view({target: stream.next()}, {}, graph, scope="worker"),
+            mesh.view,
             token=self.conf["admin.token"],
             max_clients=self.conf["ui.events.clients"],
             stream_seconds=self.conf["ui.events.timeout.secs"],
@@ -513,6 +534,7 @@ class WorkerProcess:
             max(0.0, deadline - time.monotonic()),
             drain.refused_batches,
         )
+        self._peers_closed = True
         self.peer_admins.close()
         clean = self.worker.stop(max(1.0, deadline - time.monotonic()))
         # Bounded: grpcio's shutdown event can stay unset after a client sent an undecodable

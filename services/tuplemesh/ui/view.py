@@ -36,10 +36,14 @@ class ViewBuilder:
         errors: Mapping[str, str],
         graph: Mapping[str, Any] | None,
         scope: str = "mesh",
+        indices: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
         """``stats``: target -> its latest WorkerStats (None while it has none); ``errors``:
         target -> why it cannot be read now (the worker shows as down). ``scope``: ``mesh``
-        (every worker given) or ``worker`` (the page of one worker, its tasks only)."""
+        (every worker given) or ``worker`` (the page of one worker, its tasks only). ``indices``:
+        the worker index of targets known to be a given worker (a down one is listed in its
+        place, not last)."""
+        known = indices or {}
         components: dict[str, dict[str, Any]] = {}
         if graph is not None:
             for c in graph["components"]:
@@ -49,13 +53,16 @@ class ViewBuilder:
 
         def order(target: str) -> tuple[int, str]:
             s = stats[target]
-            return (s.worker if s is not None else 1 << 31, target)
+            return (s.worker if s is not None else known.get(target, 1 << 31), target)
 
         for target in sorted(stats, key=order):
             s = stats[target]
             error = errors.get(target, "")
             if s is None or error:
-                workers.append({"target": target, "up": False, "error": error or "no reading yet"})
+                down: dict[str, Any] = {"target": target, "up": False, "error": error or "no reading yet"}
+                if target in known:
+                    down["worker"] = known[target]
+                workers.append(down)
                 continue
             status = s.status
             workers.append(self._worker(target, s))
@@ -88,6 +95,8 @@ class ViewBuilder:
             # a rescale in progress shows as workers on different epochs
             "epochs": epochs,
             "workers_expected": max((int(w["workers"]) for w in workers if w["up"]), default=0),
+            # the epochs the serving worker routed by, newest first (a worker's page fills it)
+            "history": [],
         }
 
     @staticmethod

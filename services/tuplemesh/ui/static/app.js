@@ -133,7 +133,7 @@
     view.workers.forEach(w => {
       const tr = document.createElement("tr"); tr.dataset.target = w.target; tr.dataset.health = w.up ? "up" : "down";
       if (!w.up) {
-        cells(tr, ["?", w.target, { text: "down: " + w.error, cls: "health down text" }, "", "", "", "", "", "", "", "", ""]);
+        cells(tr, [w.worker === undefined ? "?" : String(w.worker), w.target, { text: "down: " + w.error, cls: "health down text" }, "", "", "", "", "", "", "", "", ""]);
       } else {
         cells(tr, [String(w.worker), w.target, { text: "up (" + w.state + ")", cls: "health up text" }, { text: w.epoch, cls: "text" },
           num(w.uptime_seconds) + " s", pct(w.queue_fill), w.congested_tasks + " of " + w.tasks,
@@ -147,6 +147,16 @@
     epochs.textContent = view.epochs.length > 1
       ? "Rescaling: workers route by different epochs (" + view.epochs.join(", ") + ")"
       : (view.epochs.length ? "Epoch " + view.epochs[0] + ", " + view.workers_expected + " workers" : "");
+    const history = view.history || [];
+    document.getElementById("history-section").hidden = history.length === 0;
+    const htbody = document.querySelector("#history tbody");
+    htbody.replaceChildren();
+    history.forEach((h, i) => {
+      const tr = document.createElement("tr"); tr.dataset.epoch = h.epoch;
+      cells(tr, [{ text: h.epoch, cls: "text" }, String(h.workers),
+        { text: new Date(h.since * 1000).toLocaleString(), cls: "text" }, { text: i === 0 ? "current" : "", cls: "text" }]);
+      htbody.appendChild(tr);
+    });
     const dl = document.getElementById("checkpoints");
     const c = view.checkpoints;
     if (c) {
@@ -167,7 +177,9 @@
     document.getElementById("scope").textContent = view.scope === "worker" && one && one.up
       ? "This page shows worker " + one.worker + " of " + one.workers + " and the tasks it runs; " +
         "`tuplemesh ui --target ...` shows every worker."
-      : "";
+      : (view.served_by !== undefined
+        ? "Served by worker " + view.served_by + ", which asks every other worker for its state at each refresh."
+        : "");
     if (view.graph) {
       const key = JSON.stringify(view.graph);
       if (key !== drawnGraph) { drawGraph(view.graph); drawnGraph = key; }
