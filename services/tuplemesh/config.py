@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from tuplemesh.errors import ConfigError
-from tuplemesh.plugin_kinds import store_class, transport_class
+from tuplemesh.plugin_kinds import TRANSPORTS, store_class, transport_class
 
 __all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name", "seconds"]
 
@@ -328,7 +328,7 @@ KEYS: dict[str, ConfigKey] = {
             "messaging.transport",
             str,
             "grpc",
-            "Transport plugin between workers: local, grpc, zmq, or 'module:attr'.",
+            f"Transport plugin between workers: {', '.join(TRANSPORTS)}, or 'module:attr'.",
             _resolves(transport_class),
             flag="transport",
         ),
