@@ -9,6 +9,7 @@ import pytest
 
 from tuplemesh.config import KEYS, Config, env_name, seconds
 from tuplemesh.errors import ConfigError
+from tuplemesh.transport import Capabilities
 
 SERVICES = Path(__file__).resolve().parents[1] / "services" / "tuplemesh"
 
@@ -111,6 +112,49 @@ def test_plugin_keys_accept_module_attr_that_resolves():
         }
     )
     assert conf["topology.tuple.serializer"] == "tuplemesh.serialization:JsonSerializer"
+
+
+class _ContextShape:
+    """Every method of a transport context; what it can do is declared (or not) by a subclass."""
+
+    def prepare(self, *args): ...
+
+    def bind(self, *args): ...
+
+    def connect(self, *args): ...
+
+    def term(self): ...
+
+
+class UndeclaredTransport(_ContextShape):
+    capabilities = {"in_process": True}  # a dict, not the declared type
+
+
+class DeclaredTransport(_ContextShape):
+    capabilities = Capabilities(in_process=True)
+
+
+def test_a_users_transport_must_declare_its_capabilities_when_the_config_is_built():
+    with pytest.raises(ConfigError) as err:
+        Config({"messaging.transport": "tests.test_config:UndeclaredTransport"})
+    assert str(err.value) == (
+        "config key 'messaging.transport': does not resolve: messaging.transport: "
+        "'tests.test_config:UndeclaredTransport' is not a transport plugin (no capabilities) "
+        "(got 'tests.test_config:UndeclaredTransport')"
+    )
+    conf = Config({"messaging.transport": "tests.test_config:DeclaredTransport"})
+    assert conf["messaging.transport"] == "tests.test_config:DeclaredTransport"
+
+
+def test_a_state_backend_without_from_conf_is_refused_when_the_config_is_built():
+    with pytest.raises(ConfigError) as err:
+        Config({"topology.state.backend": "tuplemesh.state.kv:DictState"})
+    message = str(err.value)
+    assert message.startswith(
+        "config key 'topology.state.backend': does not resolve: topology.state.backend "
+        "'tuplemesh.state.kv:DictState': "
+    )
+    assert "has no from_conf(conf) classmethod" in message
 
 
 def test_seconds_converts_by_the_unit_of_the_key_row():

@@ -247,16 +247,6 @@ def test_real_package_graph_has_the_imports_the_sources_show() -> None:
     assert graph["tuplemesh.netutil"] == {}  # imports only the standard library
 
 
-#: Package-level back edges that are known and not yet removed, each with why it exists. The
-#: configuration table checks a backend name when the config is built by loading the backend
-#: (``state.stores.store_class``, ``transport.make_context``), while those packages read their
-#: keys through ``tuplemesh.config``. Listed by (importer, imported package); the test below
-#: fails once an entry no longer exists, so the list only shrinks.
-KNOWN_BACK_EDGES: dict[Edge, str] = {
-    ("tuplemesh.config", "tuplemesh.state"): "validates state.backend by loading the store class",
-    ("tuplemesh.config", "tuplemesh.transport"): "validates messaging.transport by loading the plugin",
-}
-
 #: The packages and modules that build and run a worker: the only importers of ``tuplemesh.worker``.
 COMPOSITION_ROOTS = ("tuplemesh.server", "tuplemesh.cli", "tuplemesh.launcher")
 
@@ -329,20 +319,12 @@ def describe_packages(loop: list[str], graph: Graph, witness: dict[Edge, Edge]) 
 def test_no_import_cycles_between_packages() -> None:
     graph = import_graph()
     packages, witness = package_graph(graph)
-    for importer, imported in KNOWN_BACK_EDGES:
-        packages[importer].pop(imported, None)
     loops = cycles(packages)
     report = "\n".join(
         f"cycle {n} ({len(loop)} packages):\n{describe_packages(loop, graph, witness)}"
         for n, loop in enumerate(loops, 1)
     )
     assert not loops, f"{len(loops)} import cycle(s) between tuplemesh packages:\n{report}"
-
-
-def test_known_back_edges_still_exist() -> None:
-    packages, _ = package_graph(import_graph())
-    gone = [edge for edge in KNOWN_BACK_EDGES if edge[1] not in packages.get(edge[0], {})]
-    assert not gone, f"remove from KNOWN_BACK_EDGES, these imports are gone: {gone}"
 
 
 def test_every_package_imports_only_lower_layers() -> None:

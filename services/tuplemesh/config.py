@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from tuplemesh.errors import ConfigError
+from tuplemesh.plugin_kinds import TRANSPORTS, store_class, transport_class
 
 __all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name", "seconds"]
 
@@ -131,18 +132,6 @@ def _serializer(name: str) -> Any:
     from tuplemesh.serialization import load_serializer
 
     return load_serializer(name)
-
-
-def _state_store(name: str) -> Any:
-    from tuplemesh.state.stores import store_class
-
-    return store_class(name)
-
-
-def _transport(name: str) -> Any:
-    from tuplemesh.transport import make_context
-
-    return make_context(name)
 
 
 KEYS: dict[str, ConfigKey] = {
@@ -339,8 +328,8 @@ KEYS: dict[str, ConfigKey] = {
             "messaging.transport",
             str,
             "grpc",
-            "Transport plugin between workers: local, grpc, zmq, or 'module:attr'.",
-            _resolves(_transport),
+            f"Transport plugin between workers: {', '.join(TRANSPORTS)}, or 'module:attr'.",
+            _resolves(transport_class),
             flag="transport",
         ),
         ConfigKey(
@@ -724,7 +713,7 @@ KEYS: dict[str, ConfigKey] = {
             "Where stateful topologies keep their checkpoints: sqlite (one file shared by the "
             "workers of one machine), redis, memory (one process only), or module:attr. auto is "
             "memory with the local transport and sqlite otherwise.",
-            _resolves(_state_store),
+            _resolves(store_class),
         ),
         ConfigKey(
             "topology.state.checkpoint.interval.ms",

@@ -1,11 +1,12 @@
-"""Transport plugins, selected by ``messaging.transport`` through an alias table."""
+"""Transport plugins, selected by ``messaging.transport`` through the alias table `TRANSPORTS`
+(kept in `tuplemesh.plugin_kinds` with the check of a plugin's shape, which the configuration
+runs too)."""
 
 from __future__ import annotations
 
 from typing import cast
 
-from tuplemesh.errors import PluginError
-from tuplemesh.plugins import resolve_plugin
+from tuplemesh.plugin_kinds import TRANSPORTS, transport_class
 from tuplemesh.transport.base import (
     SHUTDOWN_TASK,
     Binding,
@@ -37,23 +38,7 @@ __all__ = [
     "make_context",
 ]
 
-#: ``messaging.transport`` aliases. Backend modules are named ``*_impl`` so they never shadow
-#: the library they wrap (``grpc``, ``zmq``).
-TRANSPORTS = {
-    "local": "tuplemesh.transport.local:LocalContext",
-    "grpc": "tuplemesh.transport.grpc_impl:GrpcContext",
-    "zmq": "tuplemesh.transport.zmq_impl:ZmqContext",
-}
-
 
 def make_context(name: str) -> Context:
     """A new, unprepared transport context for ``messaging.transport`` = ``name``."""
-    factory = resolve_plugin("messaging.transport", name, TRANSPORTS)
-    missing = [m for m in ("prepare", "bind", "connect", "term") if not callable(getattr(factory, m, None))]
-    if not isinstance(getattr(factory, "capabilities", None), Capabilities):
-        missing.append("capabilities")
-    if missing:
-        raise PluginError(
-            f"messaging.transport: {name!r} is not a transport plugin (no {', '.join(missing)})"
-        )
-    return cast(Context, factory())
+    return cast(Context, transport_class(name)())

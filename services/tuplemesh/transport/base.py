@@ -15,9 +15,10 @@ its class; every count a plugin keeps is read through ``stats()``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+# defined below the configuration, which checks that a transport plugin declares it
+from tuplemesh.plugin_kinds import Capabilities
 from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = [
@@ -63,21 +64,6 @@ def split_shutdown(batch: list[TaskMessage]) -> tuple[list[TaskMessage], bool]:
     if not batch or batch[-1][0] != SHUTDOWN_TASK:
         return batch, False
     return [m for m in batch if m[0] != SHUTDOWN_TASK], True
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """What a plugin can do beyond the protocol; the core asks these instead of ``isinstance``."""
-
-    #: One context serves every worker of a cluster in this process; ports are only names
-    #: (Storm's local mode). Otherwise every worker needs its own context and a real port.
-    in_process: bool = False
-    #: Can serve on the worker's own gRPC server (`SharedServerContext.use_server`), so the
-    #: transfer service shares the worker port with Admin, health and reflection.
-    shares_server: bool = False
-    #: Bindings tell senders which tasks are congested and connections hear it, so a full inbox
-    #: need not block the receive thread. Without it a blocking put is the only backpressure.
-    reports_congestion: bool = False
 
 
 class Connection(Protocol):
