@@ -28,7 +28,7 @@ from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TlsConnections, mesh_secret
+from tuplemesh.security import TlsConnections, mesh_proof, mesh_secret
 from tuplemesh.server.admin import AdminServicer, StatsStream
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
@@ -148,7 +148,9 @@ class WorkerProcess:
         )
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
-        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
+        # a forwarded rescale proves this worker a member, as its Transfer streams do
+        proof = mesh_proof(mesh_secret(self.conf), self.worker.topology_id, index)
+        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot, proof)
         self.health = health.HealthServicer()
         self._state = "STARTING"
         self._health_lock = threading.Lock()  # _state and the readiness entries change together

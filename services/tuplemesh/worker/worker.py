@@ -200,6 +200,14 @@ class Worker:
         if self._binding is not None:
             self._binding.admit(admission)
 
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        """Count a caller refused as no member of the mesh with the binding's refusals (the
+        ``refused`` counts: one place for every membership refusal), and log it. Any thread."""
+        if self._binding is not None:
+            self._binding.refuse(reason, where, detail)
+        else:  # not bound yet: nothing counts refusals; the log still says
+            log.warning("%s: refused (%s): %s", where, reason, detail)
+
     def stop_checkpoint(self) -> StopCheckpoint | None:
         """The final checkpoint of a whole-mesh stop; None when the topology keeps no state."""
         plan = self.plan.checkpointing
