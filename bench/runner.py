@@ -15,6 +15,7 @@ from bench import (
     e2e_local,
     flow,
     hotpath,
+    mesh_size,
     modes,
     rescale,
     ring,
@@ -44,6 +45,7 @@ PARTS = {
     "windows": windows.run,
     "rescale": rescale.run,
     "flow": flow.run,
+    "mesh_size": mesh_size.run,
 }
 
 
