@@ -11,7 +11,8 @@ itself by the channel, never by a batch field: with a mesh secret (``mesh.secret
 ``mesh.secret``) every stream carries its worker id and HMAC-SHA256(secret, topology id and
 worker id) (`mesh_mac`); with mTLS the peer certificate must also carry the worker role, the URI
 SAN `WORKER_URI` the chart's worker certificates get and Gateway/Spark client certificates never
-do. The receiver then takes the sender's id from what it verified.
+do. The receiver then takes the sender's id from what it verified. A Rebalance naming an epoch
+(a worker forwarding the rescale it started) must prove its caller a member the same way.
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ import grpc
 from tuplemesh.errors import ConfigError
 
 __all__ = [
+    "AUTH_METADATA",
+    "WORKER_METADATA",
     "WORKER_URI",
     "TlsConnections",
     "TokenInterceptor",
     "is_worker_certificate",
     "mesh_mac",
+    "mesh_proof",
     "mesh_secret",
+    "proven_worker",
     "read_pem",
     "server_credentials",
 ]
@@ -65,6 +70,33 @@ def mesh_secret(conf: Mapping[str, Any]) -> bytes:
 def mesh_mac(secret: bytes, topology_id: str, worker: int) -> str:
     """The proof a worker sends on its streams: hex HMAC-SHA256 of (topology, worker id)."""
     return hmac.new(secret, f"{topology_id}\n{worker}".encode(), "sha256").hexdigest()
+
+
+#: Call metadata naming the calling worker, and its proof of the mesh secret (`mesh_mac`): what a
+#: member's Transfer streams and its forwarded Rebalance calls carry.
+WORKER_METADATA = "tuplemesh-worker"
+AUTH_METADATA = "tuplemesh-auth"
+
+
+def mesh_proof(secret: bytes, topology_id: str, worker: int) -> tuple[tuple[str, str], ...]:
+    """The metadata naming ``worker`` and, with a secret, proving it (none needed: the name only)."""
+    pairs = [(WORKER_METADATA, str(worker))]
+    if secret:
+        pairs.append((AUTH_METADATA, mesh_mac(secret, topology_id, worker)))
+    return tuple(pairs)
+
+
+def proven_worker(secret: bytes, topology_id: str, metadata: Mapping[str, str]) -> int | None:
+    """The worker ``metadata`` names when it carries that worker's proof of ``secret`` (compared in
+    constant time); None when the name or the proof is missing or wrong."""
+    claimed = metadata.get(WORKER_METADATA) or ""
+    # a worker id is a few digits: int() of thousands of them would raise, not refuse
+    worker = int(claimed) if claimed.isdecimal() and len(claimed) <= 9 else -1
+    expected = mesh_mac(secret, topology_id, worker)  # computed either way: no shortcut to time
+    given = metadata.get(AUTH_METADATA, "")
+    if worker < 0 or not hmac.compare_digest(given.encode(), expected.encode()):
+        return None
+    return worker
 
 
 def is_worker_certificate(context: grpc.ServicerContext) -> bool:

@@ -64,9 +64,10 @@ def start_mesh(
     config: Path | None = None,
     wait: bool = True,
     env: dict[str, str] | None = None,
+    logs: Path | None = None,
 ) -> Mesh:
     """Worker processes on loopback. Admin Emit, Drain, Rebalance and WatchTuples are on (tests use
-    them) unless ``env`` says."""
+    them) unless ``env`` says. With ``logs`` each worker's stderr goes to ``logs/worker-<index>.log``."""
     ports = free_ports(2 * workers)
     ports, metrics_ports = ports[:workers], ports[workers:]
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
@@ -87,7 +88,10 @@ def start_mesh(
             "TUPLEMESH_ADMIN_WATCH_TUPLES_ENABLED": "true",
             **(env or {}),
         }
-        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=proc_env))
+        stderr = None if logs is None else (logs / f"worker-{index}.log").open("wb")
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=proc_env, stderr=stderr))
+        if stderr is not None:
+            stderr.close()  # the worker holds its own copy
         commands.append((cmd, proc_env))
     mesh = Mesh(ports, procs, metrics_ports, commands)
     if wait:

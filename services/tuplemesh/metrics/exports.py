@@ -199,8 +199,8 @@ EXPORTS: dict[str, Export] = {
     ),
     "binding.refused": Export(
         "tuplemesh_transfer_refused_total",
-        "Transfer streams and batches refused by who sent them, by reason: unauthenticated, "
-        "not_a_worker, not_a_member, sender_mismatch, no_epoch.",
+        "Transfer streams and batches, and Admin.Rebalance calls naming an epoch, refused by who "
+        "sent them, by reason: unauthenticated, not_a_worker, not_a_member, sender_mismatch, no_epoch.",
         key="reason",
     ),
     "binding.broadcast_messages": Export(

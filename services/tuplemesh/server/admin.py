@@ -14,6 +14,7 @@ from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
+from tuplemesh.security import is_worker_certificate, mesh_secret, proven_worker
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
@@ -121,6 +122,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     ) -> None:
         self.worker = worker
         self._rebalance = rebalance
+        # what a Rebalance naming an epoch (a peer forwarding its rescale) must prove, as a
+        # Transfer stream does: the mesh secret, and under mTLS a certificate with the worker role
+        self._secret = mesh_secret(worker.conf)
+        self._worker_certificates = bool(worker.conf["tls.enabled"])
         self.transport = transport
         self._drain = drain
         self._state = state
@@ -337,6 +342,8 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.RebalanceRequest, context: grpc.ServicerContext
     ) -> admin_pb2.RebalanceResponse:
         self._check_enabled("admin.rebalance.enabled", "Rebalance", context)
+        if request.epoch:
+            self._check_member(context)
         if request.workers < 1:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"workers must be >= 1, got {request.workers}")
         if request.epoch:  # a peer's rescale names the epoch it moves the mesh to
@@ -358,6 +365,31 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         except RescaleRefusedError as exc:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(exc))
         return admin_pb2.RebalanceResponse(epoch=epoch)
+
+    def _check_member(self, context: grpc.ServicerContext) -> None:
+        """A Rebalance naming an epoch is a worker forwarding the rescale it started, so it must
+        come from a member, proven as on Transfer: under mTLS a certificate with the worker role
+        (PERMISSION_DENIED otherwise), with a mesh secret the calling worker's proof
+        (UNAUTHENTICATED otherwise). The admin token alone does not make a member. Each refusal
+        is counted with the Transfer refusals; nothing reaches the worker."""
+        where = f"Admin.Rebalance naming an epoch, from {context.peer()}"
+        how = "to rescale, give only the worker count"
+        if self._worker_certificates and not is_worker_certificate(context):
+            self.worker.refuse("not_a_worker", where, "a certificate without the worker role")
+            context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"a Rebalance naming an epoch comes from a worker: it needs a certificate with "
+                f"the worker role; {how}",
+            )
+        if self._secret:
+            metadata = {str(k): str(v) for k, v in context.invocation_metadata() or ()}
+            if proven_worker(self._secret, self.worker.topology_id, metadata) is None:
+                self.worker.refuse("unauthenticated", where, "no or a wrong proof of the mesh secret")
+                context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    "a Rebalance naming an epoch comes from a worker: it needs the mesh secret "
+                    f"(metadata tuplemesh-worker and tuplemesh-auth); {how}",
+                )
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
         """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""

@@ -34,11 +34,18 @@ class PeerAdmins:
     Thread-safe."""
 
     def __init__(
-        self, conf: Mapping[str, Any], own_index: int, addresses: Callable[[], Mapping[int, tuple[str, int]]]
+        self,
+        conf: Mapping[str, Any],
+        own_index: int,
+        addresses: Callable[[], Mapping[int, tuple[str, int]]],
+        proof: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self._conf = conf
         self._own = own_index
         self._addresses = addresses
+        #: This worker's name and proof of the mesh secret (`mesh_proof`): a peer takes a
+        #: Rebalance naming an epoch only from a member.
+        self._proof = proof
         self._stubs: dict[int, tuple[str, grpc.Channel, admin_pb2_grpc.AdminStub]] = {}
         self._lock = threading.Lock()
 
@@ -108,7 +115,7 @@ class PeerAdmins:
                 raise TransportError(f"worker {worker} has no known address; the mesh cannot rescale")
             # wait_for_ready: a peer between two connection attempts is reached, not skipped
             calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(
-                request, timeout=timeout, wait_for_ready=True
+                request, timeout=timeout, wait_for_ready=True, metadata=self._proof or None
             )
         for worker, call in calls.items():
             try:

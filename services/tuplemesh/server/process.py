@@ -28,7 +28,7 @@ from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TlsConnections, mesh_secret
+from tuplemesh.security import TlsConnections, mesh_proof, mesh_secret
 from tuplemesh.server.admin import AdminServicer, StatsStream
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
@@ -152,7 +152,9 @@ class WorkerProcess:
         )
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
-        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot)
+        # a forwarded rescale proves this worker a member, as its Transfer streams do
+        proof = mesh_proof(mesh_secret(self.conf), self.worker.topology_id, index)
+        self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot, proof)
         self._peers_closed = False  # set by shutdown: the UI asks the peers no more
         self.health = health.HealthServicer()
         self._state = "STARTING"
@@ -367,8 +369,11 @@ class WorkerProcess:
         while a peer this worker sends to has been unreachable for ``worker.peer.grace.secs``
         (its tuples wait for it, so traffic sent here would stall), SERVING again once it is
         back. Draining is NOT_SERVING for good; `state` stays SERVING while peers are away
-        (Admin callers read NOT_SERVING as "drained")."""
+        (Admin callers read NOT_SERVING as "drained"). A peer's shutdown notice, which stops this
+        worker receiving for good, drains it: NOT_SERVING, and Gateway Publish refused."""
         while not self._stop.is_set() and self._state == "STARTING":
+            if self._drained_by_notice():
+                return
             if self.worker.peers_connected():
                 with self._health_lock:
                     if self._state != "STARTING":
@@ -391,6 +396,8 @@ class WorkerProcess:
         down_since: dict[int, float] = {}
         ready = True
         while not self._stop.wait(min(0.25, grace / 4)) and self._state == "SERVING":
+            if self._drained_by_notice():
+                return
             now = time.monotonic()
             down = self.unreachable_peers()
             down_since = {peer: down_since.get(peer, now) for peer in down}
@@ -411,6 +418,20 @@ class WorkerProcess:
                     ready = True
                     self._set_health(health_pb2.HealthCheckResponse.SERVING)
                     log.info("worker %d: every peer is reachable again: SERVING", self.worker.index)
+
+    def _drained_by_notice(self) -> bool:
+        """Drain once a peer's shutdown notice stopped this worker receiving; True when it did.
+        Nothing reaches its tasks from its peers any more: it must not look ready, nor take rows
+        whose tuples may need a peer to send them back here."""
+        if not self.worker.stopped_by_notice():
+            return False
+        log.warning(
+            "worker %d: a peer's shutdown notice stopped it receiving for good: draining "
+            "(NOT_SERVING; Gateway Publish answers UNAVAILABLE)",
+            self.worker.index,
+        )
+        self.drain()
+        return True
 
     def unreachable_peers(self) -> list[int]:
         """The peers this worker sends to whose link is not up now."""

@@ -109,6 +109,12 @@ class Binding(Protocol):
         """A snapshot of this binding's counts."""
         ...
 
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        """Count (in ``stats().refused``, by ``reason``: one of `REFUSALS`) and log a caller
+        refused as no member of the mesh elsewhere than on this binding (a forwarded Rebalance
+        without the mesh's proof): one count for every membership refusal. Any thread."""
+        ...
+
 
 class Context(Protocol):
     """A transport plugin instance: one per worker (one shared by all workers in local mode)."""

@@ -32,7 +32,6 @@ carries the backpressure to the sender.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 from collections.abc import Iterator, Mapping
@@ -48,10 +47,13 @@ from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, Transpo
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import (
+    AUTH_METADATA,
+    WORKER_METADATA,
     TlsConnections,
     TokenInterceptor,
     is_worker_certificate,
-    mesh_mac,
+    mesh_proof,
+    proven_worker,
     server_credentials,
 )
 from tuplemesh.tracing import attach_carrier, detach
@@ -70,7 +72,14 @@ from tuplemesh.transport.stats import BindingStats
 from tuplemesh.transport.window import WindowedConnection
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
-__all__ = ["GrpcBinding", "GrpcConnection", "GrpcContext", "channel_options"]
+__all__ = [
+    "AUTH_METADATA",
+    "WORKER_METADATA",
+    "GrpcBinding",
+    "GrpcConnection",
+    "GrpcContext",
+    "channel_options",
+]
 
 log = logging.getLogger(__name__)
 
@@ -130,20 +139,10 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
 EPOCH_METADATA = "tuplemesh-epoch"
 
 
-#: Stream metadata naming the sending worker, and its proof of the mesh secret.
-WORKER_METADATA = "tuplemesh-worker"
-AUTH_METADATA = "tuplemesh-auth"
-
-
 def handshake(settings: TransportSettings, topology_id: str) -> tuple[tuple[str, str], ...]:
     """The metadata a sender opens every stream with: its epoch, its worker id and proof."""
-    worker = settings.worker_index
-    pairs = [(WORKER_METADATA, str(worker))]
-    if settings.epoch:
-        pairs.append((EPOCH_METADATA, settings.epoch))
-    if settings.mesh_secret:
-        pairs.append((AUTH_METADATA, mesh_mac(settings.mesh_secret, topology_id, worker)))
-    return tuple(pairs)
+    epoch = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else ()
+    return epoch + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index)
 
 
 def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
@@ -182,15 +181,11 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 "Transfer needs a certificate with the worker role (a client certificate cannot send)",
             )  # fmt: skip
         claimed = metadata.get(WORKER_METADATA)
-        if session.secret:
-            given = metadata.get(AUTH_METADATA, "")
-            worker = int(claimed) if claimed is not None and claimed.isdecimal() else -1
-            expected = mesh_mac(session.secret, session.topology_id, worker)
-            if worker < 0 or not hmac.compare_digest(given.encode(), expected.encode()):
-                self._refuse(
-                    context, "unauthenticated", grpc.StatusCode.UNAUTHENTICATED,
-                    "Transfer needs the mesh secret (metadata tuplemesh-worker and tuplemesh-auth)",
-                )  # fmt: skip
+        if session.secret and proven_worker(session.secret, session.topology_id, metadata) is None:
+            self._refuse(
+                context, "unauthenticated", grpc.StatusCode.UNAUTHENTICATED,
+                "Transfer needs the mesh secret (metadata tuplemesh-worker and tuplemesh-auth)",
+            )  # fmt: skip
         if claimed is None:
             return None
         if not claimed.isdecimal():
@@ -292,6 +287,9 @@ class GrpcBinding:
 
     def admit(self, admission: Admission | None) -> None:
         self.session.admission = admission
+
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        self.session.refuse(reason, where, detail)
 
     def close(self, grace: float = 1.0) -> None:
         self.session.stopping = True

@@ -90,6 +90,8 @@ class _LocalBinding:
         self._batches = 0
         self._tuples = 0
         self._shutdowns = 0
+        self._refused: dict[str, int] = {}  # callers refused elsewhere (in-process batches never are)
+        self._refused_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._receive_loop, name=f"local-receive-{key[0]}-{key[1]}", daemon=True
         )
@@ -120,16 +122,24 @@ class _LocalBinding:
             self._tuples += tuples_in(batch)
 
     def stats(self) -> BindingStats:
+        with self._refused_lock:
+            refused = dict(self._refused)
         # Batches are passed by reference: looking for broadcasts would touch every tuple.
         return BindingStats(
             received_batches=self._batches,
             received_tuples=self._tuples,
             broadcast_messages=None,
             shutdown_messages=self._shutdowns,
+            refused=refused,
         )
 
     def admit(self, admission: Admission | None) -> None:
         """In-process batches carry no sender: every batch is taken (a local mesh stops as one)."""
+
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        with self._refused_lock:
+            self._refused[reason] = self._refused.get(reason, 0) + 1
+        log.warning("%s: refused (%s): %s", where, reason, detail)
 
     def close(self) -> None:
         """Deliver what is already queued, then stop the receive thread."""

@@ -77,5 +77,6 @@ class BindingStats:
     shutdown_messages: int = 0
     #: Batches refused because their sender routes by another assignment epoch (it keeps them).
     epoch_refused_batches: int = 0
-    #: Transfer streams and batches refused by who sent them, by reason (session.REFUSALS).
+    #: Transfer streams and batches refused by who sent them, by reason (session.REFUSALS); with
+    #: them the Admin.Rebalance calls naming an epoch refused for their caller (`Binding.refuse`).
     refused: dict[str, int] = field(default_factory=dict)

@@ -230,6 +230,9 @@ class ZmqBinding:
     def admit(self, admission: Admission | None) -> None:
         self.session.admission = admission
 
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        self.session.refuse(reason, where, detail)
+
     def close(self) -> None:
         self.session.stopping = True
         self._closed.set()

@@ -200,6 +200,19 @@ class Worker:
         if self._binding is not None:
             self._binding.admit(admission)
 
+    def stopped_by_notice(self) -> bool:
+        """True once a peer's shutdown notice stopped this worker receiving: for good, as Storm's
+        receive thread ends on ``task == -1`` (the binding counts each notice it honoured)."""
+        return self._binding is not None and self._binding.stats().shutdown_messages > 0
+
+    def refuse(self, reason: str, where: str, detail: str) -> None:
+        """Count a caller refused as no member of the mesh with the binding's refusals (the
+        ``refused`` counts: one place for every membership refusal), and log it. Any thread."""
+        if self._binding is not None:
+            self._binding.refuse(reason, where, detail)
+        else:  # not bound yet: nothing counts refusals; the log still says
+            log.warning("%s: refused (%s): %s", where, reason, detail)
+
     def stop_checkpoint(self) -> StopCheckpoint | None:
         """The final checkpoint of a whole-mesh stop; None when the topology keeps no state."""
         plan = self.plan.checkpointing

@@ -1,0 +1,167 @@
+"""A Rebalance that names an epoch is how a worker forwards the rescale it started to its peers.
+With a mesh secret only a member may send one, proven as on Transfer; the admin token alone does
+not make a member, while a client's Rebalance naming only the worker count keeps working with the
+token. Under mTLS the caller's certificate must carry the worker role. Real worker processes on
+loopback."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2
+
+from tests.helpers import eventually
+from tests.pki import make_ca, make_leaf
+from tests.security.test_mtls_and_tokens import admin as tls_admin
+from tests.security.test_mtls_and_tokens import tls_env, wait_tls_serving
+from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh.security import mesh_mac, mesh_proof
+from tuplemesh.topology.assignment import Epoch
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+
+TARGET = "tests.worker.topologies:small_wordcount"
+TOPOLOGY = "wordcount"
+SECRET = b"the mesh secret"
+TOKEN = "the-admin-token"
+AUTH = (("authorization", f"Bearer {TOKEN}"),)
+
+
+@pytest.fixture(scope="module")
+def mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
+    """Two workers sharing the mesh secret, their Admin guarded by the token."""
+    secret = tmp_path_factory.mktemp("secret") / "mesh-secret"
+    secret.write_bytes(SECRET)
+    env = {"TUPLEMESH_MESH_SECRET_FILE": str(secret), "TUPLEMESH_ADMIN_TOKEN": TOKEN}
+    mesh = start_mesh(TARGET, 2, env=env)
+    yield mesh
+    assert mesh.stop() == [0, 0]
+
+
+def epoch(mesh: Mesh, index: int) -> str:
+    return str(
+        mesh.admin(index).GetAssignment(admin_pb2.GetAssignmentRequest(), metadata=AUTH, timeout=5).epoch
+    )
+
+
+def state(mesh: Mesh, index: int) -> str:
+    return str(mesh.admin(index).GetStatus(admin_pb2.GetStatusRequest(), metadata=AUTH, timeout=5).state)
+
+
+def refused(mesh: Mesh, index: int) -> dict[str, int]:
+    """tuplemesh_transfer_refused_total by reason, from worker ``index``'s /metrics."""
+    text = urllib.request.urlopen(mesh.metrics_url(index), timeout=5).read().decode()
+    found = re.findall(r'^tuplemesh_transfer_refused_total\{[^}]*reason="(\w+)"[^}]*\} (\S+)$', text, re.M)
+    return {reason: int(float(value)) for reason, value in found}
+
+
+def rebalance_code(
+    stub: admin_pb2_grpc.AdminStub, request: admin_pb2.RebalanceRequest, metadata: tuple[tuple[str, str], ...]
+) -> tuple[grpc.StatusCode, str]:
+    try:
+        stub.Rebalance(request, metadata=metadata, timeout=30)
+    except grpc.RpcError as exc:
+        return exc.code(), exc.details()
+    return grpc.StatusCode.OK, ""
+
+
+def test_a_token_holder_without_the_secret_cannot_forward_an_epoch_and_every_worker_runs_on(mesh: Mesh):
+    current = Epoch.parse(epoch(mesh, 0))
+    newer = Epoch(2, current.code, current.counter + 1)
+    request = admin_pb2.RebalanceRequest(workers=2, epoch=str(newer))
+    worker_1s = mesh_mac(SECRET, TOPOLOGY, 1)
+    attempts = [
+        AUTH,  # the token, no proof
+        (*AUTH, *mesh_proof(b"a guess", TOPOLOGY, 0)),  # a proof made with another secret
+        (*AUTH, ("tuplemesh-worker", "0"), ("tuplemesh-auth", worker_1s)),  # worker 1's proof, named 0
+        (*AUTH, ("tuplemesh-worker", "x"), ("tuplemesh-auth", "00")),  # no worker id at all
+    ]
+    before = [refused(mesh, i).get("unauthenticated", 0) for i in (0, 1)]
+    for index in (0, 1):
+        for metadata in attempts:
+            assert rebalance_code(mesh.admin(index), request, metadata) == (
+                grpc.StatusCode.UNAUTHENTICATED,
+                "a Rebalance naming an epoch comes from a worker: it needs the mesh secret (metadata "
+                "tuplemesh-worker and tuplemesh-auth); to rescale, give only the worker count",
+            )
+    assert [refused(mesh, i).get("unauthenticated", 0) - before[i] for i in (0, 1)] == [4, 4]
+    for index in (0, 1):  # nothing reached either worker: same epoch, serving, running
+        assert epoch(mesh, index) == str(current)
+        assert state(mesh, index) == "SERVING"
+        assert mesh.procs[index].poll() is None
+        reply = mesh.health(index).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_a_worker_initiated_rescale_with_the_secret_moves_every_worker(mesh: Mesh):
+    current = Epoch.parse(epoch(mesh, 1))
+    newer = Epoch(2, current.code, current.counter + 1)
+    # a client names the worker count only, with the token: worker 1 forwards the epoch it chose
+    reply = mesh.admin(1).Rebalance(admin_pb2.RebalanceRequest(workers=2), metadata=AUTH, timeout=30)
+    assert reply.epoch == str(newer)
+
+    def moved() -> list[str]:
+        found = []
+        for index in (0, 1):
+            assert mesh.procs[index].poll() is None, f"worker {index} exited"
+            try:
+                found.append(f"{epoch(mesh, index)} {state(mesh, index)}")
+            except grpc.RpcError:
+                found.append("restarting")  # between its old epoch's server and its new one's
+        return found
+
+    eventually(
+        lambda: moved() == [f"{newer} SERVING"] * 2, timeout=60, interval=0.1, message=lambda: f"{moved()}"
+    )
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    mesh_ca = make_ca(d, "mesh-ca")
+    make_leaf(d, "worker", mesh_ca, worker=True)
+    make_leaf(d, "client", mesh_ca)  # what Admin clients get: no worker role
+    return d
+
+
+def test_under_mtls_only_a_worker_certificate_forwards_an_epoch(pki: Path):
+    mesh = start_mesh(TARGET, 2, wait=False, env=tls_env(pki))
+    try:
+        for index in (0, 1):
+            wait_tls_serving(mesh.address(index), pki)
+        client = [tls_admin(mesh.address(i), pki, "client") for i in (0, 1)]
+        current = Epoch.parse(client[0].GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5).epoch)
+        newer = Epoch(2, current.code, current.counter + 1)
+        request = admin_pb2.RebalanceRequest(workers=2, epoch=str(newer))
+        assert rebalance_code(client[1], request, ()) == (
+            grpc.StatusCode.PERMISSION_DENIED,
+            "a Rebalance naming an epoch comes from a worker: it needs a certificate with the worker "
+            "role; to rescale, give only the worker count",
+        )
+        status = client[1].GetStatus(admin_pb2.GetStatusRequest(), timeout=5)
+        assert (status.epoch, status.state, dict(status.binding.refused)) == (
+            str(current),
+            "SERVING",
+            {"not_a_worker": 1},
+        )
+        # the client certificate asks for the worker count; the workers forward with theirs
+        assert client[0].Rebalance(admin_pb2.RebalanceRequest(workers=2), timeout=30).epoch == str(newer)
+
+        def moved() -> list[str]:
+            found = []
+            for stub in client:
+                try:
+                    found.append(stub.GetStatus(admin_pb2.GetStatusRequest(), timeout=5).epoch)
+                except grpc.RpcError:
+                    found.append("restarting")
+            return found
+
+        eventually(
+            lambda: moved() == [str(newer)] * 2, timeout=60, interval=0.1, message=lambda: f"{moved()}"
+        )
+    finally:
+        assert mesh.stop() == [0, 0]
