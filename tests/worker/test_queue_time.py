@@ -81,10 +81,10 @@ class SleepBolt(Bolt):
         time.sleep(0.002)
 
 
-def _most_slots_in_use(target_ms: int) -> int:
-    """The most slots of the slow bolt's inbox in use over 100 samples, once the backlog from
-    before its first measured batch has drained (or after 3 s when it never does)."""
-    b = TopologyBuilder("queue-time")
+def _slow_bolt_cluster(name: str, target_ms: int) -> LocalCluster:
+    """A started one-worker cluster: an endless spout into a bolt taking >= 2 ms per tuple, one
+    tuple per inbox slot, with ``target_ms`` of queue time allowed (0: the bound off)."""
+    b = TopologyBuilder(name)
     b.set_spout("s", EndlessSpout())
     b.set_bolt("slow", SleepBolt()).shuffle_grouping("s")
     conf = Config(
@@ -97,6 +97,13 @@ def _most_slots_in_use(target_ms: int) -> int:
     )
     cluster = LocalCluster(b.build(), 1, conf)
     cluster.start()
+    return cluster
+
+
+def _most_slots_in_use(target_ms: int) -> int:
+    """The most slots of the slow bolt's inbox in use over 100 samples, once the backlog from
+    before its first measured batch has drained (or after 3 s when it never does)."""
+    cluster = _slow_bolt_cluster("queue-time", target_ms)
     try:
         worker = cluster.workers[0]
         inbox = worker.local_inbox_of_task[worker.assignment.tasks_of("slow")[0]]
@@ -129,19 +136,7 @@ def _limit_gauge_of_the_slow_inbox(target_ms: int) -> tuple[float, float]:
     """(tuplemesh_queue_limit_slots, tuplemesh_queue_capacity_slots) of the slow bolt's inbox,
     read from the worker's collector once the bolt has executed 20 tuples (and, with the bound
     on, once its first measurement set the limit)."""
-    b = TopologyBuilder("queue-limit")
-    b.set_spout("s", EndlessSpout())
-    b.set_bolt("slow", SleepBolt()).shuffle_grouping("s")
-    conf = Config(
-        {
-            "messaging.transport": "local",
-            "topology.producer.batch.size": 1,  # a slot per tuple: >= 2 ms per slot
-            "topology.executor.receive.buffer.size": 1024,
-            "topology.backpressure.target.ms": target_ms,
-        }
-    )
-    cluster = LocalCluster(b.build(), 1, conf)
-    cluster.start()
+    cluster = _slow_bolt_cluster("queue-limit", target_ms)
     worker = cluster.workers[0]
     try:
         (slow,) = [e for e in worker.bolt_executors if e.spec.component == "slow"]
