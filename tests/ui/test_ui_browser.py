@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
@@ -286,6 +287,14 @@ def token_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mesh]:
     stop_slow(mesh)
 
 
+def _main_text(browser: webdriver.Chrome) -> str:
+    """The page's main text; empty while the browser is between pages (a submitted form)."""
+    try:
+        return str(browser.find_element(By.TAG_NAME, "main").text)
+    except (NoSuchElementException, StaleElementReferenceException):
+        return ""
+
+
 def test_a_token_guards_the_page_and_its_events(browser: webdriver.Chrome, token_mesh: Mesh) -> None:
     base = f"http://127.0.0.1:{token_mesh.metrics_ports[0]}/ui/"
     assert _status(base + "events") == 401
@@ -297,7 +306,7 @@ def test_a_token_guards_the_page_and_its_events(browser: webdriver.Chrome, token
     assert "needs its admin token" in browser.find_element(By.TAG_NAME, "main").text
     browser.find_element(By.ID, "token").send_keys("not-the-token")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    eventually(lambda: "access refused" in browser.find_element(By.TAG_NAME, "main").text, timeout=10)
+    eventually(lambda: "access refused" in _main_text(browser), timeout=10)
     assert browser.find_elements(By.ID, "graph") == []
     browser.find_element(By.ID, "token").send_keys("s3cret-token")
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
