@@ -16,7 +16,6 @@ import pytest
 from grpc_health.v1 import health_pb2
 
 from tests.helpers import eventually
-from tests.pki import make_ca, make_leaf
 from tests.security.test_mtls_and_tokens import admin as tls_admin
 from tests.security.test_mtls_and_tokens import tls_env, wait_tls_serving
 from tests.worker.conftest import Mesh, start_mesh
@@ -117,15 +116,6 @@ def test_a_worker_initiated_rescale_with_the_secret_moves_every_worker(mesh: Mes
     eventually(
         lambda: moved() == [f"{newer} SERVING"] * 2, timeout=60, interval=0.1, message=lambda: f"{moved()}"
     )
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("pki")
-    mesh_ca = make_ca(d, "mesh-ca")
-    make_leaf(d, "worker", mesh_ca, worker=True)
-    make_leaf(d, "client", mesh_ca)  # what Admin clients get: no worker role
-    return d
 
 
 def test_under_mtls_only_a_worker_certificate_forwards_an_epoch(pki: Path):

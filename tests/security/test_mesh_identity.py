@@ -16,7 +16,6 @@ import zmq
 
 from examples.wordcount import expected_counts
 from tests.helpers import eventually
-from tests.pki import make_ca, make_leaf
 from tests.security.test_mtls_and_tokens import tls_as, tls_env, wait_tls_serving
 from tests.worker.conftest import Mesh, start_mesh
 from tests.worker.topologies import small_wordcount
@@ -219,15 +218,6 @@ def test_a_zmq_mesh_with_the_secret_counts_exactly_and_drops_outsiders(secret_fi
         assert status(mesh, 1).binding.shutdown_messages == 0
     finally:
         assert mesh.stop() == [0, 0]
-
-
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("pki")
-    mesh_ca = make_ca(d, "mesh-ca")
-    make_leaf(d, "worker", mesh_ca, worker=True)
-    make_leaf(d, "client", mesh_ca)  # what Gateway and Spark clients get: no worker role
-    return d
 
 
 def test_under_mtls_only_a_worker_certificate_opens_transfer(pki: Path):
