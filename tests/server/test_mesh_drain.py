@@ -17,18 +17,21 @@ class Peers:
     def __init__(self) -> None:
         self.state = "SERVING"
         self.asked = 0
+        #: None: the peer's release does not report it
+        self.spouts_quiet: bool | None = None
 
     def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
         self.asked += 1
-        return {
-            1: admin_pb2.WorkerStatus(state=self.state, idle=True, epoch="1/2/c", consumed=5, delivered=5)
-        }
+        status = admin_pb2.WorkerStatus(state=self.state, idle=True, epoch="1/2/c", consumed=5, delivered=5)
+        if self.spouts_quiet is not None:
+            status.spouts_quiet = self.spouts_quiet
+        return {1: status}
 
 
 def own_snapshot() -> Any:
     # an idle worker: nothing queued, every send acknowledged
-    return SimpleNamespace(idle=True, local_queues_empty=True, consumed=3, delivered=3,
-                           transfer=SimpleNamespace(sent_tuples=3))  # fmt: skip
+    return SimpleNamespace(idle=True, local_queues_empty=True, spouts_quiet=True, consumed=3,
+                           delivered=3, transfer=SimpleNamespace(sent_tuples=3))  # fmt: skip
 
 
 def test_a_worker_whose_peers_run_stops_alone_after_the_sibling_grace():
@@ -71,3 +74,29 @@ def test_a_peer_answering_at_another_epoch_has_left_the_rescale():
     peers = Peers()
     drain = MeshDrain(0, {0, 1}, own_snapshot, peers, rescaling="0/2/c")  # peer 1 answers 1/2/c
     assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
+
+
+def test_a_draining_peer_whose_spout_is_still_inside_next_tuple_keeps_the_mesh_from_idle():
+    """NOT_SERVING comes before the spouts' deactivation is confirmed (peers must take the
+    draining worker's batches for a spout blocked on a full send window to return): until its
+    status says its spouts are quiet, still counters prove nothing."""
+    peers = Peers()
+    peers.state, peers.spouts_quiet = "NOT_SERVING", False
+    drain = MeshDrain(0, {0, 1}, own_snapshot, peers)
+    assert drain.wait(time.monotonic() + SIBLING_GRACE_SECS + 0.5) == DrainOutcome.DEADLINE
+    assert drain.admission(1) is None  # its batches are taken meanwhile: that is what frees its spout
+    peers.spouts_quiet = True
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
+
+
+def test_a_worker_whose_own_spout_is_still_inside_next_tuple_does_not_stop_on_the_mesh_idle():
+    peers = Peers()
+    peers.state = "NOT_SERVING"
+
+    def blocked_spout() -> Any:
+        own = own_snapshot()
+        own.spouts_quiet = False
+        return own
+
+    drain = MeshDrain(0, {0, 1}, blocked_spout, peers)
+    assert drain.wait(time.monotonic() + 1.0) == DrainOutcome.DEADLINE

@@ -52,13 +52,16 @@ def test_deactivating_spouts_waits_for_the_next_tuple_under_way_and_nothing_is_e
         worker = cluster.workers[0]
         spout = worker.spout_executors[0]
         eventually(lambda: spout.counters.emitted >= 100, timeout=30)
+        assert worker.snapshot().spouts_quiet is False  # an active spout may emit at any moment
         hold.set()
         inside.wait(30)
         # the spout is inside next_tuple: deactivation cannot be confirmed until it returns
         assert worker.deactivate_spouts(timeout=0.3) is False
+        assert worker.snapshot().spouts_quiet is False  # what its status tells draining peers
         emitted_while_blocked = spout.counters.emitted
         release.set()
         assert worker.deactivate_spouts(timeout=30) is True
+        assert worker.snapshot().spouts_quiet is True
         after = spout.counters.emitted
         assert after == emitted_while_blocked + 1  # the call under way finished its one emit
         threading.Event().wait(0.3)  # deliberate: time for a spout that were still called to emit

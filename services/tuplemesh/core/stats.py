@@ -284,6 +284,9 @@ class WorkerSnapshot:
     #: buffers, accepted spout input (sends peers have not acknowledged are not looked at).
     local_queues_empty: bool = True
     spouts_finished: bool = True
+    #: Every spout loop has stopped calling next_tuple on active spouts (deactivated and seen
+    #: it, finished, or not running): nothing it emits from now on escapes the counters.
+    spouts_quiet: bool = True
     #: The assignment epoch the worker routes by (counter/workers/code).
     epoch: str = ""
     #: Tasks of this worker whose inbox is above the backpressure watermark now (what its acks

@@ -446,13 +446,15 @@ class WorkerProcess:
     def drain(self) -> str:
         """Stop the spouts; health NOT_SERVING. Idempotent; returns the new state."""
         if self._state != "NOT_SERVING":
-            # spouts first: peers read NOT_SERVING as "emits nothing new", and stop once the
-            # mesh's counters hold still (a spout still inside next_tuple would fool them)
-            self.worker.deactivate_spouts()
+            # NOT_SERVING first: draining peers take this worker's batches only once they read
+            # it, and a spout blocked on a full send window returns from next_tuple only when
+            # they do. Peers stop on the mesh's still counters only once this worker's status
+            # also says its spouts are quiet (a spout inside next_tuple would fool them).
             with self._health_lock:
                 self._state = "NOT_SERVING"
                 self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
             log.info("worker %d draining", self.worker.index)
+            self.worker.deactivate_spouts()
         return self._state
 
     def rebalance(self, workers: int, epoch: str, *, catching_up: bool = False) -> str:

@@ -146,6 +146,7 @@ def snapshot_to_proto(
         local_queues_empty=s.local_queues_empty,
         idle=s.idle,
         spouts_finished=s.spouts_finished,
+        spouts_quiet=s.spouts_quiet,
         transport=transport,
         state=state,
         reports_json=reports_json,
@@ -267,6 +268,8 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         injected=status.injected,
         local_queues_empty=status.local_queues_empty,
         spouts_finished=status.spouts_finished,
+        # a worker of a release without the field reports none: its drain never counted on it
+        spouts_quiet=status.spouts_quiet if status.HasField("spouts_quiet") else True,
     )
 
 

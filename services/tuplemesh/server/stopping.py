@@ -5,10 +5,11 @@ successor) and waits for its own queues. When its peers stop too (helm uninstall
 SIGTERM to every process) that rule would deadlock: each would refuse the others' in-flight
 tuples. So a stopping worker asks its peers' Admin for their state, takes batches from peers
 that are draining too, and, once every peer drains or is gone, waits until the whole mesh is
-idle: every worker idle (nothing queued, every send acknowledged) with the same counters in two
-waves in a row, which no tuple in flight can fake (Mattern's double counting). A checkpointed
-mesh then takes a final checkpoint (the coordinator's worker asks for it and waits for its commit;
-the others wait for that worker to stop), so a restart resumes with nothing to replay.
+idle: every worker idle (nothing queued, every send acknowledged, its spouts out of next_tuple)
+with the same counters in two waves in a row, which no tuple in flight can fake (Mattern's
+double counting). A checkpointed mesh then takes a final checkpoint (the coordinator's worker
+asks for it and waits for its commit; the others wait for that worker to stop), so a restart
+resumes with nothing to replay.
 A worker a scale-down removes never stops alone (it has no successor to take what its peers
 keep for it): it waits for the rest of the mesh, which the scale-down rescales, to drain with it.
 """
@@ -42,6 +43,12 @@ POLL_SECS = 0.05
 
 #: What the serving state of a draining worker reads in its status.
 DRAINING = "NOT_SERVING"
+
+
+def _spouts_quiet(status: admin_pb2.WorkerStatus) -> bool:
+    """A peer's spouts emit nothing new; a peer of a release that does not say is taken at its
+    NOT_SERVING, as that release did."""
+    return status.spouts_quiet if status.HasField("spouts_quiet") else True
 
 
 class PeerStatuses(Protocol):
@@ -152,7 +159,12 @@ class MeshDrain:
             gone = self._draining.keys() - answering.keys()
             whole_mesh = all(w in self._draining for w in self.expected)
             if whole_mesh:
-                idle = own.idle and all(s.idle for s in answering.values())
+                # a spout still inside next_tuple may emit after two still waves: not idle yet
+                idle = (
+                    own.idle
+                    and own.spouts_quiet
+                    and all(s.idle and _spouts_quiet(s) for s in answering.values())
+                )
                 wave: Wave = (
                     (self.index, own.consumed, own.delivered),
                     *((w, s.consumed, s.delivered) for w, s in sorted(answering.items())),

@@ -680,6 +680,12 @@ class SpoutExecutor(Executor):
             return True
         return self._quiet.wait(timeout) or not thread.is_alive()
 
+    @property
+    def quiet(self) -> bool:
+        """No next_tuple call of an active spout can still be under way: the loop has seen
+        `deactivate` (or its spouts finished), or it does not run. Any thread: a snapshot."""
+        return self.wait_deactivated(0.0)
+
     def pending(self) -> int:
         """Accepted input the spouts still have to emit (read from any thread: a snapshot)."""
         return sum(spout.pending() for spout in self._spouts.values())

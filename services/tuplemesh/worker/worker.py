@@ -392,6 +392,7 @@ class Worker:
             and not received.overflow_batches
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
+            spouts_quiet=all(e.quiet for e in self.spout_executors),
             epoch=str(self.epoch),
             congested_tasks=len(congested),
             congested_task_ids=tuple(congested),
