@@ -55,22 +55,22 @@ def test_a_measured_limit_is_in_the_snapshot_in_admin_and_on_metrics():
     worker, sink = _worker(10)
     assert sink.queue_limit is not None
     sink.queue_limit.observe(0.001)  # 1 ms per batch: 10 batches in 10 ms
-    sink.queue_limit.observe(0.003)  # moving average 0.001 + 0.05 * 0.002 = 1.1 ms: 9 batches
+    sink.queue_limit.observe(0.003)  # moving average 0.001 + 0.3 * 0.002 = 1.6 ms: 6 batches
     inbox = f"inbox:{sink.name}"
     queues = {q.name: q for q in worker.snapshot().queues}
-    assert (queues[inbox].limit, queues[inbox].capacity) == (9, INBOX_SLOTS)
+    assert (queues[inbox].limit, queues[inbox].capacity) == (6, INBOX_SLOTS)
     # the transfer thread measured nothing yet: every slot
     assert (queues["transfer"].limit, queues["transfer"].capacity) == (TRANSFER_SLOTS, TRANSFER_SLOTS)
 
     status = snapshot_to_proto(worker.snapshot())
-    assert {q.name: q.limit for q in status.queues}[inbox] == 9
-    assert {q.name: q.limit for q in snapshot_from_proto(status).queues}[inbox] == 9
+    assert {q.name: q.limit for q in status.queues}[inbox] == 6
+    assert {q.name: q.limit for q in snapshot_from_proto(status).queues}[inbox] == 6
     listed = QueueRates(worker.snapshot()).queues(worker.snapshot())  # what ListQueues answers
     spout = f"inbox:{worker.spout_executors[0].name}"  # a spout's inbox (acks) is not time-bound
-    assert {q.name: q.limit for q in listed} == {inbox: 9, spout: INBOX_SLOTS, "transfer": TRANSFER_SLOTS}
+    assert {q.name: q.limit for q in listed} == {inbox: 6, spout: INBOX_SLOTS, "transfer": TRANSFER_SLOTS}
 
     page = _scrape(worker)
-    assert f'tuplemesh_queue_limit_slots{{queue="{inbox}",worker="0"}} 9.0\n' in page
+    assert f'tuplemesh_queue_limit_slots{{queue="{inbox}",worker="0"}} 6.0\n' in page
     assert f'tuplemesh_queue_limit_slots{{queue="transfer",worker="0"}} {TRANSFER_SLOTS}.0\n' in page
     assert f'tuplemesh_queue_capacity_slots{{queue="{inbox}",worker="0"}} {INBOX_SLOTS}.0\n' in page
 

@@ -53,9 +53,26 @@ def test_the_limit_is_the_slots_drained_in_the_target_time_within_bounds():
     for _ in range(200):  # the moving average follows a slower consumer
         limit.observe(0.004)
     assert ring.sequencer.limit == MIN_SLOTS  # 2.5 slots in 10 ms: never below the minimum
-    for _ in range(400):
+    for _ in range(5_000):
         limit.observe(0.000_001)
     assert ring.sequencer.limit == 1024  # 10,000 slots in 10 ms: never above the ring
+
+
+def test_a_consumer_that_blocks_now_and_then_is_measured_by_its_mean_time_per_slot():
+    """A transfer thread spends microseconds on most slots and waits 50 ms for its send window
+    on one in a hundred: 0.5 ms a slot on average, 20 slots in 10 ms, and the limit stays near
+    that instead of swinging to the whole ring after each run of fast slots."""
+    ring: RingBuffer[Any] = RingBuffer.multi_producer(1024)
+    limit = QueueTimeLimit(ring.sequencer, 0.010)
+    seen = []
+    for _ in range(100):
+        for _ in range(99):
+            limit.observe(0.000_001)
+            seen.append(ring.sequencer.limit)
+        limit.observe(0.050)
+        seen.append(ring.sequencer.limit)
+    steady = seen[len(seen) // 2 :]
+    assert max(steady) <= 60 and min(steady) >= MIN_SLOTS, (min(steady), max(steady))
 
 
 class EndlessSpout(Spout):

@@ -20,8 +20,12 @@ __all__ = ["MIN_SLOTS", "QueueTimeLimit"]
 
 #: never fewer slots than this: a producer can publish while the consumer works on the last one
 MIN_SLOTS = 4
-#: weight of the newest measurement in the moving average of the time per slot (~20 slots)
-_WEIGHT = 0.05
+#: A measurement covers at least this many slots, or a quarter of the target time of work: a
+#: consumer that blocks on one slot in a hundred (a transfer thread waiting for its send window)
+#: takes the mean of all of them, where an average moved slot by slot swung between the two.
+SAMPLE_SLOTS = 64
+#: weight of the newest measurement in the moving average of the time per slot
+_WEIGHT = 0.3
 
 
 class QueueTimeLimit:
@@ -38,13 +42,26 @@ class QueueTimeLimit:
         self.minimum = min(MIN_SLOTS, self.maximum)
         #: moving average of the seconds the consumer spends per slot (0: nothing measured yet)
         self.seconds_per_slot = 0.0
+        self._sample_seconds = 0.0
+        self._sample_slots = 0
 
     def observe(self, busy_seconds: float) -> None:
         """The consumer spent ``busy_seconds`` on one slot: update the average and the limit."""
         average = self.seconds_per_slot
-        average = busy_seconds if average == 0.0 else average + _WEIGHT * (busy_seconds - average)
-        self.seconds_per_slot = average
-        slots = self.maximum if average <= 0.0 else int(self.target / average)
+        if average == 0.0:  # the first slot sets the limit at once
+            self._set(busy_seconds)
+            return
+        self._sample_seconds += busy_seconds
+        self._sample_slots += 1
+        if self._sample_slots < SAMPLE_SLOTS and self._sample_seconds < self.target / 4:
+            return
+        measured = self._sample_seconds / self._sample_slots
+        self._sample_seconds, self._sample_slots = 0.0, 0
+        self._set(average + _WEIGHT * (measured - average))
+
+    def _set(self, seconds_per_slot: float) -> None:
+        self.seconds_per_slot = seconds_per_slot
+        slots = self.maximum if seconds_per_slot <= 0.0 else int(self.target / seconds_per_slot)
         if slots < self.minimum:
             slots = self.minimum
         elif slots > self.maximum:
