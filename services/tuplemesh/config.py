@@ -408,6 +408,17 @@ KEYS: dict[str, ConfigKey] = {
             unit="bytes",
         ),
         ConfigKey(
+            "messaging.window.target.ms",
+            int,
+            20,
+            "Time a sender's unacknowledged tuples to one peer may take that peer to receive: "
+            "the window is sized to the throughput its acknowledgements show times this (never "
+            "below 1024 tuples), within messaging.window.batches and messaging.window.bytes. "
+            "Lower: less latency under load; too low starves a link. 0: slots and bytes only.",
+            _non_negative,
+            unit="millis",
+        ),
+        ConfigKey(
             "messaging.grpc.server.threads",
             int,
             32,

@@ -16,7 +16,13 @@ from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.settings import TransportSettings
-from tuplemesh.transport.window import SendWindow, WindowedConnection
+from tuplemesh.transport.window import (
+    MAX_IN_FLIGHT_TUPLES,
+    MIN_IN_FLIGHT_TUPLES,
+    InFlightTimeLimit,
+    SendWindow,
+    WindowedConnection,
+)
 
 
 def _add_in_thread(window: SendWindow, item: str, size: int = 1) -> threading.Thread:
@@ -54,6 +60,57 @@ def test_receiver_credit_lowers_the_limit():
     window.ack(1, credit=1)
     blocked.join(5)
     assert not blocked.is_alive() and window.get(2) == (2, "b")
+
+
+def test_the_time_limit_is_the_acknowledged_throughput_times_the_target_once_batches_come_back_late():
+    limit = InFlightTimeLimit(0.020)
+    assert limit.limit == MAX_IN_FLIGHT_TUPLES  # nothing measured: slots and bytes alone bound it
+    limit.acknowledged(1_000, age=0.005, waited=False, now=10.000)
+    limit.acknowledged(2_000, age=0.005, waited=False, now=10.025)  # 3,000 tuples in 25 ms
+    assert round(limit.rate) == 120_000 and limit.limit == MAX_IN_FLIGHT_TUPLES  # back in time: kept
+    limit.acknowledged(1_500, age=0.300, waited=False, now=10.030)  # 300 ms in flight: too much
+    assert limit.limit == 2_400  # 120,000 tuples/s x 20 ms
+    limit.acknowledged(10, age=0.300, waited=True, now=10.031)
+    assert limit.limit == 2_400  # still late: never grows
+
+
+def test_the_time_limit_grows_only_while_the_sender_waits_and_batches_come_back_early():
+    limit = InFlightTimeLimit(0.020)
+    limit.limit = 4_000
+    limit.acknowledged(100, age=0.001, waited=False, now=1.0)
+    assert limit.limit == 4_000  # the window was not what held the sender back
+    limit.acknowledged(100, age=0.001, waited=True, now=1.001)
+    assert limit.limit == 5_001
+    limit.acknowledged(100, age=0.015, waited=True, now=1.002)  # past half the target: holds
+    assert limit.limit == 5_001
+
+
+def test_the_time_limit_never_drops_below_its_minimum_and_halves_before_any_rate_is_known():
+    limit = InFlightTimeLimit(0.020)
+    limit.limit = 10_000
+    limit.acknowledged(10, age=1.0, waited=False, now=5.0)  # no rate yet: halve
+    assert limit.limit == 5_000
+    limit.acknowledged(10, age=1.0, waited=False, now=5.5)  # 20 tuples in 0.5 s: 0.4 tuples
+    assert limit.limit == MIN_IN_FLIGHT_TUPLES
+
+
+def test_a_window_sized_by_time_blocks_at_its_tuple_limit_and_reports_it():
+    # a target far above the test's waits: the ack below comes back early
+    window = SendWindow(batches=32, max_bytes=1 << 20, address="peer", target_seconds=60.0)
+    assert window.time_limited_tuples == 0  # nothing measured yet
+    assert window.time_limit is not None
+    window.time_limit.limit = 1_500
+    window.add(lambda seq: "a", 1, tuples=1_000)
+    assert not window.full
+    blocked = threading.Thread(target=window.add, args=(lambda seq: "b", 1, 1_000), daemon=True)
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive() and len(window) == 1  # 2,000 tuples would pass the 1,500 allowed
+    window.ack(1)
+    blocked.join(5)
+    assert not blocked.is_alive() and window.unacked_tuples == 1_000 and window.waits == 1
+    assert window.time_limited_tuples == 1_876  # it waited and the ack came back early: grown
+    assert SendWindow(batches=4, max_bytes=100, address="peer").time_limit is None  # target 0
 
 
 def test_byte_limit_blocks_but_one_oversized_batch_always_fits():

@@ -139,6 +139,12 @@ EXPORTS: dict[str, Export] = {
     "peers.connection.unacked_bytes": Export(
         "tuplemesh_peer_unacked_bytes", "Framed bytes sent and not yet acknowledged (in flight).", "gauge"
     ),
+    "peers.connection.window_limit_tuples": Export(
+        "tuplemesh_peer_window_limit_tuples",
+        "Tuples the send window lets be in flight to the peer now: its throughput times "
+        "messaging.window.target.ms (0: not sized by time, or not measured yet).",
+        "gauge",
+    ),
     "peers.connection.window_waits": Export(
         "tuplemesh_peer_window_waits_total",
         "Batches that waited for room in the peer's send window (batches, bytes or its credit).",

@@ -90,6 +90,7 @@ def snapshot_to_proto(
                 unacked_bytes=p.connection.unacked_bytes,
                 window_waits=p.connection.window_waits,
                 window_wait_seconds=p.connection.window_wait_seconds,
+                window_limit_tuples=p.connection.window_limit_tuples,
             )
             for p in s.peers
         ],
@@ -208,6 +209,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                     unacked_bytes=p.unacked_bytes,
                     window_waits=p.window_waits,
                     window_wait_seconds=p.window_wait_seconds,
+                    window_limit_tuples=p.window_limit_tuples,
                 ),
             )
             for p in status.peers

@@ -22,7 +22,9 @@ the plugins share: `ReceiverSession.member` (sender ids of this mesh only, so a 
 becomes a metric label) and `ReceiverSession.refuse`, which counts every refused stream or batch
 by one of the fixed `REFUSALS` reasons. A receiver at an epoch refuses a batch that names none.
 
-Acknowledgements are cumulative. They are sent every ``credit // 4`` batches, when the sender
+Acknowledgements are cumulative. They are sent every ``credit // 4`` batches or `ACK_TUPLES`
+tuples, whichever comes first (a sender sizing its window to a time reads the age of its
+batches off the acknowledgements: large batches must not wait for three more), when the sender
 asks (on a batch, or with a grpc ack probe answered by `ReceiverSession.delivered_ack`), when
 a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's congested
 tasks changed since this stream last heard them.
@@ -48,6 +50,9 @@ log = logging.getLogger(__name__)
 
 #: Unknown task ids carried back in one ack (the rest are counted by the receiver).
 UNKNOWN_REPORTED = 64
+
+#: Tuples delivered on a stream after which it is acknowledged, however few batches they took.
+ACK_TUPLES = 1024
 
 #: Why a Transfer stream or batch was refused: the only values of the metric's ``reason`` label.
 REFUSALS = (
@@ -78,10 +83,11 @@ class Ack:
 class StreamState:
     """What one stream (grpc) or one peer socket (zmq) was last told. One thread at a time."""
 
-    __slots__ = ("duplicates", "gap_reported", "reported")
+    __slots__ = ("duplicates", "gap_reported", "reported", "unacked_tuples")
 
     def __init__(self) -> None:
         self.duplicates = 0
+        self.unacked_tuples = 0  # delivered since the last ack
         self.reported: list[int] = []  # congested tasks as last told
         self.gap_reported: tuple[int, int, int] | None = None  # (sender, session, last delivered)
 
@@ -265,7 +271,8 @@ class ReceiverSession:
             self.stopping = True
             log.info("topology %r: shutdown notice from worker %d; receiving stops", self.topology_id, sender)
             return self._ack(stream, sequence, unknown)
-        if unknown or ack_requested or sequence % self.ack_every == 0:
+        stream.unacked_tuples += tuples
+        if unknown or ack_requested or sequence % self.ack_every == 0 or stream.unacked_tuples >= ACK_TUPLES:
             return self._ack(stream, sequence, unknown)
         congested = self.congestion()
         if congested != stream.reported:
@@ -284,6 +291,7 @@ class ReceiverSession:
     ) -> Ack:
         congested = self.congestion() if congested is None else congested
         stream.reported = congested
+        stream.unacked_tuples = 0
         return Ack(sequence, self.credit, unknown[:UNKNOWN_REPORTED], stream.duplicates, congested)
 
     def stats(self) -> BindingStats:

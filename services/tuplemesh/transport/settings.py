@@ -26,6 +26,8 @@ class TransportSettings:
     max_message_bytes: int
     window_batches: int
     window_bytes: int
+    #: unacknowledged tuples per peer are held to what it takes in this time (0: not by time)
+    window_target_seconds: float
     close_timeout_seconds: float
     keepalive_millis: int  # 0: no keepalive pings
     reconnect_min_wait_millis: int
@@ -62,6 +64,7 @@ class TransportSettings:
             max_message_bytes=conf["messaging.max.message.bytes"],
             window_batches=conf["messaging.window.batches"],
             window_bytes=conf["messaging.window.bytes"],
+            window_target_seconds=conf.seconds("messaging.window.target.ms"),
             close_timeout_seconds=conf.seconds("messaging.close.timeout.secs"),
             keepalive_millis=conf["messaging.keepalive.millis"],
             reconnect_min_wait_millis=conf["storm.messaging.netty.min_wait_ms"],

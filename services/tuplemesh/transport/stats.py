@@ -38,6 +38,9 @@ class ConnectionStats:
     #: credit), and the seconds they waited in all.
     window_waits: int = 0
     window_wait_seconds: float = 0.0
+    #: Unacknowledged tuples the window allows now, sized to messaging.window.target.ms from
+    #: the acknowledged throughput (0: the window is not sized by time).
+    window_limit_tuples: int = 0
     #: Batches sent again after a reconnect, a retarget or a reported sequence gap.
     resent_batches: int = 0
     reconnects: int = 0

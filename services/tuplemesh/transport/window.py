@@ -1,9 +1,10 @@
 """`SendWindow`: a sender's bounded window of unacknowledged batches, shared by network plugins.
 
-Sequence numbers start at 1. ``add`` blocks while the window is full (count, bytes, or the
-receiver's credit): backpressure instead of a drop. ``ack`` releases everything up to a
-sequence. A stream (or socket) thread walks the window with ``next_to_send``; after a reconnect
-it starts again at ``oldest`` so every unacknowledged batch is resent, in order.
+Sequence numbers start at 1. ``add`` blocks while the window is full (count, bytes, the
+receiver's credit, or the tuples `InFlightTimeLimit` allows): backpressure instead of a drop.
+``ack`` releases everything up to a sequence. A stream (or socket) thread walks the window with
+``next_to_send``; after a reconnect it starts again at ``oldest`` so every unacknowledged batch
+is resent, in order.
 """
 
 from __future__ import annotations
@@ -24,23 +25,84 @@ from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import ConnectionStats
 
-__all__ = ["SendWindow", "WindowedConnection"]
+__all__ = ["InFlightTimeLimit", "SendWindow", "WindowedConnection"]
 
 log = logging.getLogger(__name__)
+
+#: No window is held below this many tuples by the time limit: at low rates a burst goes out
+#: whole, and one batch always fits (``add`` never waits on an empty window).
+MIN_IN_FLIGHT_TUPLES = 1024
+#: The largest limit: unbounded in practice (the count and bytes bounds still apply).
+MAX_IN_FLIGHT_TUPLES = 1 << 40
+#: Shortest interval over which the acknowledged throughput is measured.
+_RATE_SAMPLE_SECONDS = 0.02
+#: Weight of the newest throughput sample in its moving average.
+_RATE_WEIGHT = 0.25
+#: Growth of the limit per acknowledgement while the sender waits and batches come back fast.
+_GROWTH = 1.25
+
+
+class InFlightTimeLimit:
+    """How many unacknowledged tuples a sender may have in flight: what the peer takes in
+    ``target`` seconds, from the throughput measured on its acknowledgements.
+
+    A slot or byte count says nothing about time: 32 batches of 3,000 tuples in front of a
+    receiver taking 200k tuples/s is half a second that every tuple behind them waits. This
+    limit follows the age of each batch when its acknowledgement comes back (time in the
+    window, on the wire and in the receiver's hands): past ``target`` the limit drops to the
+    throughput times the target; below half of it, while the sender waits for room, it grows,
+    so a link that is not the bottleneck is never held back by a stale estimate (Flink's buffer
+    debloating sizes in-flight data per channel the same way; TCP Vegas grows and shrinks its
+    window on the same signal). Called under the window's lock.
+    """
+
+    __slots__ = ("_sample_started", "_sample_tuples", "limit", "rate", "target")
+
+    def __init__(self, target_seconds: float) -> None:
+        self.target = target_seconds
+        self.limit = MAX_IN_FLIGHT_TUPLES
+        #: moving average of the tuples acknowledged per second (0.0: not measured yet)
+        self.rate = 0.0
+        self._sample_started = 0.0
+        self._sample_tuples = 0
+
+    def acknowledged(self, tuples: int, age: float, waited: bool, now: float) -> None:
+        """``tuples`` were acknowledged at ``now``; the newest of their batches was added ``age``
+        seconds ago; ``waited``: a sender waited for room since the previous acknowledgement."""
+        if self._sample_started == 0.0:
+            self._sample_started = now
+        self._sample_tuples += tuples
+        elapsed = now - self._sample_started
+        if elapsed >= _RATE_SAMPLE_SECONDS:
+            measured = self._sample_tuples / elapsed
+            self.rate = measured if self.rate == 0.0 else self.rate + _RATE_WEIGHT * (measured - self.rate)
+            self._sample_started, self._sample_tuples = now, 0
+        if age > self.target:
+            if self.rate > 0.0:
+                limit = round(self.rate * self.target)
+            else:  # no throughput measured yet: halve what the window holds
+                limit = min(self.limit, MAX_IN_FLIGHT_TUPLES) // 2
+            self.limit = max(MIN_IN_FLIGHT_TUPLES, min(self.limit, limit))
+        elif waited and age < self.target / 2 and self.limit < MAX_IN_FLIGHT_TUPLES:
+            self.limit = min(MAX_IN_FLIGHT_TUPLES, int(self.limit * _GROWTH) + 1)
 
 
 class SendWindow:
     """Thread-safe: one producer (``add``), one sending thread, any thread for ``ack``/``close``."""
 
-    def __init__(self, batches: int, max_bytes: int, address: str) -> None:
+    def __init__(self, batches: int, max_bytes: int, address: str, target_seconds: float = 0.0) -> None:
         self.batches = batches
         self.max_bytes = max_bytes
         self.address = address
         self.cond = threading.Condition()
-        self._items: deque[tuple[int, Any, int, int]] = deque()  # (sequence, item, size, tuples)
+        # (sequence, item, size, tuples, monotonic time added: 0.0 without a time limit)
+        self._items: deque[tuple[int, Any, int, int, float]] = deque()
         self._bytes = 0
         self._tuples = 0
         self._credit = batches
+        #: Sizes the tuples in flight to a time (None: ``target_seconds`` 0, slots and bytes only).
+        self.time_limit = InFlightTimeLimit(target_seconds) if target_seconds > 0 else None
+        self._waited = False  # an ``add`` waited since the last acknowledgement
         self.next_seq = 1
         self.closed = False
         #: Batches whose ``add`` had to wait for room, and the seconds they waited in all.
@@ -61,9 +123,21 @@ class SendWindow:
         return self._bytes
 
     @property
+    def tuple_limit(self) -> int:
+        """Unacknowledged tuples allowed now (`InFlightTimeLimit`; unbounded without one)."""
+        return MAX_IN_FLIGHT_TUPLES if self.time_limit is None else self.time_limit.limit
+
+    @property
+    def time_limited_tuples(self) -> int:
+        """The tuple limit the time target set, for the stats (0: none, or nothing measured yet)."""
+        limit = self.tuple_limit
+        return 0 if limit >= MAX_IN_FLIGHT_TUPLES else limit
+
+    @property
     def full(self) -> bool:
-        """``add`` would wait for an acknowledgement now (count or the receiver's credit)."""
-        return len(self._items) >= min(self.batches, self._credit)
+        """``add`` would wait for an acknowledgement now (count, the receiver's credit, or the
+        tuples the time limit allows)."""
+        return len(self._items) >= min(self.batches, self._credit) or self._tuples >= self.tuple_limit
 
     @property
     def oldest(self) -> int:
@@ -75,10 +149,11 @@ class SendWindow:
         """Append the item ``make_item(sequence)`` of ``size`` bytes holding ``tuples`` tuples;
         blocks while full. Returns its sequence."""
         with self.cond:
-            if self._must_wait(size):
+            if self._must_wait(size, tuples):
                 # timed only when it waits: a batch that finds room costs no clock read
                 started = time.monotonic()
-                while self._must_wait(size):
+                self._waited = True
+                while self._must_wait(size, tuples):
                     self.cond.wait()
                 self.waits += 1
                 self.wait_seconds += time.monotonic() - started
@@ -86,32 +161,45 @@ class SendWindow:
                 raise TransportError(f"connection to {self.address} is closed; batch not accepted")
             seq = self.next_seq
             self.next_seq += 1
-            self._items.append((seq, make_item(seq), size, tuples))
+            added = 0.0 if self.time_limit is None else time.monotonic()
+            self._items.append((seq, make_item(seq), size, tuples, added))
             self._bytes += size
             self._tuples += tuples
             self.cond.notify_all()
             return seq
 
-    def _must_wait(self, size: int) -> bool:
-        """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
-        batch would pass the count, the receiver's credit or the bytes (held by ``cond``)."""
+    def _must_wait(self, size: int, tuples: int) -> bool:
+        """``add`` of ``size`` bytes and ``tuples`` tuples waits: the window is open and holds
+        something, and one more batch would pass the count, the receiver's credit, the bytes or
+        the tuples the time limit allows (held by ``cond``)."""
         return (
             not self.closed
             and bool(self._items)
-            and (len(self._items) >= min(self.batches, self._credit) or self._bytes + size > self.max_bytes)
+            and (
+                len(self._items) >= min(self.batches, self._credit)
+                or self._bytes + size > self.max_bytes
+                or self._tuples + tuples > self.tuple_limit
+            )
         )
 
     def ack(self, sequence: int, credit: int = 0) -> int:
         """Release every batch up to ``sequence``; returns how many were released."""
         released = 0
+        released_tuples = 0
+        newest_added = 0.0
         with self.cond:
             while self._items and self._items[0][0] <= sequence:
-                _, _, size, tuples = self._items.popleft()
+                _, _, size, tuples, newest_added = self._items.popleft()
                 self._bytes -= size
                 self._tuples -= tuples
+                released_tuples += tuples
                 released += 1
             if credit:
                 self._credit = credit
+            if released and self.time_limit is not None:
+                now = time.monotonic()
+                self.time_limit.acknowledged(released_tuples, now - newest_added, self._waited, now)
+                self._waited = False
             self.cond.notify_all()
         return released
 
@@ -198,7 +286,9 @@ class WindowedConnection:
         self.session = random.getrandbits(63) + 1  # sequences restart with every connection
         self.max_payload = settings.max_message_bytes
         self.close_timeout = settings.close_timeout_seconds
-        self.window = SendWindow(settings.window_batches, settings.window_bytes, address)
+        self.window = SendWindow(
+            settings.window_batches, settings.window_bytes, address, settings.window_target_seconds
+        )
         #: Hears (this connection, the peer's congested tasks) from every acknowledgement.
         self.on_congestion = on_congestion
         self.state = "CONNECTING"
@@ -227,6 +317,7 @@ class WindowedConnection:
             unacked_bytes=self.window.unacked_bytes,
             window_waits=self.window.waits,
             window_wait_seconds=self.window.wait_seconds,
+            window_limit_tuples=self.window.time_limited_tuples,
             resent_batches=self.resent_batches,
             reconnects=self.reconnects,
             retargets=self.retargets,
