@@ -22,6 +22,7 @@ from bench import (
     spark,
     state,
     transport,
+    ui,
     windows,
     wordcount,
 )
@@ -46,6 +47,7 @@ PARTS = {
     "rescale": rescale.run,
     "flow": flow.run,
     "mesh_size": mesh_size.run,
+    "ui": ui.run,
 }
 
 #: Parts that run only when named: ``mesh_size`` starts dozens of processes, which takes a small
