@@ -52,7 +52,8 @@ PARTS = {
 
 #: Parts that run only when named: ``mesh_size`` starts dozens of processes, which takes a small
 #: machine over (64 workers on 2 cores never formed a mesh: every worker runs threads per peer).
-ON_REQUEST = frozenset({"mesh_size"})
+#: ``ui`` takes over a minute (two meshes, a browser, alternating windows).
+ON_REQUEST = frozenset({"mesh_size", "ui"})
 
 
 def cpu_model() -> str:
