@@ -11,8 +11,10 @@ read as it arrives. Between windows the client leaves the page (the worker's str
 
 Per window: the null bolts' executed tuples per second, and the CPU seconds both worker processes
 used per tuple (a worker's page asks its peers for their status, so the peer's cost counts too).
+A second phase paces the spouts at 1,000 tuples/s and measures the workers' CPU time per second
+with and without the client: what the UI adds, in CPU time, whatever else runs on the machine.
 The client's own CPU is not counted; on a small machine it competes with the workers for cores,
-which the throughput ratio shows and the CPU per tuple ratio does not.
+which the throughput ratio shows and the CPU figures do not.
 """
 
 from __future__ import annotations
