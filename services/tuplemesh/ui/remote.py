@@ -63,6 +63,8 @@ class MeshFollower:
                 call = stub.WatchStats(admin_pb2.WatchStatsRequest(interval_seconds=1.0))
                 with self._lock:
                     self._calls[target] = call
+                    # a worker back after a stream broke may be a newer release that has the rpc
+                    self._no_history.discard(target)
                 for message in call:
                     with self._lock:
                         self._stats[target] = message
