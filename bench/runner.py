@@ -22,6 +22,7 @@ from bench import (
     spark,
     state,
     transport,
+    ui,
     windows,
     wordcount,
 )
@@ -46,11 +47,13 @@ PARTS = {
     "rescale": rescale.run,
     "flow": flow.run,
     "mesh_size": mesh_size.run,
+    "ui": ui.run,
 }
 
 #: Parts that run only when named: ``mesh_size`` starts dozens of processes, which takes a small
 #: machine over (64 workers on 2 cores never formed a mesh: every worker runs threads per peer).
-ON_REQUEST = frozenset({"mesh_size"})
+#: ``ui`` takes over a minute (two meshes, a browser, alternating windows).
+ON_REQUEST = frozenset({"mesh_size", "ui"})
 
 
 def cpu_model() -> str:

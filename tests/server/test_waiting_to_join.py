@@ -58,6 +58,9 @@ def test_a_worker_waiting_to_join_serves_its_health_and_status_then_serves_once_
             f"worker 1 is waiting to be included in the mesh (the mesh runs 1 worker(s), epoch "
             f"{mesh_epoch}); ask a worker of the mesh, or rescale it to include this one"
         )
+        with pytest.raises(grpc.RpcError) as refused:  # it has routed by no epoch yet
+            mesh.admin(1).GetEpochHistory(admin_pb2.GetEpochHistoryRequest(), timeout=2)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
         mesh.admin(0).Rebalance(admin_pb2.RebalanceRequest(workers=2), timeout=30)
         harness.wait_rescaled(mesh, 2, 1)
@@ -67,6 +70,9 @@ def test_a_worker_waiting_to_join_serves_its_health_and_status_then_serves_once_
             1,
             str(Epoch(2, mesh_epoch.code, 1)),
         )
+        # its history starts with the epoch it joined at (waiting routes by none)
+        history = mesh.admin(1).GetEpochHistory(admin_pb2.GetEpochHistoryRequest(), timeout=2)
+        assert [(e.epoch, e.workers) for e in history.epochs] == [(str(Epoch(2, mesh_epoch.code, 1)), 2)]
     finally:
         codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
     assert codes == [0, 0]

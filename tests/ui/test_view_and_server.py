@@ -10,7 +10,14 @@ import pytest
 
 from tests.ui.topologies import slow_wordcount
 from tuplemesh.ui.graph import topology_graph
-from tuplemesh.ui.mesh import HISTORY_LIMIT, PEER_TIMEOUT, EpochHistory, WorkerMeshView
+from tuplemesh.ui.mesh import (
+    HISTORY_LIMIT,
+    PEER_TIMEOUT,
+    EpochHistory,
+    WorkerMeshView,
+    history_rows,
+    merge_histories,
+)
 from tuplemesh.ui.server import COOKIE, UiApp
 from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2
@@ -216,3 +223,34 @@ def test_the_epoch_history_keeps_the_newest_epochs_newest_first() -> None:
     assert len(EpochHistory().rows()) == 0 and HISTORY_LIMIT == 20
     with pytest.raises(ValueError, match="at least 1 epoch, not 0"):
         EpochHistory(limit=0)
+
+
+def test_the_histories_of_several_workers_merge_into_one_newest_first() -> None:
+    older = [{"epoch": "1/3/c", "workers": 3, "since": 20.0}, {"epoch": "0/2/c", "workers": 2, "since": 10.0}]
+    # a worker the rescale added knows only the new epoch, and started routing by it later
+    joined = [{"epoch": "1/3/c", "workers": 3, "since": 21.5}]
+    rows = merge_histories([joined, older])
+    assert rows == [
+        {"epoch": "1/3/c", "workers": 3, "since": 20.0},
+        {"epoch": "0/2/c", "workers": 2, "since": 10.0},
+    ]
+    many = [{"epoch": f"{i}/2/c", "workers": 2, "since": float(i)} for i in range(30)]
+    assert [r["epoch"] for r in merge_histories([many])] == [
+        f"{i}/2/c" for i in range(29, 29 - HISTORY_LIMIT, -1)
+    ]
+    assert merge_histories([]) == []
+
+
+def test_an_admin_epoch_history_answer_reads_as_the_rows_a_worker_keeps() -> None:
+    history = EpochHistory()
+    history.record("0/2/c", 2, since=10.0)
+    history.record("1/1/c", 1, since=12.5)
+    answer = admin_pb2.EpochHistory(
+        epochs=[
+            admin_pb2.EpochRecord(epoch=r["epoch"], workers=r["workers"], since_unix_seconds=r["since"])
+            for r in history.rows()
+        ]
+    )
+    assert history_rows(answer) == history.rows()
+    view = ViewBuilder().view({}, {}, None, history=history_rows(answer))
+    assert [(r["epoch"], r["workers"]) for r in view["history"]] == [("1/1/c", 1), ("0/2/c", 2)]

@@ -7,6 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import grpc
 
@@ -119,9 +120,12 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         drain: Callable[[], str],
         state: Callable[[], str],
         rebalance: Callable[[int, str], str] | None = None,
+        epoch_history: Callable[[], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.worker = worker
         self._rebalance = rebalance
+        # the process's epochs (they outlive this servicer, one per epoch), rows as the UI shows them
+        self._epoch_history = epoch_history
         # what a Rebalance naming an epoch (a peer forwarding its rescale) must prove, as a
         # Transfer stream does: the mesh secret, and under mTLS a certificate with the worker role
         self._secret = mesh_secret(worker.conf)
@@ -172,6 +176,17 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 for e in assignment.executors
             ],
             graph_json=json.dumps(topology_graph(self.worker.topology)),
+        )
+
+    def GetEpochHistory(
+        self, request: admin_pb2.GetEpochHistoryRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.EpochHistory:
+        rows = self._epoch_history() if self._epoch_history is not None else []
+        return admin_pb2.EpochHistory(
+            epochs=[
+                admin_pb2.EpochRecord(epoch=r["epoch"], workers=r["workers"], since_unix_seconds=r["since"])
+                for r in rows
+            ]
         )
 
     def ListQueues(

@@ -135,6 +135,9 @@ class _WaitingAdmin(admin_pb2_grpc.AdminServicer):
     def Rebalance(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
         self._refuse(context)
 
+    def GetEpochHistory(self, request: Any, context: grpc.ServicerContext) -> NoReturn:
+        self._refuse(context)
+
 
 class JoiningServer:
     """What a worker serves on its port while it waits to be included in the mesh: health

@@ -163,7 +163,14 @@ class WorkerProcess:
         self.health.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         admin_pb2_grpc.add_AdminServicer_to_server(
-            AdminServicer(self.worker, self.transport, self.drain, lambda: self._state, self.rebalance),
+            AdminServicer(
+                self.worker,
+                self.transport,
+                self.drain,
+                lambda: self._state,
+                self.rebalance,
+                self.epoch_history.rows,
+            ),
             self.server,
         )
         gateway_pb2_grpc.add_GatewayServicer_to_server(

@@ -10,13 +10,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["EpochHistory", "WorkerMeshView"]
+__all__ = ["EpochHistory", "WorkerMeshView", "history_rows", "merge_histories"]
 
 #: Epochs kept in the history: a mesh rescaled every few minutes for days stays a short list.
 HISTORY_LIMIT = 20
@@ -52,6 +52,28 @@ class EpochHistory:
         """Newest first (JSON-ready copies)."""
         with self._lock:
             return [dict(row) for row in reversed(self._rows)]
+
+
+def history_rows(answer: admin_pb2.EpochHistory) -> list[dict[str, Any]]:
+    """A worker's Admin.GetEpochHistory answer as the rows its EpochHistory holds, newest first."""
+    return [{"epoch": e.epoch, "workers": e.workers, "since": e.since_unix_seconds} for e in answer.epochs]
+
+
+def merge_histories(
+    histories: Iterable[Sequence[Mapping[str, Any]]], limit: int = HISTORY_LIMIT
+) -> list[dict[str, Any]]:
+    """The epochs of several workers' histories as one, newest first, the last ``limit``.
+
+    Each worker process knows the epochs since it started (a worker added by a rescale, or
+    restarted, knows fewer), so the mesh's history is their union; an epoch is listed once, from
+    the first worker to route by it."""
+    first: dict[str, dict[str, Any]] = {}
+    for rows in histories:
+        for row in rows:
+            known = first.get(row["epoch"])
+            if known is None or row["since"] < known["since"]:
+                first[row["epoch"]] = dict(row)
+    return sorted(first.values(), key=lambda row: row["since"], reverse=True)[:limit]
 
 
 def _as_stats(
@@ -141,7 +163,6 @@ class WorkerMeshView:
             else:
                 peer = stats[target] = _as_stats(status, self._before.get(worker), now)
                 self._before[worker] = (now, {c.component: (c.executed, c.emitted) for c in peer.components})
-        view = self._builder.view(stats, errors, self._graph, indices=indices)
+        view = self._builder.view(stats, errors, self._graph, indices=indices, history=self._history.rows())
         view["served_by"] = self._own_index
-        view["history"] = self._history.rows()
         return view

@@ -2,7 +2,8 @@
 
 One ``Admin.WatchStats`` stream per worker (the stream ``tuplemesh top`` reads), followed again
 after it breaks, so a worker that dies shows as down and one that comes back as up; the graph
-comes from a worker's ``Admin.GetAssignment``.
+comes from a worker's ``Admin.GetAssignment``, the rescale history from every worker's
+``Admin.GetEpochHistory`` (asked again whenever a worker's epoch changes).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import grpc
 
 from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.ui.mesh import history_rows, merge_histories
 from tuplemesh.ui.server import UiApp
 from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
@@ -40,6 +42,10 @@ class MeshFollower:
         self._errors: dict[str, str] = {}
         self._graph: dict[str, Any] | None = None
         self._graph_epoch = ""
+        #: target -> its epoch history rows (newest first), kept while it is down
+        self._histories: dict[str, list[dict[str, Any]]] = {}
+        #: targets whose worker has no GetEpochHistory (an earlier release): not asked again
+        self._no_history: set[str] = set()
         self._stop = threading.Event()
         self._calls: dict[str, Any] = {}
         self._builder = ViewBuilder()
@@ -57,13 +63,23 @@ class MeshFollower:
                 call = stub.WatchStats(admin_pb2.WatchStatsRequest(interval_seconds=1.0))
                 with self._lock:
                     self._calls[target] = call
+                    # a worker back after a stream broke may be a newer release that has the rpc
+                    self._no_history.discard(target)
                 for message in call:
                     with self._lock:
                         self._stats[target] = message
                         self._errors.pop(target, None)
                         stale = self._graph is None or message.status.epoch != self._graph_epoch
+                        rows = self._histories.get(target)
+                        # a worker records its epoch just after it starts serving: until its
+                        # history leads with the epoch it reports, ask again
+                        behind = target not in self._no_history and (
+                            not rows or rows[0]["epoch"] != message.status.epoch
+                        )
                     if stale:
                         self._fetch_graph(stub, message.status.epoch)
+                    if behind:
+                        self._fetch_history(stub, target)
                 detail = "drained: its stats stream ended"
             except grpc.RpcError as exc:
                 if self._stop.is_set():
@@ -79,9 +95,22 @@ class MeshFollower:
             with self._lock:
                 self._graph, self._graph_epoch = json.loads(info.graph_json), epoch
 
+    def _fetch_history(self, stub: admin_pb2_grpc.AdminStub, target: str) -> None:
+        try:
+            rows = history_rows(stub.GetEpochHistory(admin_pb2.GetEpochHistoryRequest(), timeout=5))
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise
+            with self._lock:
+                self._no_history.add(target)
+            return
+        with self._lock:
+            self._histories[target] = rows
+
     def view(self) -> dict[str, Any]:
         with self._lock:
-            return self._builder.view(dict(self._stats), dict(self._errors), self._graph)
+            history = merge_histories(self._histories.values())
+            return self._builder.view(dict(self._stats), dict(self._errors), self._graph, history=history)
 
     def stop(self) -> None:
         self._stop.set()

@@ -7,7 +7,7 @@ whether they come from the worker serving the page or from ``tuplemesh ui`` foll
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.v1 import admin_pb2
@@ -37,12 +37,14 @@ class ViewBuilder:
         graph: Mapping[str, Any] | None,
         scope: str = "mesh",
         indices: Mapping[str, int] | None = None,
+        history: Sequence[Mapping[str, Any]] = (),
     ) -> dict[str, Any]:
         """``stats``: target -> its latest WorkerStats (None while it has none); ``errors``:
         target -> why it cannot be read now (the worker shows as down). ``scope``: ``mesh``
         (every worker given) or ``worker`` (the page of one worker, its tasks only). ``indices``:
         the worker index of targets known to be a given worker (a down one is listed in its
-        place, not last)."""
+        place, not last). ``history``: the epochs routed by, newest first (EpochHistory rows:
+        epoch, workers, since)."""
         known = indices or {}
         components: dict[str, dict[str, Any]] = {}
         if graph is not None:
@@ -95,8 +97,8 @@ class ViewBuilder:
             # a rescale in progress shows as workers on different epochs
             "epochs": epochs,
             "workers_expected": max((int(w["workers"]) for w in workers if w["up"]), default=0),
-            # the epochs the serving worker routed by, newest first (a worker's page fills it)
-            "history": [],
+            # the epochs routed by, newest first: a rescale is one epoch to the next
+            "history": [dict(row) for row in history],
         }
 
     @staticmethod

@@ -487,3 +487,23 @@ class RebalanceResponse(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     epoch: str
     def __init__(self, epoch: _Optional[str] = ...) -> None: ...
+
+class GetEpochHistoryRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class EpochRecord(_message.Message):
+    __slots__ = ("epoch", "workers", "since_unix_seconds")
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_UNIX_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    epoch: str
+    workers: int
+    since_unix_seconds: float
+    def __init__(self, epoch: _Optional[str] = ..., workers: _Optional[int] = ..., since_unix_seconds: _Optional[float] = ...) -> None: ...
+
+class EpochHistory(_message.Message):
+    __slots__ = ("epochs",)
+    EPOCHS_FIELD_NUMBER: _ClassVar[int]
+    epochs: _containers.RepeatedCompositeFieldContainer[EpochRecord]
+    def __init__(self, epochs: _Optional[_Iterable[_Union[EpochRecord, _Mapping]]] = ...) -> None: ...

@@ -74,6 +74,11 @@ class AdminStub:
                 request_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
                 response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
                 _registered_method=True)
+        self.GetEpochHistory = channel.unary_unary(
+                '/tuplemesh.v1.Admin/GetEpochHistory',
+                request_serializer=tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.SerializeToString,
+                response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -155,6 +160,15 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetEpochHistory(self, request, context):
+        """Unary. The epochs this worker process has routed by, newest first (the last 20): each
+        rescale it took part in adds one. The history belongs to the process, so a worker restarted
+        since lists only the epochs from its start. Safe to retry.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +211,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Rebalance,
                     request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.FromString,
                     response_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.SerializeToString,
+            ),
+            'GetEpochHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEpochHistory,
+                    request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.FromString,
+                    response_serializer=tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -415,6 +434,33 @@ class Admin:
             '/tuplemesh.v1.Admin/Rebalance',
             tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
             tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEpochHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tuplemesh.v1.Admin/GetEpochHistory',
+            tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.SerializeToString,
+            tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.FromString,
             options,
             channel_credentials,
             insecure,
