@@ -5,8 +5,9 @@ hand-made Transfer client that knows everything about the mesh except its secret
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -20,7 +21,7 @@ from tests.security.test_mtls_and_tokens import tls_as, tls_env, wait_tls_servin
 from tests.worker.conftest import Mesh, start_mesh
 from tests.worker.topologies import small_wordcount
 from tuplemesh.client import open_channel
-from tuplemesh.security import mesh_mac
+from tuplemesh.security import mesh_auth, mesh_proof
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, messages_pb2, transfer_pb2_grpc
 
@@ -102,8 +103,11 @@ def transfer(
     return grpc.StatusCode.OK
 
 
-def proof(worker: int, secret: bytes = SECRET) -> tuple[tuple[str, str], ...]:
-    return (("tuplemesh-worker", str(worker)), ("tuplemesh-auth", mesh_mac(secret, TOPOLOGY, worker)))
+def proof(
+    worker: int, secret: bytes = SECRET, receiver: int = 1, clock: Callable[[], float] = time.time
+) -> tuple[tuple[str, str], ...]:
+    """A fresh proof, as ``worker`` opens a stream to ``receiver`` with."""
+    return mesh_proof(secret, TOPOLOGY, worker, receiver, clock=clock)
 
 
 def epoch_of(mesh: Mesh, index: int, channel: grpc.Channel | None = None) -> tuple[tuple[str, str], ...]:
@@ -130,7 +134,7 @@ def test_outsiders_without_the_secret_or_with_a_wrong_one_inject_nothing(mesh: M
     forged = [batch([(task, word_for(task))])]
     assert transfer(channel, forged, epoch) == grpc.StatusCode.UNAUTHENTICATED  # no secret
     assert transfer(channel, forged, epoch + proof(0, b"a guess")) == grpc.StatusCode.UNAUTHENTICATED
-    wrong_worker = (("tuplemesh-worker", "0"), ("tuplemesh-auth", mesh_mac(SECRET, TOPOLOGY, 1)))
+    wrong_worker = (("tuplemesh-worker", "0"), ("tuplemesh-auth", mesh_auth(SECRET, TOPOLOGY, 1, 1)))
     assert transfer(channel, forged, epoch + wrong_worker) == grpc.StatusCode.UNAUTHENTICATED
     assert refused(mesh, 1).get("unauthenticated", 0) - before == 3
     assert counted(mesh) == WORDS  # not one forged word reached a count bolt
@@ -209,7 +213,7 @@ def test_a_zmq_mesh_with_the_secret_counts_exactly_and_drops_outsiders(secret_fi
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.connect(f"tcp://127.0.0.1:{mesh.ports[1] + 100}")  # zmq.port.offset's default
         [(packed, _)] = pack_within([(task, word_for(task)), (-1, b"")], 1 << 20)
-        for auth in ("", mesh_mac(b"a guess", TOPOLOGY, 0)):  # no proof, a wrong one
+        for auth in ("", mesh_auth(b"a guess", TOPOLOGY, 0, 1)):  # no proof, a wrong one
             dealer.send_multipart([msgpack.packb([TOPOLOGY, 0, 99, 1, True, 1, epoch, auth]), packed])
         eventually(lambda: refused(mesh, 1).get("unauthenticated", 0) == 2, timeout=10, interval=0.05)
         dealer.close()
