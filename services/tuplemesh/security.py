@@ -216,10 +216,11 @@ class ProofVerifier:
             )  # fmt: skip
         now = self._clock()
         if abs(now - timestamp) > self.max_skew:
+            when = "before" if timestamp < now else "after"
             raise ProofRefused(
                 "stale_proof", grpc.StatusCode.UNAUTHENTICATED,
-                f"a proof made {now - timestamp:+.0f} s from this worker's clock, outside the "
-                f"{self.max_skew:g} s window (mesh.secret.max.skew.seconds; are the clocks synchronised?)",
+                f"a proof made {abs(now - timestamp):.0f} s {when} now by this worker's clock, outside "
+                f"the {self.max_skew:g} s window (mesh.secret.max.skew.secs; are the clocks synchronised?)",
             )  # fmt: skip
         with self._lock:
             while self._expiry and self._expiry[0][0] < now:
