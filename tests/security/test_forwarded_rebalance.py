@@ -98,6 +98,37 @@ def test_a_token_holder_without_the_secret_cannot_forward_an_epoch_and_every_wor
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
+def test_a_forwarded_rebalance_proof_is_taken_once_and_only_by_the_worker_it_names(mesh: Mesh):
+    current = Epoch.parse(epoch(mesh, 1))
+    # the request is refused after the membership check (its epoch is for 3 workers, it asks for
+    # 2): a proof that passes is used up, and nothing moves
+    request = admin_pb2.RebalanceRequest(workers=2, epoch=str(Epoch(3, current.code, current.counter + 1)))
+    how = "; to rescale, give only the worker count"
+    captured = (*AUTH, *mesh_proof(SECRET, TOPOLOGY, 0, 1, REBALANCE))  # worker 0's call to worker 1
+    before = [refused(mesh, i) for i in (0, 1)]
+    assert rebalance_code(mesh.admin(1), request, captured)[0] == grpc.StatusCode.INVALID_ARGUMENT
+    assert rebalance_code(mesh.admin(1), request, captured) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh secret: "
+        "a proof already used (each stream or call needs a fresh one): replayed" + how,
+    )
+    for_worker_0 = (*AUTH, *mesh_proof(SECRET, TOPOLOGY, 1, 0, REBALANCE))  # worker 1's call to worker 0
+    assert rebalance_code(mesh.admin(1), request, for_worker_0) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh secret: "
+        "a proof made for worker 0, presented to worker 1" + how,
+    )
+    after = [refused(mesh, i) for i in (0, 1)]
+    assert after[0] == before[0]
+    assert {r: n - before[1].get(r, 0) for r, n in after[1].items() if n != before[1].get(r, 0)} == {
+        "replayed_proof": 1,
+        "wrong_receiver": 1,
+    }
+    for index in (0, 1):
+        assert epoch(mesh, index) == str(current)
+        assert state(mesh, index) == "SERVING"
+
+
 def test_a_worker_initiated_rescale_with_the_secret_moves_every_worker(mesh: Mesh):
     current = Epoch.parse(epoch(mesh, 1))
     newer = Epoch(2, current.code, current.counter + 1)
