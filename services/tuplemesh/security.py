@@ -11,7 +11,7 @@ itself by the channel, never by a batch field: with a mesh secret (``mesh.secret
 ``mesh.secret``) every stream and forwarded call carries its worker id and a fresh proof
 (`mesh_auth`): HMAC-SHA256(secret) of what it is for, the topology, the sending and the receiving
 worker, a timestamp and a random nonce. The receiver (`ProofVerifier`) takes each proof once,
-only when it names this receiver and its timestamp is within ``mesh.secret.max.skew.seconds``,
+only when it names this receiver and its timestamp is within ``mesh.secret.max.skew.secs``,
 so a proof read off a plaintext stream cannot be replayed, nor used at another worker. With mTLS
 the peer certificate must also carry the worker role, the URI SAN `WORKER_URI` the chart's
 worker certificates get and Gateway/Spark client certificates never do. The receiver then takes
@@ -84,7 +84,7 @@ TRANSFER = "transfer"
 REBALANCE = "rebalance"
 
 #: Nonces remembered per receiver and purpose (one per accepted stream or call, each for twice
-#: ``mesh.secret.max.skew.seconds`` at most). Only a holder of the secret can add one (a nonce is
+#: ``mesh.secret.max.skew.secs`` at most). Only a holder of the secret can add one (a nonce is
 #: remembered after its MAC is checked), and a mesh opens a stream per peer and reconnect: 65,536
 #: is more than 100 new streams a second for the whole default window, in about 13 MiB (measured).
 REPLAY_CACHE_ENTRIES = 65_536
