@@ -186,6 +186,10 @@ class ProofVerifier:
         with self._lock:
             return len(self._seen)
 
+    def within_window(self, timestamp: float) -> bool:
+        """A proof made at ``timestamp`` is not stale by this worker's clock."""
+        return abs(self._clock() - timestamp) <= self.max_skew
+
     def verify(self, claimed: str, auth: str) -> int:
         """The worker ``claimed`` names, when ``auth`` is its fresh proof for this receiver;
         ProofRefused otherwise. A proof taken is remembered: the same one is refused after."""
@@ -215,7 +219,7 @@ class ProofVerifier:
                 f"a proof made for worker {receiver}, presented to worker {self.index}",
             )  # fmt: skip
         now = self._clock()
-        if abs(now - timestamp) > self.max_skew:
+        if not self.within_window(timestamp):
             when = "before" if timestamp < now else "after"
             raise ProofRefused(
                 "stale_proof", grpc.StatusCode.UNAUTHENTICATED,

@@ -4,6 +4,8 @@ one proof is never good at another worker. Both sides in this process, over loop
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.helpers import eventually
@@ -77,4 +79,49 @@ def test_a_connection_proven_for_another_worker_delivers_nothing(plugin: str, po
         assert set(binding.stats().refused) == {"wrong_receiver"}
     finally:
         sending.close()
+        receiving.close()
+
+
+def test_a_zmq_connection_takes_its_proof_only_while_it_is_within_the_window(port: int):
+    """A sender makes a new proof every half window; a frame still carrying one past the window is
+    refused as stale, even on the connection that proved it (whose identity a peer could claim)."""
+    import msgpack
+    import zmq
+
+    from tuplemesh.security import mesh_auth
+    from tuplemesh.transport.framing import pack_within
+
+    receiving = Harness("zmq", conf("zmq", 1))
+    context = zmq.Context()
+    dealer = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    try:
+        received = Receiver()
+        binding = receiving.server().bind("topo-1", port, received)
+        dealer.connect(f"tcp://127.0.0.1:{port + 100}")  # zmq.port.offset's default
+        # made 297 s ago: within the 300 s window for a few seconds more
+        old = mesh_auth(SECRET.encode(), "topo-1", 0, 1, clock=lambda: time.time() - 297)
+        sent = [0]
+
+        def send(auth: str, session: int, sequence: int) -> None:
+            [(packed, _)] = pack_within([(1, f"{session}-{sequence}".encode())], 1 << 20)
+            dealer.send_multipart(
+                [msgpack.packb(["topo-1", 0, session, sequence, True, 1, "", auth]), packed]
+            )
+
+        def refused_as_stale() -> bool:
+            sent[0] += 1
+            send(old, 1, sent[0])
+            return binding.stats().refused.get("stale_proof", 0) >= 1
+
+        eventually(refused_as_stale, timeout=30, interval=0.2)
+        assert set(binding.stats().refused) == {"stale_proof"}
+        taken = len(received.messages)
+        assert received.messages == [(1, f"1-{n}".encode()) for n in range(1, taken + 1)]
+        send(mesh_auth(SECRET.encode(), "topo-1", 0, 1), 2, 1)  # its sender's next proof: taken
+        received.wait_for(taken + 1)
+        assert received.messages[-1] == (1, b"2-1")
+    finally:
+        dealer.close()
+        context.term()
         receiving.close()

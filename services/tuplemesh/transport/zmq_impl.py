@@ -27,7 +27,8 @@ secret the header has an eighth element, ``auth``: the sender's proof of the sec
 nonce). A sender makes a new proof when it connects, after every disconnect and every half
 skew window (``mesh.secret.max.skew.secs``); a receiver verifies a proof (fresh, for it, never
 taken before) the first time it arrives on a connection and then takes it on that connection
-only, so the header read off one connection is refused on any other as replayed. A receiver
+only, and only while its timestamp is within the window, so the header read off one connection
+is refused on any other as replayed (pods' clocks must agree to within half the window). A receiver
 with a secret drops (unacknowledged, counted by reason) every frame without a proof it takes; a
 few frames ZeroMQ queued before a reconnect carry the old proof and are refused as replayed
 too (the sender resends them). Every receiver drops frames whose ``sender`` is no worker of the
@@ -112,7 +113,7 @@ class ZmqBinding:
         self._streams: dict[bytes, StreamState] = {}  # per peer identity
         # the proof each connection (peer identity) proved itself with; added only after a proof
         # is verified, so only holders of the secret add (bounded all the same: oldest first out)
-        self._connection_proofs: OrderedDict[bytes, str] = OrderedDict()
+        self._connection_proofs: OrderedDict[bytes, tuple[str, int]] = OrderedDict()
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, settings.zmq_receive_hwm_batches)
@@ -220,20 +221,28 @@ class ZmqBinding:
             self._ack(sock, identity, ack)
 
     def _proven(self, identity: bytes, sender: int, auth: str) -> bool:
-        """``auth`` is ``sender``'s proof on this connection: the one it proved itself with, or a
-        fresh one taken now (refused and counted otherwise)."""
-        bound = self._connection_proofs.get(identity)
-        if bound is not None and hmac.compare_digest(auth.encode(), bound.encode()):
-            return True
+        """``auth`` is ``sender``'s proof on this connection: the one it proved itself with while
+        that is within the skew window, or a fresh one taken now (refused and counted otherwise).
+
+        A connection's identity is the ROUTER's own, never sent, but a peer may claim one when it
+        connects: a proof bound to a connection that closed stays good there only until its
+        window ends (its sender makes a new one every half window)."""
         verifier = self.session.verifier
         assert verifier is not None
+        bound = self._connection_proofs.get(identity)
+        if (
+            bound is not None
+            and hmac.compare_digest(auth.encode(), bound[0].encode())
+            and verifier.within_window(bound[1])
+        ):
+            return True
         try:
             verifier.verify(str(sender), auth)
         except ProofRefused as refused:
             self.session.refuse(refused.reason, self._where, f"a frame from worker {sender}: {refused}")
             return False
         self._connection_proofs.pop(identity, None)
-        self._connection_proofs[identity] = auth
+        self._connection_proofs[identity] = (auth, int(auth.split(".")[1]))  # verified: well formed
         if len(self._connection_proofs) > PROVEN_CONNECTIONS:
             self._connection_proofs.popitem(last=False)
         return True
