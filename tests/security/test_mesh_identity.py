@@ -344,3 +344,43 @@ def test_under_mtls_only_a_worker_certificate_opens_transfer(pki: Path):
         eventually(lambda: counted(mesh, admin) == WORDS + 1, timeout=10, interval=0.05)
     finally:
         assert mesh.stop() == [0, 0]
+
+
+def test_after_a_worker_restarts_the_mesh_streams_both_ways_with_new_proofs(secret_file: Path):
+    """The worker without the spout is SIGKILLed and restarted: its peer's stream to it reconnects
+    and the new process opens its own, each with a new proof; nothing is refused and a sentence
+    emitted on each side is counted exactly."""
+    mesh = start_mesh(TARGET, 2, env={"TUPLEMESH_MESH_SECRET_FILE": str(secret_file)})
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        assignment = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
+        [spout_worker] = {e.worker for e in assignment.executors if e.component == "sentences"}
+        killed = 1 - spout_worker
+        mesh.kill(killed)
+        mesh.restart(killed)
+
+        def count_of(index: int) -> int:
+            return sum(e.executed for e in status(mesh, index).executors if e.component == "count")
+
+        before = count_of(spout_worker)
+        from_killed = status(mesh, spout_worker).binding.received_tuples_from[killed]  # before the kill
+        assert count_of(killed) == 0  # a new process: its count tasks start from nothing
+        for index, prefix in ((spout_worker, "a"), (killed, "b")):
+            sentence = " ".join(f"{prefix}{i}" for i in range(40))
+            mesh.admin(index).Emit(
+                admin_pb2.EmitRequest(component="split", values_json=f'["{sentence}"]'), timeout=5
+            )
+
+        def taken() -> int:
+            return count_of(spout_worker) - before + count_of(killed)
+
+        eventually(lambda: taken() == 80, timeout=30, interval=0.1, message=lambda: f"{taken()}")
+        # words crossed both ways, on streams opened after the restart
+        assert status(mesh, killed).binding.received_tuples_from[spout_worker] > 0
+        assert status(mesh, spout_worker).binding.received_tuples_from[killed] > from_killed
+        assert refused(mesh, spout_worker) == {} and refused(mesh, killed) == {}
+        assert taken() == 80
+    finally:
+        assert mesh.stop() == [0, 0]
