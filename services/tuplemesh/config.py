@@ -535,8 +535,19 @@ KEYS: dict[str, ConfigKey] = {
             str,
             "",
             "File holding the mesh secret (as mounted from a Kubernetes Secret): every Transfer "
-            "stream must prove it with an HMAC of its worker id, or it is refused UNAUTHENTICATED. "
-            "Set the same secret on every worker of the mesh. Empty: see mesh.secret.",
+            "stream must prove it with a fresh HMAC naming its sender, its receiver, a timestamp "
+            "and a nonce, taken once, or it is refused UNAUTHENTICATED. Set the same secret on "
+            "every worker of the mesh. Empty: see mesh.secret.",
+        ),
+        ConfigKey(
+            "mesh.secret.max.skew.secs",
+            float,
+            300.0,
+            "How far a proof's timestamp may be from the receiving worker's clock, either way (the "
+            "pods' clocks differ by this much at most). Older proofs are refused as stale; each "
+            "proof's nonce is remembered this long, so the same proof is refused as replayed.",
+            _positive,
+            unit="secs",
         ),
         ConfigKey(
             "mesh.secret",

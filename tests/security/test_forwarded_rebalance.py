@@ -19,7 +19,7 @@ from tests.helpers import eventually
 from tests.security.test_mtls_and_tokens import admin as tls_admin
 from tests.security.test_mtls_and_tokens import tls_env, wait_tls_serving
 from tests.worker.conftest import Mesh, start_mesh
-from tuplemesh.security import mesh_mac, mesh_proof
+from tuplemesh.security import REBALANCE, TRANSFER, mesh_auth, mesh_proof
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -72,28 +72,61 @@ def test_a_token_holder_without_the_secret_cannot_forward_an_epoch_and_every_wor
     current = Epoch.parse(epoch(mesh, 0))
     newer = Epoch(2, current.code, current.counter + 1)
     request = admin_pb2.RebalanceRequest(workers=2, epoch=str(newer))
-    worker_1s = mesh_mac(SECRET, TOPOLOGY, 1)
-    attempts = [
-        AUTH,  # the token, no proof
-        (*AUTH, *mesh_proof(b"a guess", TOPOLOGY, 0)),  # a proof made with another secret
-        (*AUTH, ("tuplemesh-worker", "0"), ("tuplemesh-auth", worker_1s)),  # worker 1's proof, named 0
-        (*AUTH, ("tuplemesh-worker", "x"), ("tuplemesh-auth", "00")),  # no worker id at all
-    ]
     before = [refused(mesh, i).get("unauthenticated", 0) for i in (0, 1)]
     for index in (0, 1):
+        worker_1s = mesh_auth(SECRET, TOPOLOGY, 1, index, REBALANCE)
+        attempts = [
+            AUTH,  # the token, no proof
+            (*AUTH, *mesh_proof(b"a guess", TOPOLOGY, 0, index, REBALANCE)),  # made with another secret
+            (*AUTH, ("tuplemesh-worker", "0"), ("tuplemesh-auth", worker_1s)),  # worker 1's, named 0
+            (*AUTH, ("tuplemesh-worker", "x"), ("tuplemesh-auth", "00")),  # no worker id at all
+            (*AUTH, *mesh_proof(SECRET, TOPOLOGY, 0, index, TRANSFER)),  # a Transfer stream's proof
+        ]
         for metadata in attempts:
             assert rebalance_code(mesh.admin(index), request, metadata) == (
                 grpc.StatusCode.UNAUTHENTICATED,
-                "a Rebalance naming an epoch comes from a worker: it needs the mesh secret (metadata "
-                "tuplemesh-worker and tuplemesh-auth); to rescale, give only the worker count",
+                "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh "
+                "secret: no or a wrong proof of the mesh secret (metadata tuplemesh-worker and "
+                "tuplemesh-auth); to rescale, give only the worker count",
             )
-    assert [refused(mesh, i).get("unauthenticated", 0) - before[i] for i in (0, 1)] == [4, 4]
+    assert [refused(mesh, i).get("unauthenticated", 0) - before[i] for i in (0, 1)] == [5, 5]
     for index in (0, 1):  # nothing reached either worker: same epoch, serving, running
         assert epoch(mesh, index) == str(current)
         assert state(mesh, index) == "SERVING"
         assert mesh.procs[index].poll() is None
         reply = mesh.health(index).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_a_forwarded_rebalance_proof_is_taken_once_and_only_by_the_worker_it_names(mesh: Mesh):
+    current = Epoch.parse(epoch(mesh, 1))
+    # the request is refused after the membership check (its epoch is for 3 workers, it asks for
+    # 2): a proof that passes is used up, and nothing moves
+    request = admin_pb2.RebalanceRequest(workers=2, epoch=str(Epoch(3, current.code, current.counter + 1)))
+    how = "; to rescale, give only the worker count"
+    captured = (*AUTH, *mesh_proof(SECRET, TOPOLOGY, 0, 1, REBALANCE))  # worker 0's call to worker 1
+    before = [refused(mesh, i) for i in (0, 1)]
+    assert rebalance_code(mesh.admin(1), request, captured)[0] == grpc.StatusCode.INVALID_ARGUMENT
+    assert rebalance_code(mesh.admin(1), request, captured) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh secret: "
+        "a proof already used (each stream or call needs a fresh one): replayed" + how,
+    )
+    for_worker_0 = (*AUTH, *mesh_proof(SECRET, TOPOLOGY, 1, 0, REBALANCE))  # worker 1's call to worker 0
+    assert rebalance_code(mesh.admin(1), request, for_worker_0) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh secret: "
+        "a proof made for worker 0, presented to worker 1" + how,
+    )
+    after = [refused(mesh, i) for i in (0, 1)]
+    assert after[0] == before[0]
+    assert {r: n - before[1].get(r, 0) for r, n in after[1].items() if n != before[1].get(r, 0)} == {
+        "replayed_proof": 1,
+        "wrong_receiver": 1,
+    }
+    for index in (0, 1):
+        assert epoch(mesh, index) == str(current)
+        assert state(mesh, index) == "SERVING"
 
 
 def test_a_worker_initiated_rescale_with_the_secret_moves_every_worker(mesh: Mesh):

@@ -5,8 +5,9 @@ hand-made Transfer client that knows everything about the mesh except its secret
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -20,7 +21,7 @@ from tests.security.test_mtls_and_tokens import tls_as, tls_env, wait_tls_servin
 from tests.worker.conftest import Mesh, start_mesh
 from tests.worker.topologies import small_wordcount
 from tuplemesh.client import open_channel
-from tuplemesh.security import mesh_mac
+from tuplemesh.security import mesh_auth, mesh_proof
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, messages_pb2, transfer_pb2_grpc
 
@@ -80,11 +81,11 @@ def word_for(task: int, word: str = "forged") -> bytes:
 
 
 def batch(
-    messages: list[tuple[int | None, bytes]], sender: int = 0, sequence: int = 1
+    messages: list[tuple[int | None, bytes]], sender: int = 0, sequence: int = 1, session: int = 4242
 ) -> messages_pb2.TransferBatch:
     [(packed, _)] = pack_within(messages, 1 << 20)
     return messages_pb2.TransferBatch(
-        topology_id=TOPOLOGY, sender=sender, session=4242 + sequence, sequence=sequence, packed=packed,
+        topology_id=TOPOLOGY, sender=sender, session=session + sequence, sequence=sequence, packed=packed,
         ack_requested=True,
     )  # fmt: skip
 
@@ -102,8 +103,11 @@ def transfer(
     return grpc.StatusCode.OK
 
 
-def proof(worker: int, secret: bytes = SECRET) -> tuple[tuple[str, str], ...]:
-    return (("tuplemesh-worker", str(worker)), ("tuplemesh-auth", mesh_mac(secret, TOPOLOGY, worker)))
+def proof(
+    worker: int, secret: bytes = SECRET, receiver: int = 1, clock: Callable[[], float] = time.time
+) -> tuple[tuple[str, str], ...]:
+    """A fresh proof, as ``worker`` opens a stream to ``receiver`` with."""
+    return mesh_proof(secret, TOPOLOGY, worker, receiver, clock=clock)
 
 
 def epoch_of(mesh: Mesh, index: int, channel: grpc.Channel | None = None) -> tuple[tuple[str, str], ...]:
@@ -130,7 +134,7 @@ def test_outsiders_without_the_secret_or_with_a_wrong_one_inject_nothing(mesh: M
     forged = [batch([(task, word_for(task))])]
     assert transfer(channel, forged, epoch) == grpc.StatusCode.UNAUTHENTICATED  # no secret
     assert transfer(channel, forged, epoch + proof(0, b"a guess")) == grpc.StatusCode.UNAUTHENTICATED
-    wrong_worker = (("tuplemesh-worker", "0"), ("tuplemesh-auth", mesh_mac(SECRET, TOPOLOGY, 1)))
+    wrong_worker = (("tuplemesh-worker", "0"), ("tuplemesh-auth", mesh_auth(SECRET, TOPOLOGY, 1, 1)))
     assert transfer(channel, forged, epoch + wrong_worker) == grpc.StatusCode.UNAUTHENTICATED
     assert refused(mesh, 1).get("unauthenticated", 0) - before == 3
     assert counted(mesh) == WORDS  # not one forged word reached a count bolt
@@ -174,6 +178,83 @@ def test_a_stream_naming_no_epoch_is_refused_and_counted(mesh: Mesh):
     assert counted(mesh) == start
 
 
+def refusal(
+    channel: grpc.Channel, batches: list[messages_pb2.TransferBatch], metadata: tuple[tuple[str, str], ...]
+) -> tuple[grpc.StatusCode, str]:
+    """The code and message a Transfer stream was refused with."""
+    call = transfer_pb2_grpc.TransferStub(channel).Stream(iter(batches), metadata=metadata, timeout=10)
+    with pytest.raises(grpc.RpcError) as caught:
+        list(call)
+    return caught.value.code(), caught.value.details()
+
+
+def received(mesh: Mesh, index: int) -> tuple[int, int]:
+    """(batches, tuples) worker ``index``'s binding took, as GetStatus says."""
+    binding = status(mesh, index).binding
+    return binding.received_batches, binding.received_tuples
+
+
+def test_a_captured_stream_header_replayed_on_another_stream_is_refused(mesh: Mesh):
+    task = count_task_on(mesh, 1)
+    channel = grpc.insecure_channel(mesh.address(1))
+    captured = epoch_of(mesh, 1) + proof(0)  # a member's stream header, as read off the wire
+    start, before = counted(mesh), refused(mesh, 1)
+    taken = received(mesh, 1)
+    taken_batch = batch([(task, word_for(task, "member"))], session=7000)  # a session of its own
+    assert transfer(channel, [taken_batch], captured) == grpc.StatusCode.OK
+    eventually(lambda: counted(mesh) == start + 1, timeout=10, interval=0.05)
+    assert received(mesh, 1) == (taken[0] + 1, taken[1] + 1)
+    # the same header on a second stream, with the replayer's own batches: refused before any is read
+    replayed = [
+        batch([(task, word_for(task, "replayed")), (-1, b"")], sequence=s, session=8000) for s in (1, 2, 3)
+    ]
+    for _ in range(3):
+        assert refusal(channel, replayed, captured) == (
+            grpc.StatusCode.UNAUTHENTICATED,
+            "Transfer: a proof already used (each stream or call needs a fresh one): replayed",
+        )
+    after = refused(mesh, 1)
+    assert {r: after.get(r, 0) - before.get(r, 0) for r in after if after.get(r) != before.get(r)} == {
+        "replayed_proof": 3
+    }
+    assert status(mesh, 1).binding.refused["replayed_proof"] == after["replayed_proof"]
+    assert received(mesh, 1) == (taken[0] + 1, taken[1] + 1)  # nothing of the replays delivered
+    assert status(mesh, 1).binding.shutdown_messages == 0
+    assert counted(mesh) == start + 1
+
+
+def test_a_proof_made_for_one_worker_is_refused_by_another(mesh: Mesh):
+    task = count_task_on(mesh, 0)
+    for_worker_1 = epoch_of(mesh, 0) + proof(1, receiver=1)  # worker 1's proof, as sent to worker 1
+    start, before, taken = counted(mesh), refused(mesh, 0).get("wrong_receiver", 0), received(mesh, 0)
+    code = refusal(grpc.insecure_channel(mesh.address(0)), [batch([(task, word_for(task))], 1)], for_worker_1)
+    assert code == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "Transfer: a proof made for worker 1, presented to worker 0",
+    )
+    assert refused(mesh, 0).get("wrong_receiver", 0) - before == 1
+    assert received(mesh, 0) == taken
+    assert counted(mesh) == start
+
+
+def test_a_stale_proof_is_refused(mesh: Mesh):
+    task = count_task_on(mesh, 1)
+    channel = grpc.insecure_channel(mesh.address(1))
+    start, before, taken = counted(mesh), refused(mesh, 1).get("stale_proof", 0), received(mesh, 1)
+    for shift, when in ((-400, "before"), (400, "after")):  # made 400 s ago, or 400 s ahead
+        stale = epoch_of(mesh, 1) + proof(0, clock=lambda shift=shift: time.time() + shift)
+        code, message = refusal(channel, [batch([(task, word_for(task))])], stale)
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+        assert re.fullmatch(
+            rf"Transfer: a proof made (399|40\d) s {when} now by this worker's clock, outside the 300 s "
+            r"window \(mesh.secret.max.skew.secs; are the clocks synchronised\?\)",
+            message,
+        ), message
+    assert refused(mesh, 1).get("stale_proof", 0) - before == 2
+    assert received(mesh, 1) == taken
+    assert counted(mesh) == start
+
+
 def test_a_shutdown_notice_from_an_outsider_does_not_stop_receiving(mesh: Mesh):
     channel = grpc.insecure_channel(mesh.address(1))
     notice = [batch([(-1, b"")])]
@@ -209,12 +290,30 @@ def test_a_zmq_mesh_with_the_secret_counts_exactly_and_drops_outsiders(secret_fi
         dealer.setsockopt(zmq.LINGER, 0)
         dealer.connect(f"tcp://127.0.0.1:{mesh.ports[1] + 100}")  # zmq.port.offset's default
         [(packed, _)] = pack_within([(task, word_for(task)), (-1, b"")], 1 << 20)
-        for auth in ("", mesh_mac(b"a guess", TOPOLOGY, 0)):  # no proof, a wrong one
+        for auth in ("", mesh_auth(b"a guess", TOPOLOGY, 0, 1)):  # no proof, a wrong one
             dealer.send_multipart([msgpack.packb([TOPOLOGY, 0, 99, 1, True, 1, epoch, auth]), packed])
         eventually(lambda: refused(mesh, 1).get("unauthenticated", 0) == 2, timeout=10, interval=0.05)
-        dealer.close()
-        context.term()
         assert counted(mesh) == WORDS
+        # a member's connection: its proof is taken on it, for as many frames as it sends
+        auth = mesh_auth(SECRET, TOPOLOGY, 0, 1)
+        for sequence in (1, 2):
+            [(one, _)] = pack_within([(task, word_for(task, "member"))], 1 << 20)
+            dealer.send_multipart([msgpack.packb([TOPOLOGY, 0, 77, sequence, True, 1, epoch, auth]), one])
+        eventually(lambda: counted(mesh) == WORDS + 2, timeout=10, interval=0.05)
+        # its header, read off the wire, on another connection: refused, nothing taken
+        replayer = context.socket(zmq.DEALER)
+        replayer.setsockopt(zmq.LINGER, 0)
+        replayer.connect(f"tcp://127.0.0.1:{mesh.ports[1] + 100}")
+        for sequence in (1, 2, 3):
+            replayer.send_multipart(
+                [msgpack.packb([TOPOLOGY, 0, 78, sequence, True, 1, epoch, auth]), packed]
+            )
+        eventually(lambda: refused(mesh, 1).get("replayed_proof", 0) == 3, timeout=10, interval=0.05)
+        assert refused(mesh, 1) == {"unauthenticated": 2, "replayed_proof": 3}
+        dealer.close()
+        replayer.close()
+        context.term()
+        assert counted(mesh) == WORDS + 2
         assert status(mesh, 1).binding.shutdown_messages == 0
     finally:
         assert mesh.stop() == [0, 0]
@@ -243,5 +342,45 @@ def test_under_mtls_only_a_worker_certificate_opens_transfer(pki: Path):
         as_worker = open_channel(mesh.address(1), tls_as(pki, "worker"))
         assert transfer(as_worker, [batch([(task, word_for(task, "member"))])], epoch) == grpc.StatusCode.OK
         eventually(lambda: counted(mesh, admin) == WORDS + 1, timeout=10, interval=0.05)
+    finally:
+        assert mesh.stop() == [0, 0]
+
+
+def test_after_a_worker_restarts_the_mesh_streams_both_ways_with_new_proofs(secret_file: Path):
+    """The worker without the spout is SIGKILLed and restarted: its peer's stream to it reconnects
+    and the new process opens its own, each with a new proof; nothing is refused and a sentence
+    emitted on each side is counted exactly."""
+    mesh = start_mesh(TARGET, 2, env={"TUPLEMESH_MESH_SECRET_FILE": str(secret_file)})
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        assignment = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
+        [spout_worker] = {e.worker for e in assignment.executors if e.component == "sentences"}
+        killed = 1 - spout_worker
+        mesh.kill(killed)
+        mesh.restart(killed)
+
+        def count_of(index: int) -> int:
+            return sum(e.executed for e in status(mesh, index).executors if e.component == "count")
+
+        before = count_of(spout_worker)
+        from_killed = status(mesh, spout_worker).binding.received_tuples_from[killed]  # before the kill
+        assert count_of(killed) == 0  # a new process: its count tasks start from nothing
+        for index, prefix in ((spout_worker, "a"), (killed, "b")):
+            sentence = " ".join(f"{prefix}{i}" for i in range(40))
+            mesh.admin(index).Emit(
+                admin_pb2.EmitRequest(component="split", values_json=f'["{sentence}"]'), timeout=5
+            )
+
+        def taken() -> int:
+            return count_of(spout_worker) - before + count_of(killed)
+
+        eventually(lambda: taken() == 80, timeout=30, interval=0.1, message=lambda: f"{taken()}")
+        # words crossed both ways, on streams opened after the restart
+        assert status(mesh, killed).binding.received_tuples_from[spout_worker] > 0
+        assert status(mesh, spout_worker).binding.received_tuples_from[killed] > from_killed
+        assert refused(mesh, spout_worker) == {} and refused(mesh, killed) == {}
+        assert taken() == 80
     finally:
         assert mesh.stop() == [0, 0]

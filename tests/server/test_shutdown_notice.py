@@ -50,7 +50,7 @@ def send_notice(mesh: Mesh, index: int) -> list[int]:
     notice = messages_pb2.TransferBatch(
         topology_id=TOPOLOGY, sender=0, session=4242, sequence=1, packed=packed, ack_requested=True
     )
-    metadata = ((EPOCH_METADATA, epoch), *mesh_proof(SECRET, TOPOLOGY, 0))
+    metadata = ((EPOCH_METADATA, epoch), *mesh_proof(SECRET, TOPOLOGY, 0, index))
     stream = transfer_pb2_grpc.TransferStub(grpc.insecure_channel(mesh.address(index))).Stream
     return [ack.sequence for ack in stream(iter([notice]), metadata=metadata, timeout=10)]
 

@@ -1,6 +1,7 @@
 """A receiving worker in its own process, for the transport tests that kill and restart one.
 
-Usage: python -m tests.transport.peer_process PLUGIN PORT OUTFILE
+Usage: python -m tests.transport.peer_process PLUGIN PORT OUTFILE [MESH_SECRET]
+With a mesh secret the peer is worker 1 and takes only streams proven with it.
 Every batch is appended to OUTFILE (one ``task payload`` line per message) before ``on_batch``
 returns, so whatever the sender saw acknowledged is in the file even after a SIGKILL.
 """
@@ -17,7 +18,9 @@ from tuplemesh.transport import make_context
 
 def main() -> None:
     plugin, port, outfile = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    conf = Config({"messaging.transport": plugin, "messaging.window.batches": 8})
+    secret = sys.argv[4] if len(sys.argv) > 4 else ""
+    settings = {"mesh.secret": secret, "worker.index": 1, "topology.workers": 2} if secret else {}
+    conf = Config({"messaging.transport": plugin, "messaging.window.batches": 8, **settings})
     out = open(outfile, "a", buffering=1 << 20)  # noqa: SIM115 - lives as long as the process
     lock = threading.Lock()
 

@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NETWORK = ["grpc", "zmq"]
 
 
-def start_peer(plugin: str, port: int, out: Path) -> subprocess.Popen[str]:
+def start_peer(plugin: str, port: int, out: Path, secret: str = "") -> subprocess.Popen[str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.transport.peer_process", plugin, str(port), str(out)],
+        [sys.executable, "-m", "tests.transport.peer_process", plugin, str(port), str(out)]
+        + ([secret] if secret else []),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": child_pythonpath()},
         stdout=subprocess.PIPE,
@@ -45,8 +46,11 @@ def read(out: Path) -> list[int]:
     return values
 
 
+@pytest.mark.parametrize("secret", ["", "the mesh secret"], ids=["plaintext", "mesh-secret"])
 @pytest.mark.parametrize("plugin", NETWORK)
-def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path, port: int):
+def test_receiver_killed_and_restarted_loses_nothing(plugin: str, secret: str, tmp_path: Path, port: int):
+    """With a mesh secret the sender (worker 0) proves every new stream or connection afresh to
+    the peer (worker 1), which takes each proof once: the reconnect after the restart is proven."""
     from tuplemesh.config import Config
 
     harness = Harness(
@@ -56,12 +60,13 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
                 "messaging.transport": plugin,
                 "storm.messaging.netty.min_wait_ms": 20,
                 "storm.messaging.netty.max_wait_ms": 200,
+                **({"mesh.secret": secret, "worker.index": 0, "topology.workers": 2} if secret else {}),
             }
         ),
     )
     first, second = tmp_path / "first.txt", tmp_path / "second.txt"
-    proc = start_peer(plugin, port, first)
-    conn = harness.client().connect("topo-1", "127.0.0.1", port)
+    proc = start_peer(plugin, port, first, secret)
+    conn = harness.client().connect("topo-1", "127.0.0.1", port, receiver=1)
     total, per_batch = 60_000, 100
     restarted: list[subprocess.Popen[str]] = []
     while_down: list[ConnectionStats] = []
@@ -71,7 +76,7 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, tmp_path: Path
         # and block on it (and for zmq to resend on silence, which it does every max_wait).
         time.sleep(0.5)
         while_down.append(conn.stats())
-        restarted.append(start_peer(plugin, port, second))
+        restarted.append(start_peer(plugin, port, second, secret))
 
     restarter = threading.Thread(target=restart_later)
     try:

@@ -11,11 +11,12 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.config import as_config
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
-from tuplemesh.security import is_worker_certificate, mesh_secret, proven_worker
+from tuplemesh.security import REBALANCE, ProofRefused, ProofVerifier, is_worker_certificate, mesh_secret
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
@@ -128,7 +129,18 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self._epoch_history = epoch_history
         # what a Rebalance naming an epoch (a peer forwarding its rescale) must prove, as a
         # Transfer stream does: the mesh secret, and under mTLS a certificate with the worker role
-        self._secret = mesh_secret(worker.conf)
+        secret = mesh_secret(worker.conf)
+        self._verifier = (
+            ProofVerifier(
+                secret,
+                worker.topology_id,
+                worker.index,
+                REBALANCE,
+                as_config(worker.conf).seconds("mesh.secret.max.skew.secs"),
+            )
+            if secret
+            else None
+        )
         self._worker_certificates = bool(worker.conf["tls.enabled"])
         self.transport = transport
         self._drain = drain
@@ -385,8 +397,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         """A Rebalance naming an epoch is a worker forwarding the rescale it started, so it must
         come from a member, proven as on Transfer: under mTLS a certificate with the worker role
         (PERMISSION_DENIED otherwise), with a mesh secret the calling worker's proof
-        (UNAUTHENTICATED otherwise). The admin token alone does not make a member. Each refusal
-        is counted with the Transfer refusals; nothing reaches the worker."""
+        (UNAUTHENTICATED otherwise: no or a wrong proof, one made for another worker, stale or
+        already used; RESOURCE_EXHAUSTED when too many were taken within the skew window). The
+        admin token alone does not make a member. Each refusal is counted with the Transfer
+        refusals; nothing reaches the worker."""
         where = f"Admin.Rebalance naming an epoch, from {context.peer()}"
         how = "to rescale, give only the worker count"
         if self._worker_certificates and not is_worker_certificate(context):
@@ -396,14 +410,16 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 f"a Rebalance naming an epoch comes from a worker: it needs a certificate with "
                 f"the worker role; {how}",
             )
-        if self._secret:
+        if self._verifier is not None:
             metadata = {str(k): str(v) for k, v in context.invocation_metadata() or ()}
-            if proven_worker(self._secret, self.worker.topology_id, metadata) is None:
-                self.worker.refuse("unauthenticated", where, "no or a wrong proof of the mesh secret")
+            try:
+                self._verifier.verify_metadata(metadata)
+            except ProofRefused as refused:
+                self.worker.refuse(refused.reason, where, str(refused))
                 context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED,
-                    "a Rebalance naming an epoch comes from a worker: it needs the mesh secret "
-                    f"(metadata tuplemesh-worker and tuplemesh-auth); {how}",
+                    refused.code,
+                    f"a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the "
+                    f"mesh secret: {refused}; {how}",
                 )
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:

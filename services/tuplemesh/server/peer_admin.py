@@ -38,13 +38,13 @@ class PeerAdmins:
         conf: Mapping[str, Any],
         own_index: int,
         addresses: Callable[[], Mapping[int, tuple[str, int]]],
-        proof: tuple[tuple[str, str], ...] = (),
+        proof: Callable[[int], tuple[tuple[str, str], ...]] = lambda worker: (),
     ) -> None:
         self._conf = conf
         self._own = own_index
         self._addresses = addresses
-        #: This worker's name and proof of the mesh secret (`mesh_proof`): a peer takes a
-        #: Rebalance naming an epoch only from a member.
+        #: This worker's name and a fresh proof of the mesh secret for the worker called
+        #: (`mesh_proof`): a peer takes a Rebalance naming an epoch only from a member.
         self._proof = proof
         self._stubs: dict[int, tuple[str, grpc.Channel, admin_pb2_grpc.AdminStub]] = {}
         self._lock = threading.Lock()
@@ -115,7 +115,7 @@ class PeerAdmins:
                 raise TransportError(f"worker {worker} has no known address; the mesh cannot rescale")
             # wait_for_ready: a peer between two connection attempts is reached, not skipped
             calls[worker] = self._stub(worker, addresses[worker]).Rebalance.future(
-                request, timeout=timeout, wait_for_ready=True, metadata=self._proof or None
+                request, timeout=timeout, wait_for_ready=True, metadata=self._proof(worker) or None
             )
         for worker, call in calls.items():
             try:

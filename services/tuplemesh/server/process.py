@@ -28,7 +28,7 @@ from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
-from tuplemesh.security import TlsConnections, mesh_proof, mesh_secret
+from tuplemesh.security import REBALANCE, TlsConnections, mesh_proof, mesh_secret
 from tuplemesh.server.admin import AdminServicer, StatsStream
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
@@ -152,8 +152,13 @@ class WorkerProcess:
         )
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
-        # a forwarded rescale proves this worker a member, as its Transfer streams do
-        proof = mesh_proof(mesh_secret(self.conf), self.worker.topology_id, index)
+        # a forwarded rescale proves this worker a member, as its Transfer streams do: a fresh
+        # proof per call, for the worker called
+        secret, topology_id = mesh_secret(self.conf), self.worker.topology_id
+
+        def proof(receiver: int) -> tuple[tuple[str, str], ...]:
+            return mesh_proof(secret, topology_id, index, receiver, REBALANCE)
+
         self.peer_admins = PeerAdmins(self.conf, index, directory.snapshot, proof)
         self._peers_closed = False  # set by shutdown: the UI asks the peers no more
         self.health = health.HealthServicer()

@@ -134,10 +134,17 @@ class Context(Protocol):
         ...
 
     def connect(
-        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+        self,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> Connection:
         """A connection to the worker bound at ``host:port``. It need not be up yet.
-        ``on_congestion`` hears the peer's congested tasks (used when ``reports_congestion``)."""
+        ``on_congestion`` hears the peer's congested tasks (used when ``reports_congestion``).
+        ``receiver`` is that worker's index: with a mesh secret each stream's proof names it,
+        and a worker takes only proofs made for it (-1, unknown: refused by a worker with one)."""
         ...
 
     def term(self) -> None:

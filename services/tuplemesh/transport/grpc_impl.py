@@ -14,8 +14,10 @@ connection is open, and after every reconnect resends the unacknowledged batches
 Batches sent while the peer is down wait in the window and go out when it comes up.
 
 Identity. Every stream's metadata names the sending worker (``tuplemesh-worker``) and, with a
-mesh secret, proves it (``tuplemesh-auth``, `tuplemesh.security.mesh_mac`). Before reading a
-batch the receiver checks the stream: a wrong or missing proof is UNAUTHENTICATED, a certificate
+mesh secret, proves it (``tuplemesh-auth``, `tuplemesh.security.mesh_auth`: made for each stream,
+naming the receiving worker, a timestamp and a nonce). Before reading a batch the receiver checks
+the stream: a wrong, missing, stale, replayed or another worker's proof is UNAUTHENTICATED (too
+many proofs within the skew window: RESOURCE_EXHAUSTED), a certificate
 without the worker role (mTLS) or a worker id outside this mesh PERMISSION_DENIED. Every batch
 must then name the sender the stream proved (PERMISSION_DENIED otherwise), so a shutdown notice,
 a broadcast or a metric label can only come from a member. Without a secret and without mTLS a
@@ -49,11 +51,11 @@ from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import (
     AUTH_METADATA,
     WORKER_METADATA,
+    ProofRefused,
     TlsConnections,
     TokenInterceptor,
     is_worker_certificate,
     mesh_proof,
-    proven_worker,
     server_credentials,
 )
 from tuplemesh.tracing import attach_carrier, detach
@@ -139,10 +141,11 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
 EPOCH_METADATA = "tuplemesh-epoch"
 
 
-def handshake(settings: TransportSettings, topology_id: str) -> tuple[tuple[str, str], ...]:
-    """The metadata a sender opens every stream with: its epoch, its worker id and proof."""
+def handshake(settings: TransportSettings, topology_id: str, receiver: int) -> tuple[tuple[str, str], ...]:
+    """The metadata a sender opens every stream to worker ``receiver`` with: its epoch, its worker
+    id and a fresh proof (a receiver takes each proof once: made again for every stream)."""
     epoch = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else ()
-    return epoch + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index)
+    return epoch + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index, receiver)
 
 
 def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
@@ -181,11 +184,11 @@ class _TransferServicer(transfer_pb2_grpc.TransferServicer):
                 "Transfer needs a certificate with the worker role (a client certificate cannot send)",
             )  # fmt: skip
         claimed = metadata.get(WORKER_METADATA)
-        if session.secret and proven_worker(session.secret, session.topology_id, metadata) is None:
-            self._refuse(
-                context, "unauthenticated", grpc.StatusCode.UNAUTHENTICATED,
-                "Transfer needs the mesh secret (metadata tuplemesh-worker and tuplemesh-auth)",
-            )  # fmt: skip
+        if session.verifier is not None:
+            try:
+                session.verifier.verify_metadata(metadata)
+            except ProofRefused as refused:
+                self._refuse(context, refused.reason, refused.code, f"Transfer: {refused}")
         if claimed is None:
             return None
         if not claimed.isdecimal():
@@ -316,6 +319,7 @@ class GrpcConnection(WindowedConnection):
         host: str,
         port: int,
         on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> None:
         conf = context.conf
         settings = context.settings
@@ -331,7 +335,7 @@ class GrpcConnection(WindowedConnection):
         self._conf = conf  # its tls.* keys: a retarget opens a new channel
         self._settings = settings
         self._options = channel_options(settings)
-        self._handshake = handshake(settings, topology_id)
+        self.receiver = receiver  # the worker at the other end, named in each stream's proof
         self._channel = secure_channel(self.address, conf, self._options)
         self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stream = _stream_callable(self._channel)
@@ -415,7 +419,8 @@ class GrpcConnection(WindowedConnection):
         while not self._closed:
             attempt = _Attempt()
             try:
-                call = self._stream(self._requests(attempt), wait_for_ready=True, metadata=self._handshake)
+                metadata = handshake(self._settings, self.topology_id, self.receiver)
+                call = self._stream(self._requests(attempt), wait_for_ready=True, metadata=metadata)
                 self._call = call
                 if self._closed:
                     call.cancel()
@@ -522,11 +527,16 @@ class GrpcContext:
         return binding
 
     def connect(
-        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+        self,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> GrpcConnection:
         if self._terminated:
             raise TransportError("grpc transport was terminated")
-        conn = GrpcConnection(self, topology_id, host, port, on_congestion)
+        conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver)
         with self._lock:
             self._connections.append(conn)
         return conn

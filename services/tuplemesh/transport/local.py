@@ -238,7 +238,12 @@ class LocalContext:
                 del self._bindings[key]
 
     def connect(
-        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+        self,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> _LocalConnection:
         """``on_congestion`` is never called: this transport does not report congestion."""
         return _LocalConnection(self, topology_id, port)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
+from tuplemesh.security import TRANSFER, ProofVerifier
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
@@ -57,6 +58,10 @@ ACK_TUPLES = 1024
 #: Why a Transfer stream or batch was refused: the only values of the metric's ``reason`` label.
 REFUSALS = (
     "unauthenticated",  # no or a wrong proof of the mesh secret
+    "stale_proof",  # a proof whose timestamp is outside mesh.secret.max.skew.secs
+    "replayed_proof",  # a proof already taken once (a captured stream header, replayed)
+    "wrong_receiver",  # a proof made for another worker
+    "replay_cache_full",  # too many proofs taken within the skew window to remember another
     "not_a_worker",  # under mTLS, a certificate without the worker role
     "not_a_member",  # a sender id that is no worker of this mesh
     "sender_mismatch",  # a batch naming another sender than its stream proved
@@ -106,10 +111,14 @@ class ReceiverSession:
         secret: bytes = b"",
         workers: int = 0,
         worker_certificates: bool = False,
+        index: int = -1,
+        max_skew: float = 300.0,
     ) -> None:
         self.topology_id = topology_id
         #: The mesh secret every stream must prove (b"": none needed).
         self.secret = secret
+        #: Checks each stream's proof of the secret: fresh, for this worker (``index``), once.
+        self.verifier = ProofVerifier(secret, topology_id, index, TRANSFER, max_skew) if secret else None
         #: Sender ids of this mesh are 0 .. workers - 1 (0: not checked).
         self.workers = workers
         #: Streams need a certificate with the worker role (mTLS).
@@ -159,6 +168,8 @@ class ReceiverSession:
             settings.mesh_secret,
             settings.workers,
             settings.tls_enabled,
+            settings.worker_index,
+            settings.mesh_max_skew_seconds,
         )
 
     def refuse(self, reason: str, where: str, detail: str) -> None:

@@ -37,6 +37,8 @@ class TransportSettings:
     grpc_server_threads: int
     admin_token: str  # empty: calls need no token
     mesh_secret: bytes  # b"": Transfer streams need no proof of membership (plaintext dev mode)
+    #: how far a proof's timestamp may be from the receiver's clock (mesh.secret.max.skew.secs)
+    mesh_max_skew_seconds: float
     tls_enabled: bool  # Transfer streams need a worker certificate
     workers: int  # sender ids of this mesh are 0 .. workers - 1
     zmq_io_threads: int
@@ -74,6 +76,7 @@ class TransportSettings:
             grpc_server_threads=conf["messaging.grpc.server.threads"],
             admin_token=conf["admin.token"],
             mesh_secret=mesh_secret(conf),
+            mesh_max_skew_seconds=conf.seconds("mesh.secret.max.skew.secs"),
             tls_enabled=conf["tls.enabled"],
             workers=conf["topology.workers"],
             zmq_io_threads=conf["zmq.threads"],

@@ -23,10 +23,16 @@ another epoch does not acknowledge the batch (its tasks may have moved) and coun
 sender offers it again until the two agree, as with grpc's ``FAILED_PRECONDITION``. A 6-element
 header (no epoch) is still read, and refused by a receiver that routes by an epoch. With a mesh
 secret the header has an eighth element, ``auth``: the sender's proof of the secret
-(`tuplemesh.security.mesh_mac` of the topology and ``sender``); a receiver with a secret drops
-(unacknowledged, counted by reason) every frame without the right proof, and every receiver
-drops frames whose ``sender`` is no worker of the mesh, so only members' batches, shutdown
-notices and broadcasts are taken.
+(`tuplemesh.security.mesh_auth`: naming ``sender``, the receiving worker, a timestamp and a
+nonce). A sender makes a new proof when it connects, after every disconnect and every half
+skew window (``mesh.secret.max.skew.secs``); a receiver verifies a proof (fresh, for it, never
+taken before) the first time it arrives on a connection and then takes it on that connection
+only, and only while its timestamp is within the window, so the header read off one connection
+is refused on any other as replayed (pods' clocks must agree to within half the window). A receiver
+with a secret drops (unacknowledged, counted by reason) every frame without a proof it takes; a
+few frames ZeroMQ queued before a reconnect carry the old proof and are refused as replayed
+too (the sender resends them). Every receiver drops frames whose ``sender`` is no worker of the
+mesh, so only members' batches, shutdown notices and broadcasts are taken.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
 A broadcast's task is nil and the shutdown notice is task -1, as on every transport.
 Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap]``
@@ -47,6 +53,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +61,7 @@ import msgpack
 
 from tuplemesh.errors import ReceiverStoppedError, TransportError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.security import mesh_mac
+from tuplemesh.security import ProofRefused, mesh_auth
 from tuplemesh.transport.base import (
     Admission,
     Capabilities,
@@ -78,6 +85,11 @@ __all__ = ["ZmqBinding", "ZmqConnection", "ZmqContext"]
 
 log = logging.getLogger(__name__)
 
+#: Connections a receiver remembers the proof of (a mesh has one per peer, more only briefly
+#: while peers reconnect); a connection forgotten proves itself again with its sender's next
+#: proof, made every half skew window.
+PROVEN_CONNECTIONS = 4096
+
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
 
@@ -99,7 +111,9 @@ class ZmqBinding:
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
         self._ack_log = RateLimitedLog(log, settings.log_interval_seconds, logging.DEBUG)
         self._streams: dict[bytes, StreamState] = {}  # per peer identity
-        self._proofs: dict[int, bytes] = {}  # expected proof per sender id
+        # the proof each connection (peer identity) proved itself with; added only after a proof
+        # is verified, so only holders of the secret add (bounded all the same: oldest first out)
+        self._connection_proofs: OrderedDict[bytes, tuple[str, int]] = OrderedDict()
         self._closed = threading.Event()
         self._socket = context.zmq.socket(zmq.ROUTER)
         self._socket.setsockopt(zmq.RCVHWM, settings.zmq_receive_hwm_batches)
@@ -168,8 +182,7 @@ class ZmqBinding:
         if wrong is not None:
             session.reject_batch(self._where, wrong)
             return
-        if session.secret and not self._proven(sender, auth):
-            session.refuse("unauthenticated", self._where, "a frame without the mesh secret's proof")
+        if session.verifier is not None and not self._proven(identity, sender, auth):
             return
         if not session.member(sender, epoch):
             session.refuse("not_a_member", self._where, f"worker {sender} is not a worker of this mesh")
@@ -207,14 +220,32 @@ class ZmqBinding:
         if ack is not None:
             self._ack(sock, identity, ack)
 
-    def _proven(self, sender: int, auth: str) -> bool:
-        """``auth`` is ``sender``'s proof of the mesh secret (constant-time compare)."""
-        expected = self._proofs.get(sender)
-        if expected is None:
-            expected = mesh_mac(self.session.secret, self.session.topology_id, sender).encode()
-            if len(self._proofs) < 1024:  # forged sender ids must not grow it without bound
-                self._proofs[sender] = expected
-        return hmac.compare_digest(auth.encode(), expected)
+    def _proven(self, identity: bytes, sender: int, auth: str) -> bool:
+        """``auth`` is ``sender``'s proof on this connection: the one it proved itself with while
+        that is within the skew window, or a fresh one taken now (refused and counted otherwise).
+
+        A connection's identity is the ROUTER's own, never sent, but a peer may claim one when it
+        connects: a proof bound to a connection that closed stays good there only until its
+        window ends (its sender makes a new one every half window)."""
+        verifier = self.session.verifier
+        assert verifier is not None
+        bound = self._connection_proofs.get(identity)
+        if (
+            bound is not None
+            and hmac.compare_digest(auth.encode(), bound[0].encode())
+            and verifier.within_window(bound[1])
+        ):
+            return True
+        try:
+            verifier.verify(str(sender), auth)
+        except ProofRefused as refused:
+            self.session.refuse(refused.reason, self._where, f"a frame from worker {sender}: {refused}")
+            return False
+        self._connection_proofs.pop(identity, None)
+        self._connection_proofs[identity] = (auth, int(auth.split(".")[1]))  # verified: well formed
+        if len(self._connection_proofs) > PROVEN_CONNECTIONS:
+            self._connection_proofs.popitem(last=False)
+        return True
 
     def _ack(self, sock: Any, identity: bytes, ack: Ack) -> None:
         try:
@@ -249,6 +280,7 @@ class ZmqConnection(WindowedConnection):
         host: str,
         port: int,
         on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> None:
         settings = context.settings
         super().__init__(
@@ -256,12 +288,14 @@ class ZmqConnection(WindowedConnection):
         )
         self.resend_after = settings.reconnect_max_wait_seconds
         self._epoch = settings.epoch
-        # the proof of the mesh secret every header carries (none without a secret)
-        self._auth = (
-            [mesh_mac(settings.mesh_secret, topology_id, settings.worker_index)]
-            if settings.mesh_secret
-            else []
-        )
+        # the proof of the mesh secret every header carries (none without a secret), for the
+        # connection of the moment: made again after a disconnect and every half skew window
+        self.receiver = receiver
+        self._secret = settings.mesh_secret
+        self._proof_every = settings.mesh_max_skew_seconds / 2
+        self._auth: list[str] = []
+        self._auth_made = 0.0
+        self._new_proof()
         self._closed = False
         self._offset = settings.zmq_port_offset
         self._retarget_to: str | None = None
@@ -277,6 +311,11 @@ class ZmqConnection(WindowedConnection):
         self._socket.connect(self.address)
         self._thread = threading.Thread(target=self._loop, name=f"zmq-send-{self.address}", daemon=True)
         self._thread.start()
+
+    def _new_proof(self) -> None:
+        if self._secret:
+            self._auth = [mesh_auth(self._secret, self.topology_id, self.sender, self.receiver)]
+            self._auth_made = time.monotonic()
 
     def _item(self, sequence: int, packed: bytes) -> bytes:
         return packed  # the header is built when sending: it carries the current oldest sequence
@@ -299,7 +338,10 @@ class ZmqConnection(WindowedConnection):
                 events = dict(poller.poll(50))
                 if self._wake_r in events:
                     os.read(self._wake_r, 65536)
+                if self._secret and time.monotonic() - self._auth_made > self._proof_every:
+                    self._new_proof()  # before the receiver's window ends for a fresh connection
                 if self._retarget_to is not None:
+                    self._new_proof()
                     sock.disconnect(self.address)
                     self.address, self._retarget_to = self._retarget_to, None
                     sock.connect(self.address)
@@ -347,6 +389,7 @@ class ZmqConnection(WindowedConnection):
                     position = self._rewind(position)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self.channel_state = self.state = "RECONNECTING"
+                self._new_proof()  # the next connection proves itself afresh
 
     def _rewind(self, position: int) -> int:
         position, again = self.window.rewind(position)
@@ -444,10 +487,15 @@ class ZmqContext:
         return binding
 
     def connect(
-        self, topology_id: str, host: str, port: int, on_congestion: OnCongestion | None = None
+        self,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: OnCongestion | None = None,
+        receiver: int = -1,
     ) -> ZmqConnection:
         try:
-            conn = ZmqConnection(self, topology_id, host, port, on_congestion)
+            conn = ZmqConnection(self, topology_id, host, port, on_congestion, receiver)
         except zmq.ZMQError as exc:
             raise TransportError(f"cannot connect to {host}:{port}: {exc}") from exc
         with self._lock:

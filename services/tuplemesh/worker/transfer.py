@@ -133,7 +133,7 @@ class TransferPath:
                     continue
                 conn = self.connections.get(worker)
                 if conn is None:
-                    self.connections[worker] = self._connect(address)
+                    self.connections[worker] = self._connect(worker, address)
                 elif self.peers.get(worker) != address:
                     log.info("worker %d moved from %s to %s", worker, self.peers.get(worker), address)
                     conn.retarget(*address)
@@ -141,9 +141,10 @@ class TransferPath:
                 self.peers[worker] = address
             self._peers_cond.notify_all()
 
-    def _connect(self, address: tuple[str, int]) -> Connection:
-        # per-task backpressure reports from acks (plugins that report congestion)
-        return self.context.connect(self.topology_id, *address, self.on_congestion)
+    def _connect(self, worker: int, address: tuple[str, int]) -> Connection:
+        # per-task backpressure reports from acks (plugins that report congestion); the worker
+        # index: a mesh secret's proofs are made for one receiver
+        return self.context.connect(self.topology_id, *address, self.on_congestion, worker)
 
     def _connection(self, worker: int) -> Connection | None:
         """The connection to ``worker``, waiting (backpressure) until discovery has found it."""
