@@ -107,6 +107,13 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, secret: str, t
     # the 8 batches the sender held while it was down.
     assert after[0] == down.sent_tuples - window * per_batch
     stats = conn.stats()
+    if secret and plugin == "zmq":
+        # A proof is taken once per connection: frames zmq queued on the old connection and
+        # wrote to the new one before its fresh proof are refused as replayed and go out
+        # again, so under load the counts of reconnects and resends vary; what arrived above
+        # (each tuple once, in order) does not.
+        assert stats.reconnects >= 1 and stats.resent_batches >= 1
+        return
     assert stats.reconnects == 1  # one restart, one reconnect
     batches = total // per_batch
     if plugin == "grpc":
