@@ -258,6 +258,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.server", "tuplemesh.spark"),
     ("tuplemesh.ui",),
     ("tuplemesh.worker",),
+    ("tuplemesh.ticks", "tuplemesh.hotkeys"),
     ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),
     ("tuplemesh.core",),
