@@ -201,6 +201,16 @@ KEYS: dict[str, ConfigKey] = {
             unit="secs",
         ),
         ConfigKey(
+            "topology.hotkeys.top.k",
+            int,
+            10,
+            "Keys listed per fields-grouped stream by Admin.HotKeys, each with its share of tuples "
+            "and of execute time, counted in a sketch of 8 entries per key listed (exact while a "
+            "stream has fewer distinct keys than that). 0 turns key counting off.",
+            _non_negative,
+            unit="keys",
+        ),
+        ConfigKey(
             "topology.message.timeout.secs",
             float,
             30.0,
@@ -553,6 +563,13 @@ KEYS: dict[str, ConfigKey] = {
             bool,
             False,
             "Allow Admin.WatchTuples (sampled tuple values); off by default: values are user data.",
+        ),
+        ConfigKey(
+            "admin.hotkeys.enabled",
+            bool,
+            False,
+            "Allow Admin.HotKeys (the hottest keys of fields-grouped streams); off by default: keys "
+            "are user data. The tuplemesh_key_skew gauge names no key and is always exported.",
         ),
         ConfigKey(
             "worker.peer.grace.secs",

@@ -8,4 +8,7 @@ from __future__ import annotations
 
 __all__ = ["FEATURES"]
 
-FEATURES: tuple[str, ...] = ("tuplemesh.ticks:feature",)
+FEATURES: tuple[str, ...] = (
+    "tuplemesh.ticks:feature",
+    "tuplemesh.hotkeys:feature",
+)

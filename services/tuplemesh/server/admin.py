@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import grpc
+from google.protobuf import json_format
 
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import component_totals
@@ -390,6 +391,28 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     "a Rebalance naming an epoch comes from a worker: it needs the mesh secret "
                     f"(metadata tuplemesh-worker and tuplemesh-auth); {how}",
                 )
+
+    def HotKeys(
+        self, request: admin_pb2.HotKeysRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.HotKeysResponse:
+        self._check_enabled("admin.hotkeys.enabled", "HotKeys", context)
+        feature = self.worker.features.get("hotkeys")
+        if feature is None:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "hot keys are not counted: topology.hotkeys.top.k is 0"
+            )
+        assert feature is not None  # abort raised
+        # the feature's section has the response's shape: its fields are the message's
+        section = dict(feature.section())
+        if request.component:
+            section["streams"] = [s for s in section["streams"] if s["component"] == request.component]
+            if not section["streams"]:
+                context.abort(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"component {request.component!r} has no fields-grouped input on worker "
+                    f"{self.worker.index}",
+                )
+        return json_format.ParseDict({"worker": self.worker.index, **section}, admin_pb2.HotKeysResponse())
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
         """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""

@@ -74,6 +74,11 @@ class AdminStub:
                 request_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
                 response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
                 _registered_method=True)
+        self.HotKeys = channel.unary_unary(
+                '/tuplemesh.v1.Admin/HotKeys',
+                request_serializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.SerializeToString,
+                response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServicer:
@@ -155,6 +160,17 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def HotKeys(self, request, context):
+        """Unary. The hottest keys of every fields-grouped stream into a component on this worker (the
+        keys its tasks execute: a fields grouping sends each key to one task, so to one worker),
+        with their tuples and execute time since the worker started. PERMISSION_DENIED unless
+        admin.hotkeys.enabled (keys are user data); FAILED_PRECONDITION when topology.hotkeys.top.k
+        is 0; NOT_FOUND for a component with no fields-grouped input on this worker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -197,6 +213,11 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.Rebalance,
                     request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.FromString,
                     response_serializer=tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.SerializeToString,
+            ),
+            'HotKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.HotKeys,
+                    request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.FromString,
+                    response_serializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -415,6 +436,33 @@ class Admin:
             '/tuplemesh.v1.Admin/Rebalance',
             tuplemesh_dot_v1_dot_admin__pb2.RebalanceRequest.SerializeToString,
             tuplemesh_dot_v1_dot_admin__pb2.RebalanceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def HotKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/tuplemesh.v1.Admin/HotKeys',
+            tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.SerializeToString,
+            tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,
