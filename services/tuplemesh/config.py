@@ -201,14 +201,31 @@ KEYS: dict[str, ConfigKey] = {
             unit="secs",
         ),
         ConfigKey(
+            "topology.hotkeys.enabled",
+            bool,
+            False,
+            "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the "
+            "tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's loop about a fifth "
+            "of its throughput at the default sampling (docs/operations.md, Hot keys).",
+        ),
+        ConfigKey(
             "topology.hotkeys.top.k",
             int,
             10,
             "Keys listed per fields-grouped stream by Admin.HotKeys, each with its share of tuples "
             "and of execute time, counted in a sketch of 8 entries per key listed (exact while a "
-            "stream has fewer distinct keys than that). 0 turns key counting off.",
-            _non_negative,
+            "stream has fewer distinct keys than that).",
+            lambda v: None if v >= 1 else "must be 1 or more",
             unit="keys",
+        ),
+        ConfigKey(
+            "topology.hotkeys.sample.every",
+            int,
+            16,
+            "Hot keys are counted (and timed) in one inbox batch of this many, the others run "
+            "untouched: their cost is divided by it. 1 counts every tuple (exact counts).",
+            lambda v: None if v >= 1 else "must be 1 or more",
+            unit="batches",
         ),
         ConfigKey(
             "topology.message.timeout.secs",

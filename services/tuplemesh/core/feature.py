@@ -97,6 +97,10 @@ class ExecutorHooks:
     wrap_execute: Callable[[int, ExecuteFn], ExecuteFn] | None = None
     #: (task, the task's batch call) -> the batch call the executor makes instead
     wrap_execute_batch: Callable[[int, ExecuteBatchFn], ExecuteBatchFn] | None = None
+    #: the wrappers run on one inbox batch in this many, the others run the plain calls (a
+    #: sampling observer's cost divided by it); with several wrapping features the executor
+    #: uses the smallest, and every wrapper runs on the same batches
+    every_batches: int = 1
     #: marker -> what the executor thread runs when that marker comes out of its inbox
     markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
     #: run as the executor starts (its threads), and as it stops or halts (any thread)

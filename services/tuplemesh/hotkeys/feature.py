@@ -27,10 +27,14 @@ from tuplemesh.core.feature import (
 from tuplemesh.hotkeys.sketch import KeySketch
 from tuplemesh.topology import Tuple
 
-__all__ = ["TOP_K_KEY", "HotKeys", "feature"]
+__all__ = ["ENABLED_KEY", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "feature"]
 
-#: How many keys each stream lists (0 turns the feature off).
+#: Whether keys are counted at all.
+ENABLED_KEY = "topology.hotkeys.enabled"
+#: How many keys each stream lists.
 TOP_K_KEY = "topology.hotkeys.top.k"
+#: Keys are counted in one inbox batch of this many (1: every tuple).
+SAMPLE_KEY = "topology.hotkeys.sample.every"
 #: Keys kept per sketch for each key listed: more than listed, so the listed counts stay exact
 #: while the stream has fewer distinct keys than this and near-exact beyond.
 CAPACITY_PER_KEY = 8
@@ -93,8 +97,9 @@ class HotKeys:
 
     name = "hotkeys"
 
-    def __init__(self, context: FeatureContext, top_k: int) -> None:
+    def __init__(self, context: FeatureContext, top_k: int, sample_every: int = 1) -> None:
         self.top_k = top_k
+        self.sample_every = sample_every
         self.capacity = max(2, top_k * CAPACITY_PER_KEY)
         self._topology = context.topology
         self._executors: list[_ExecutorKeys] = []
@@ -107,7 +112,11 @@ class HotKeys:
             return None
         keys = _ExecutorKeys(executor, keyed, self.capacity)
         self._executors.append(keys)
-        return ExecutorHooks(wrap_execute=keys.wrap_execute, wrap_execute_batch=keys.wrap_execute_batch)
+        return ExecutorHooks(
+            wrap_execute=keys.wrap_execute,
+            wrap_execute_batch=keys.wrap_execute_batch,
+            every_batches=self.sample_every,
+        )
 
     def start(self) -> None:
         pass  # no thread: the executors' own threads count
@@ -164,7 +173,7 @@ class HotKeys:
         return out
 
     def section(self) -> Mapping[str, Any]:
-        return {"top_k": self.top_k, "streams": self.streams()}
+        return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": self.streams()}
 
     def metrics(self) -> Sequence[FeatureMetric]:
         skew: dict[str, float] = {}
@@ -184,6 +193,8 @@ class HotKeys:
 
 
 def feature(context: FeatureContext) -> HotKeys | None:
-    """The registry's factory: None when ``topology.hotkeys.top.k`` is 0."""
-    top_k = int(context.conf.get(TOP_K_KEY, 10))
-    return HotKeys(context, top_k) if top_k > 0 else None
+    """The registry's factory: None unless ``topology.hotkeys.enabled``."""
+    conf = context.conf
+    if not conf.get(ENABLED_KEY, False):
+        return None
+    return HotKeys(context, max(1, int(conf.get(TOP_K_KEY, 10))), max(1, int(conf.get(SAMPLE_KEY, 16))))

@@ -399,7 +399,8 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         feature = self.worker.features.get("hotkeys")
         if feature is None:
             context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, "hot keys are not counted: topology.hotkeys.top.k is 0"
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "hot keys are not counted: set topology.hotkeys.enabled: true",
             )
         assert feature is not None  # abort raised
         # the feature's section has the response's shape: its fields are the message's

@@ -529,11 +529,13 @@ class HotKeyStream(_message.Message):
     def __init__(self, component: _Optional[str] = ..., source_component: _Optional[str] = ..., stream: _Optional[str] = ..., tuples: _Optional[int] = ..., execute_seconds: _Optional[float] = ..., tasks: _Optional[int] = ..., error_bound: _Optional[int] = ..., skew: _Optional[float] = ..., keys: _Optional[_Iterable[_Union[HotKey, _Mapping]]] = ...) -> None: ...
 
 class HotKeysResponse(_message.Message):
-    __slots__ = ("worker", "top_k", "streams")
+    __slots__ = ("worker", "top_k", "streams", "sample_every")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     TOP_K_FIELD_NUMBER: _ClassVar[int]
     STREAMS_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_EVERY_FIELD_NUMBER: _ClassVar[int]
     worker: int
     top_k: int
     streams: _containers.RepeatedCompositeFieldContainer[HotKeyStream]
-    def __init__(self, worker: _Optional[int] = ..., top_k: _Optional[int] = ..., streams: _Optional[_Iterable[_Union[HotKeyStream, _Mapping]]] = ...) -> None: ...
+    sample_every: int
+    def __init__(self, worker: _Optional[int] = ..., top_k: _Optional[int] = ..., streams: _Optional[_Iterable[_Union[HotKeyStream, _Mapping]]] = ..., sample_every: _Optional[int] = ...) -> None: ...

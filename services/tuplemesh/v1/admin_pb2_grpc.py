@@ -164,8 +164,8 @@ class AdminServicer:
         """Unary. The hottest keys of every fields-grouped stream into a component on this worker (the
         keys its tasks execute: a fields grouping sends each key to one task, so to one worker),
         with their tuples and execute time since the worker started. PERMISSION_DENIED unless
-        admin.hotkeys.enabled (keys are user data); FAILED_PRECONDITION when topology.hotkeys.top.k
-        is 0; NOT_FOUND for a component with no fields-grouped input on this worker.
+        admin.hotkeys.enabled (keys are user data); FAILED_PRECONDITION unless
+        topology.hotkeys.enabled; NOT_FOUND for a component with no fields-grouped input on this worker.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -11,6 +11,7 @@ Outbox at the batch size or on the flush interval.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -402,12 +403,10 @@ class BoltExecutor(Executor):
         self.queue_limit: QueueTimeLimit | None = (
             QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
         )
-        # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
-        self.checkpoints = AlignedInput.attach(
-            self, wiring.plan.checkpointing, self._execute_batch, self._unpack
-        )
         # features wrap each task's calls once, here: with none, the loop runs the calls as built
         self._markers: dict[Marker, Callable[[], None]] = {}
+        plain: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        every = 0  # wrapped calls run on one inbox batch in ``every`` (0: nothing is wrapped)
         for hooks in self.feature_hooks:
             self._markers.update(hooks.markers)
             wrap, wrap_batch = hooks.wrap_execute, hooks.wrap_execute_batch
@@ -417,6 +416,22 @@ class BoltExecutor(Executor):
                 self._execute_batches = {
                     task: wrap_batch(task, fn) for task, fn in self._execute_batches.items()
                 }
+            if wrap is not None or wrap_batch is not None:
+                every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
+        self._plain_calls = plain
+        self._wrapped_calls: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        self._wrap_every = every
+        # batches left before the next wrapped one: drawn at random around ``every``, so batches
+        # that arrive in a fixed rotation (senders taking turns) are all sampled alike
+        self._until_wrapped = every
+        #: what runs an inbox batch's tuples: chosen here, so a sampling feature's per-batch
+        #: choice costs nothing to executors it does not wrap
+        self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
+        if every > 1:
+            self._execute, self._execute_batches = plain
+            self._run_batch = self._execute_batch_sampled
+        # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
+        self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
@@ -471,7 +486,7 @@ class BoltExecutor(Executor):
                 self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
             executed_before = self.counters.executed
             if self.checkpoints is None:
-                self._execute_batch(batch)
+                self._run_batch(batch)
             else:
                 self.checkpoints.on_batch(batch)
             executed = self.counters.executed - executed_before
@@ -525,6 +540,20 @@ class BoltExecutor(Executor):
             self.outbox.flush()
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
+
+    def _execute_batch_sampled(self, batch: list[tuple[int | None, Any]]) -> None:
+        """Run one batch in ``_wrap_every`` through the features' wrapped calls, the others
+        through the plain ones (only when a wrapping feature samples)."""
+        self._until_wrapped -= 1
+        if self._until_wrapped > 0:
+            self._execute_batch(batch)
+            return
+        self._until_wrapped = random.randint(1, 2 * self._wrap_every - 1)  # ``every`` on average
+        self._execute, self._execute_batches = self._wrapped_calls
+        try:
+            self._execute_batch(batch)
+        finally:
+            self._execute, self._execute_batches = self._plain_calls
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._execute_batches:
