@@ -206,7 +206,7 @@ KEYS: dict[str, ConfigKey] = {
             False,
             "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the "
             "tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's loop about a fifth "
-            "of its throughput at the default sampling (docs/operations.md, Hot keys).",
+            "of its throughput at the default sampling (see Hot keys in the operations guide).",
         ),
         ConfigKey(
             "topology.hotkeys.top.k",
