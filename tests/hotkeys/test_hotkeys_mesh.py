@@ -102,3 +102,18 @@ def test_hot_keys_is_refused_while_admin_hotkeys_is_off(tmp_path: Any):
         assert "Admin.HotKeys is off: set admin.hotkeys.enabled: true" in out.stderr
     finally:
         assert mesh.stop() == [0]
+
+
+def test_hot_keys_is_a_failed_precondition_while_key_counting_is_off():
+    mesh = start_mesh(
+        "tests.hotkeys.topologies:skewed", 1, env={"TUPLEMESH_ADMIN_HOTKEYS_ENABLED": "true"}
+    )  # topology.hotkeys.enabled: false, the default
+    try:
+        out = grpcurl("-d", "{}", mesh.address(0), "tuplemesh.v1.Admin/HotKeys")
+        assert out.returncode != 0
+        assert "Code: FailedPrecondition" in out.stderr
+        assert "hot keys are not counted: set topology.hotkeys.enabled: true" in out.stderr
+        metrics = urllib.request.urlopen(mesh.metrics_url(0), timeout=10).read().decode()
+        assert "tuplemesh_key_skew" not in metrics
+    finally:
+        assert mesh.stop() == [0]
