@@ -258,6 +258,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.server", "tuplemesh.spark"),
     ("tuplemesh.ui",),
     ("tuplemesh.worker",),
+    ("tuplemesh.ticks", "tuplemesh.hotkeys"),
     ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),
     ("tuplemesh.core",),
@@ -375,3 +376,23 @@ def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
         "tuplemesh.b.z": ["tuplemesh.a.w"],
         "tuplemesh.cli": ["tuplemesh.a.x"],
     }
+
+
+#: Packages that plug into the worker through tuplemesh.core.feature, named only by the registry.
+FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys")
+
+
+def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> None:
+    graph = import_graph()
+    for package in FEATURE_PACKAGES:
+        # (the ticks package's own tests import it: they are outside the package source tree)
+        assert importers_of(graph, package) == {}, f"{package} is imported outside itself"
+    registry = (SOURCE_ROOT / PACKAGE / "core" / "registry.py").read_text()
+    for package in FEATURE_PACKAGES:
+        assert registry.count(f'"{package}:') == 1, f"{package} is not registered exactly once"
+    mentions = [
+        path.relative_to(SOURCE_ROOT).as_posix()
+        for path in sorted((SOURCE_ROOT / PACKAGE).rglob("*.py"))
+        if "tuplemesh.hotkeys" in path.read_text() and "hotkeys" not in path.relative_to(SOURCE_ROOT).parts
+    ]
+    assert mentions == ["tuplemesh/core/registry.py"]

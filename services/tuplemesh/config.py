@@ -201,6 +201,33 @@ KEYS: dict[str, ConfigKey] = {
             unit="secs",
         ),
         ConfigKey(
+            "topology.hotkeys.enabled",
+            bool,
+            False,
+            "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the "
+            "tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's loop about a fifth "
+            "of its throughput at the default sampling (see Hot keys in the operations guide).",
+        ),
+        ConfigKey(
+            "topology.hotkeys.top.k",
+            int,
+            10,
+            "Keys listed per fields-grouped stream by Admin.HotKeys, each with its share of tuples "
+            "and of execute time, counted in a sketch of 8 entries per key listed (exact while a "
+            "stream has fewer distinct keys than that).",
+            lambda v: None if v >= 1 else "must be 1 or more",
+            unit="keys",
+        ),
+        ConfigKey(
+            "topology.hotkeys.sample.every",
+            int,
+            16,
+            "Hot keys are counted (and timed) in one inbox batch of this many, the others run "
+            "untouched: their cost is divided by it. 1 counts every tuple (exact counts).",
+            lambda v: None if v >= 1 else "must be 1 or more",
+            unit="batches",
+        ),
+        ConfigKey(
             "topology.message.timeout.secs",
             float,
             30.0,
@@ -575,6 +602,13 @@ KEYS: dict[str, ConfigKey] = {
             bool,
             False,
             "Allow Admin.WatchTuples (sampled tuple values); off by default: values are user data.",
+        ),
+        ConfigKey(
+            "admin.hotkeys.enabled",
+            bool,
+            False,
+            "Allow Admin.HotKeys (the hottest keys of fields-grouped streams); off by default: keys "
+            "are user data. The tuplemesh_key_skew gauge names no key and is always exported.",
         ),
         ConfigKey(
             "worker.peer.grace.secs",

@@ -46,6 +46,8 @@ INTERNAL_PACKAGES = {
     "tuplemesh.discovery": "peer discovery, configured by flags and keys",
     "tuplemesh.metrics": "the Prometheus collector, read by scraping /metrics",
     "tuplemesh.server": "the worker process, run by `tuplemesh worker`",
+    "tuplemesh.ticks": "tick tuples, a worker feature turned on by topology.tick.tuple.freq.secs",
+    "tuplemesh.hotkeys": "hot keys, a worker feature read through Admin.HotKeys and /metrics",
 }
 
 

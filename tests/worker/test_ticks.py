@@ -10,9 +10,9 @@ import pytest
 
 from tests.helpers import eventually
 from tuplemesh.errors import TopologyError
+from tuplemesh.ticks import TICK
 from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.ticks import TICK
 
 
 class Numbers(Spout):
@@ -140,7 +140,7 @@ def test_a_backpressured_bolt_never_has_more_than_one_tick_pending():
     cluster.start()
     try:
         executor = next(e for e in cluster.workers[0].bolt_executors if e.spec.component == "blocked")
-        timer = executor.ticks
+        timer = cluster.workers[0].features["ticks"].timers[executor.name]
         assert timer is not None
         inbox = executor.inbox
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from tuplemesh.core.feature import FeatureMetric
 from tuplemesh.core.stats import HistogramSnapshot, WorkerSnapshot
 from tuplemesh.metrics.exports import EXPORTS, Export
 from tuplemesh.topology.user_metrics import UserCounter, UserGauge, UserHistogram, UserMetrics
@@ -34,6 +35,8 @@ class ObservedWorker(Protocol):
     def user_metrics(self) -> UserMetrics: ...
 
     def snapshot(self) -> WorkerSnapshot: ...
+
+    def feature_metrics(self) -> list[FeatureMetric]: ...
 
 
 #: Where a snapshot groups items: the field holding them -> (label, the item's field naming it).
@@ -69,6 +72,7 @@ class WorkerCollector(Collector):
                     family.add_metric([worker, *values], sample)
             yield family
         yield from _user_families(self.worker.user_metrics, worker)
+        yield from _feature_families(self.worker.feature_metrics(), worker)
         if self.rpc_errors is not None:
             errors = CounterMetricFamily(
                 "tuplemesh_rpc_errors_total",
@@ -119,6 +123,20 @@ class WorkerCollector(Collector):
             authenticated.add_metric([worker], self.tls.authenticated)
             yield handshakes
             yield authenticated
+
+
+def _feature_families(metrics: list[FeatureMetric], worker: str) -> Iterator[Metric]:
+    """The features' own families (tuplemesh.core.feature), with the worker label first."""
+    for metric in metrics:
+        labels = ["worker", *metric.labels]
+        family: Any = (
+            CounterMetricFamily(metric.name, metric.help, labels=labels)
+            if metric.kind == "counter"
+            else GaugeMetricFamily(metric.name, metric.help, labels=labels)
+        )
+        for values, value in metric.samples:
+            family.add_metric([worker, *values], value)
+        yield family
 
 
 def _user_families(metrics: UserMetrics, worker: str) -> Iterator[Metric]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
+from google.protobuf import json_format
 
 from tuplemesh.config import as_config
 from tuplemesh.core.stats import WorkerSnapshot
@@ -421,6 +422,29 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     f"a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the "
                     f"mesh secret: {refused}; {how}",
                 )
+
+    def HotKeys(
+        self, request: admin_pb2.HotKeysRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.HotKeysResponse:
+        self._check_enabled("admin.hotkeys.enabled", "HotKeys", context)
+        feature = self.worker.features.get("hotkeys")
+        if feature is None:
+            context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                "hot keys are not counted: set topology.hotkeys.enabled: true",
+            )
+        assert feature is not None  # abort raised
+        # the feature's section has the response's shape: its fields are the message's
+        section = dict(feature.section())
+        if request.component:
+            section["streams"] = [s for s in section["streams"] if s["component"] == request.component]
+            if not section["streams"]:
+                context.abort(
+                    grpc.StatusCode.NOT_FOUND,
+                    f"component {request.component!r} has no fields-grouped input on worker "
+                    f"{self.worker.index}",
+                )
+        return json_format.ParseDict({"worker": self.worker.index, **section}, admin_pb2.HotKeysResponse())
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
         """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""

@@ -11,6 +11,7 @@ Outbox at the batch size or on the flush interval.
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +26,8 @@ from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
-from tuplemesh.core.markers import FLUSH, STOP, Batch
+from tuplemesh.core.feature import ExecutorHooks, Feature
+from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
@@ -35,12 +37,10 @@ from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
-from tuplemesh.topology.tuple import tick_tuple
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.sampling import TupleWatch
-from tuplemesh.worker.ticks import TICK, TickTimer, tick_period
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -97,6 +97,8 @@ class ExecutorWiring:
     user_metrics: UserMetrics = field(default_factory=UserMetrics)
     #: the worker's ceiling on serialized bytes queued for other workers
     transfer_budget: ByteBudget = field(default_factory=lambda: ByteBudget(0))
+    #: the worker's features (tuplemesh.core.feature): each is offered every executor once
+    features: tuple[Feature, ...] = ()
 
 
 class Executor:
@@ -169,10 +171,39 @@ class Executor:
         self.emit_watches: tuple[TupleWatch, ...] = ()  # offered by the outbox's flush hook
         self._watches_lock = threading.Lock()
         self._loop_thread: threading.Thread | None = None
+        #: what the worker's features add to this executor (asked once, here)
+        hooks = [h for h in (f.attach(self) for f in wiring.features) if h is not None]
+        self.feature_hooks: tuple[ExecutorHooks, ...] = tuple(hooks)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def component(self) -> str:
+        return self.spec.component
+
+    @property
+    def task_ids(self) -> tuple[int, ...]:
+        return tuple(self.spec.tasks)
+
+    @property
+    def is_bolt(self) -> bool:
+        return False
+
+    def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
+        """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
+        raise TypeError(f"executor {self.name}: a spout executor takes no {what}")
+
+    def _start_features(self) -> None:
+        for hooks in self.feature_hooks:
+            if hooks.on_start is not None:
+                hooks.on_start()
+
+    def _stop_features(self) -> None:
+        for hooks in self.feature_hooks:
+            if hooks.on_stop is not None:
+                hooks.on_stop()
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
@@ -372,20 +403,42 @@ class BoltExecutor(Executor):
         self.queue_limit: QueueTimeLimit | None = (
             QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
         )
+        # features wrap each task's calls once, here: with none, the loop runs the calls as built
+        self._markers: dict[Marker, Callable[[], None]] = {}
+        plain: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        every = 0  # wrapped calls run on one inbox batch in ``every`` (0: nothing is wrapped)
+        for hooks in self.feature_hooks:
+            self._markers.update(hooks.markers)
+            wrap, wrap_batch = hooks.wrap_execute, hooks.wrap_execute_batch
+            if wrap is not None:
+                self._execute = {task: wrap(task, fn) for task, fn in self._execute.items()}
+            if wrap_batch is not None:
+                self._execute_batches = {
+                    task: wrap_batch(task, fn) for task, fn in self._execute_batches.items()
+                }
+            if wrap is not None or wrap_batch is not None:
+                every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
+        self._plain_calls = plain
+        self._wrapped_calls: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        self._wrap_every = every
+        # batches left before the next wrapped one: drawn at random around ``every``, so batches
+        # that arrive in a fixed rotation (senders taking turns) are all sampled alike
+        self._until_wrapped = every
+        #: what runs an inbox batch's tuples: chosen here, so a sampling feature's per-batch
+        #: choice costs nothing to executors it does not wrap
+        self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
+        if every > 1:
+            self._execute, self._execute_batches = plain
+            self._run_batch = self._execute_batch_sampled
         # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
-        self.checkpoints = AlignedInput.attach(
-            self, wiring.plan.checkpointing, self._execute_batch, self._unpack
-        )
-        period = tick_period(wiring.plan.topology.components[spec.component].conf, self.conf)
-        self.ticks = TickTimer(self.name, self.inbox, period) if period > 0 else None
+        self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")
-        if self.ticks is not None:
-            self.ticks.start()
+        self._start_features()
 
     def request_stop(self) -> None:
         """Finish everything already in the inbox, flush, clean up, exit."""
@@ -396,8 +449,7 @@ class BoltExecutor(Executor):
 
     def halt(self) -> None:
         """Stop now, abandoning whatever is still in the inbox."""
-        if self.ticks is not None:
-            self.ticks.stop()
+        self._stop_features()
         self.processor.halt()
 
     # -- EventHandler ---------------------------------------------------------------------------
@@ -408,8 +460,7 @@ class BoltExecutor(Executor):
             )
 
     def on_shutdown(self) -> None:
-        if self.ticks is not None:
-            self.ticks.stop()
+        self._stop_features()
         if self.checkpoints is not None:
             self.checkpoints.close()
         self._final_flush()
@@ -435,7 +486,7 @@ class BoltExecutor(Executor):
                 self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
             executed_before = self.counters.executed
             if self.checkpoints is None:
-                self._execute_batch(batch)
+                self._run_batch(batch)
             else:
                 self.checkpoints.on_batch(batch)
             executed = self.counters.executed - executed_before
@@ -453,37 +504,56 @@ class BoltExecutor(Executor):
                 and time.monotonic() - self.outbox.last_flush >= self.flush_interval
             ):
                 self.outbox.flush()
-        elif batch is TICK:
-            self._tick()
         elif batch is FLUSH:
             self.flush_requested = False
             self.outbox.flush()
         elif batch is STOP:
             self.processor.halt()
         else:
-            log.error("executor %s: unexpected inbox event %r", self.name, batch)
+            handler = self._markers.get(batch) if isinstance(batch, Marker) else None
+            if handler is not None:  # a feature's marker (e.g. a tick): its work, on this thread
+                handler()
+            else:
+                log.error("executor %s: unexpected inbox event %r", self.name, batch)
 
-    def _tick(self) -> None:
-        """Hand every task a tick tuple: straight to the bolt (no acking wrapper, no alignment,
-        not counted as received or executed: it is the task's clock, not data)."""
-        assert self.ticks is not None  # only a TickTimer queues TICK
-        self.ticks.pending = False
-        tick = tick_tuple()
+    @property
+    def is_bolt(self) -> bool:
+        return True
+
+    def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
+        """Hand every task ``tup`` straight to the bolt (no acking wrapper, no alignment, not
+        counted as received or executed: a feature's control input such as a tick, not data)."""
         for task, bolt in self.bolts.items():
-            # the bolt's own methods: a tick is neither acked (BasicBolt) nor failed on an error
+            # the bolt's own methods: ``tup`` is neither acked (BasicBolt) nor failed on an error
             execute_batch = getattr(bolt, "execute_batch", None) if task in self._execute_batches else None
             try:
                 if execute_batch is not None:
-                    execute_batch([tick])
+                    execute_batch([tup])
                 else:
-                    bolt.execute(tick)
+                    bolt.execute(tup)
             except AlertError:
                 raise
             except Exception as exc:
                 self._record_error("execute_batch" if execute_batch is not None else "execute", task, exc)
-                self.errors_log.log("bolt %s task %s raised %r on a tick", self.spec.component, task, exc)
+                self.errors_log.log("bolt %s task %s raised %r on %s", self.spec.component, task, exc, what)
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
+        if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
+            self.outbox.flush()
+
+    def _execute_batch_sampled(self, batch: list[tuple[int | None, Any]]) -> None:
+        """Run one batch in ``_wrap_every`` through the features' wrapped calls, the others
+        through the plain ones (only when a wrapping feature samples)."""
+        self._until_wrapped -= 1
+        if self._until_wrapped > 0:
+            self._execute_batch(batch)
+            return
+        self._until_wrapped = random.randint(1, 2 * self._wrap_every - 1)  # ``every`` on average
+        self._execute, self._execute_batches = self._wrapped_calls
+        try:
+            self._execute_batch(batch)
+        finally:
+            self._execute, self._execute_batches = self._plain_calls
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._execute_batches:
@@ -666,6 +736,7 @@ class SpoutExecutor(Executor):
         self._loop_thread = threading.Thread(target=self._run_loop, name=f"executor-{self.name}", daemon=True)
         self._loop_thread.start()
         self._started.wait()
+        self._start_features()
 
     def deactivate(self) -> None:
         """Stop calling next_tuple, except on spouts whose ``pending()`` input must go out. Any thread."""
@@ -824,6 +895,7 @@ class SpoutExecutor(Executor):
         except AlertError:
             log.warning("spout executor %s: a destination was halted; stopping", self.name)
         finally:
+            self._stop_features()
             self._final_flush()
             self._record_reports()
             for task, spout in spouts:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.congestion import CongestionMap, congested_tasks
+from tuplemesh.core.feature import Feature, FeatureContext, FeatureFactory, FeatureMetric, load_features
 from tuplemesh.core.markers import FLUSH
+from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
     AlignmentSnapshot,
     CheckpointSnapshot,
@@ -66,7 +68,9 @@ class Worker:
         port: int,
         peers: Mapping[int, tuple[str, int]],
         topology_id: str | None = None,
+        features: Sequence[FeatureFactory] | None = None,
     ) -> None:
+        """``features``: the factories of the features to run (None: every registered one)."""
         plan = WorkerPlan.build(topology, index, num_workers, conf)
         self.plan = plan
         self.topology = plan.topology  # with the ackers
@@ -124,6 +128,12 @@ class Worker:
             self.transfer.on_congestion = self.congestion.report
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
+        # the features (tuplemesh.core.registry): built here, each offered every executor below
+        feature_context = FeatureContext(plan.topology, conf, index, self.topology_id)
+        built = (
+            make(feature_context) for make in (load_features(FEATURES) if features is None else features)
+        )
+        self.features: dict[str, Feature] = {f.name: f for f in built if f is not None}
         wiring = ExecutorWiring(
             plan,
             self.local_inbox_of_task,
@@ -132,6 +142,7 @@ class Worker:
             self.congestion,
             self.user_metrics,
             self.transfer_budget,
+            tuple(self.features.values()),
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, wiring)
@@ -183,6 +194,8 @@ class Worker:
             spout_executor.start()
         self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
         self._flusher.start()
+        for feature in self.features.values():
+            feature.start()
         self.started_at = time.monotonic()
 
     @property
@@ -275,6 +288,8 @@ class Worker:
             self._binding.close()
         if self._flusher is not None:
             self._flusher.join(1.0)
+        for feature in self.features.values():
+            feature.stop()
         return clean
 
     def _flush_loop(self) -> None:
@@ -398,6 +413,14 @@ class Worker:
             congested_task_ids=tuple(congested),
             tasks=len(self.local_inbox_of_task),
         )
+
+    def feature_sections(self) -> dict[str, Mapping[str, Any]]:
+        """Every feature's snapshot section, by feature name. Any thread."""
+        return {name: feature.section() for name, feature in self.features.items()}
+
+    def feature_metrics(self) -> list[FeatureMetric]:
+        """Every feature's Prometheus families now (the exporter adds the worker label)."""
+        return [metric for feature in self.features.values() for metric in feature.metrics()]
 
     def _rings(self) -> list[tuple[str, RingBuffer[Any]]]:
         """Every ring of this worker by queue name: executor inboxes, then the transfer ring."""

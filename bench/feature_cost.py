@@ -1,0 +1,132 @@
+"""What the worker's features cost a bolt executor's loop, per tuple, one thread, no waiting.
+
+A fields-grouped word count bolt (``Count``: one dict update per tuple, the cheapest real bolt,
+so the worst case for a wrapper's relative cost) executes batches of 100 local tuples through
+``BoltExecutor.on_event``: with no feature, with the registered features but hot keys off
+(its default, ``topology.hotkeys.enabled: false``: nothing wraps the loop), and with hot keys on. Variants run
+alternately, ``rounds`` times, each timed in this thread's CPU time (the machine's other load
+shows less); the ratio is of medians.
+
+    python -m bench.feature_cost [rounds]
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from tuplemesh.config import Config
+from tuplemesh.core.feature import FeatureContext, FeatureFactory, load_features
+from tuplemesh.core.markers import Batch
+from tuplemesh.core.registry import FEATURES
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import load_serializer
+from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
+from tuplemesh.worker.plan import WorkerPlan
+
+BATCH = 100
+BATCHES = 2_000  # 200k tuples per run
+SAMPLINGS = (1, 16, 32, 64)
+SAMPLE = "topology.hotkeys.sample.every"
+KEYS = 1_000  # distinct words, Zipf-ish: word i drawn with weight 1/(i+1)
+
+
+class Words(Spout):
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["word"])
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Count(BasicBolt):
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def execute(self, tup: Tuple) -> None:
+        word = tup.values[0]
+        self.counts[word] = self.counts.get(word, 0) + 1
+
+
+def _executor(features: list[FeatureFactory], conf: Config) -> BoltExecutor:
+    builder = TopologyBuilder("feature-cost")
+    builder.set_spout("words", Words())
+    builder.set_bolt("count", Count()).fields_grouping("words", ["word"])
+    plan = WorkerPlan.build(builder.build(), 0, 1, conf)
+    context = FeatureContext(plan.topology, conf, 0, "feature-cost")
+    built = tuple(f for f in (make(context) for make in features) if f is not None)
+    inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(1024) for t in plan.local_tasks}
+    wiring = ExecutorWiring(
+        plan,
+        inboxes,
+        RingBuffer.single_producer(1024),
+        lambda: load_serializer("msgpack"),
+        None,
+        features=built,
+    )
+    spec = next(e for e in plan.executors if e.component == "count")
+    executor = BoltExecutor(spec, wiring)
+    executor.on_start()
+    return executor
+
+
+def _batches() -> list[Batch]:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(KEYS)]
+    weights = [1 / (i + 1) for i in range(KEYS)]
+    fields = Fields(["word"])
+    out = []
+    for _ in range(50):  # reused round-robin: building tuples is not what is measured
+        batch = Batch(
+            (1, Tuple([w], 0, "words", "default", fields)) for w in rng.choices(words, weights, k=BATCH)
+        )
+        batch.stamp = 0.0
+        out.append(batch)
+    return out
+
+
+def _rate(executor: BoltExecutor, batches: list[Batch]) -> float:
+    on_event = executor.on_event
+    n = len(batches)
+    start = time.thread_time()  # CPU time of this thread: other processes' load does not count
+    for i in range(BATCHES):
+        on_event(batches[i % n], i, False)
+    return BATCHES * BATCH / (time.thread_time() - start)
+
+
+def main(rounds: int = 7) -> int:
+    base = Config({})
+    hot = load_features(FEATURES)
+    variants = {
+        "no features": _executor([], base),
+        "features, hot keys off": _executor(hot, base),
+        **{
+            f"hot keys, 1 batch in {every}": _executor(
+                hot,
+                base.with_overrides(
+                    {"topology.hotkeys.enabled": True, "topology.hotkeys.sample.every": every}
+                ),
+            )
+            for every in SAMPLINGS
+        },
+    }
+    batches = _batches()
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, executor in variants.items():  # alternating: a load change hits every variant
+            rates[name].append(_rate(executor, batches))
+    baseline = statistics.median(rates["no features"])
+    for name, got in rates.items():
+        median = statistics.median(got)
+        runs = ", ".join(f"{r:,.0f}" for r in got)
+        print(f"{name:24s} {median:12,.0f} tuples/s  x{median / baseline:.3f}  (runs: {runs})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 7))

@@ -1,0 +1,176 @@
+"""The feature interface: how something that is not the executor loop plugs into a worker.
+
+A *feature* (ticks, hot keys, ...) is built once per worker process by the worker's composition
+root, from a factory named in ``tuplemesh.core.registry.FEATURES``. The worker imports no feature:
+it knows only the types here. A feature may
+
+(a) wrap an executor's input: for each bolt executor it is attached to, it may return
+    `ExecutorHooks` that wrap the per-tuple call (``execute``) and the per-batch call
+    (``execute_batch``) of each task. The wrapper sees the task, the tuple (its source component
+    and stream, hence the grouping's key: see `fields_keys`) and may time the call. The executor
+    applies wrappers once, when it is built: an executor no feature wraps runs exactly the loop it
+    would run without features (no per-tuple or per-batch check);
+(b) own background threads: ``start`` and ``stop`` run with the worker's; per executor,
+    ``ExecutorHooks.on_start``/``on_stop`` run as that executor starts and stops, and
+    ``ExecutorHooks.markers`` are handlers the executor thread runs when the feature's marker comes
+    out of its inbox (a timer puts a marker in, the executor thread does the work);
+(c) contribute a snapshot section (``section``: plain JSON-able data) and Prometheus metrics
+    (``metrics``: `FeatureMetric` families, the worker label added by the exporter; labels must
+    be bounded: no user values);
+(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``.
+
+Everything here is read-only for the data path: the hooks are plain callables chosen once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from tuplemesh.core.markers import Marker
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.topology import Topology, Tuple
+from tuplemesh.topology.groupings import FieldsGrouping
+
+__all__ = [
+    "ExecuteBatchFn",
+    "ExecuteFn",
+    "ExecutorHooks",
+    "ExecutorView",
+    "Feature",
+    "FeatureContext",
+    "FeatureFactory",
+    "FeatureMetric",
+    "fields_keys",
+    "load_features",
+]
+
+#: A task's per-tuple call (``Bolt.execute`` behind its acking wrapper).
+ExecuteFn = Callable[[Tuple], None]
+#: A task's per-batch call (``execute_batch`` behind its acking wrapper).
+ExecuteBatchFn = Callable[[list[Tuple]], None]
+
+
+@dataclass(frozen=True)
+class FeatureContext:
+    """What a feature is built from: the worker's topology (with its system components), its
+    configuration and which worker of the mesh this is."""
+
+    topology: Topology
+    conf: Mapping[str, Any]
+    worker: int
+    topology_id: str
+
+
+class ExecutorView(Protocol):
+    """What a feature sees of one executor when it is attached (before the executor starts)."""
+
+    @property
+    def component(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def task_ids(self) -> tuple[int, ...]: ...
+
+    @property
+    def is_bolt(self) -> bool: ...
+
+    @property
+    def inbox(self) -> RingBuffer[Any]: ...
+
+    def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
+        """Executor thread only (a marker handler): hand every task ``tup`` through the bolt's own
+        ``execute``/``execute_batch``, neither counted nor acked; an exception is counted and
+        logged as raised on ``what``."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExecutorHooks:
+    """What a feature adds to one executor. Every part is optional."""
+
+    #: (task, the task's call) -> the call the executor makes instead
+    wrap_execute: Callable[[int, ExecuteFn], ExecuteFn] | None = None
+    #: (task, the task's batch call) -> the batch call the executor makes instead
+    wrap_execute_batch: Callable[[int, ExecuteBatchFn], ExecuteBatchFn] | None = None
+    #: the wrappers run on one inbox batch in this many, the others run the plain calls (a
+    #: sampling observer's cost divided by it); with several wrapping features the executor
+    #: uses the smallest, and every wrapper runs on the same batches
+    every_batches: int = 1
+    #: marker -> what the executor thread runs when that marker comes out of its inbox
+    markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
+    #: run as the executor starts (its threads), and as it stops or halts (any thread)
+    on_start: Callable[[], None] | None = None
+    on_stop: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class FeatureMetric:
+    """One Prometheus family a feature exports: ``kind`` "gauge" or "counter"; each sample is its
+    label values (in ``labels`` order) and its value. The exporter adds the ``worker`` label."""
+
+    name: str
+    help: str
+    kind: str
+    labels: tuple[str, ...]
+    samples: Sequence[tuple[tuple[str, ...], float]]
+
+
+class Feature(Protocol):
+    """One feature of a worker process (see the module docstring)."""
+
+    #: Names its snapshot section and the Admin call serving it.
+    name: str
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        """Called once per executor as the worker builds it; None: nothing to add to this one."""
+        ...
+
+    def start(self) -> None:
+        """The worker started (its executors run): start the feature's own threads."""
+        ...
+
+    def stop(self) -> None:
+        """The worker stopped (its executors ended): stop them. Returns promptly."""
+        ...
+
+    def section(self) -> Mapping[str, Any]:
+        """The feature's snapshot section: JSON-able data, read from any thread."""
+        ...
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        """The feature's Prometheus families now (bounded labels), read at scrape time."""
+        ...
+
+
+#: Builds a worker's feature; None when the feature has nothing to do for this topology.
+FeatureFactory = Callable[[FeatureContext], Feature | None]
+
+
+def load_features(names: Sequence[str]) -> list[FeatureFactory]:
+    """The factories ``names`` point at (``"package.module:factory"``), imported now: a name that
+    does not resolve fails the worker's construction, naming it."""
+    factories = []
+    for name in names:
+        module_name, _, attribute = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"feature {name!r} does not resolve: {exc}") from exc
+        factories.append(factory)
+    return factories
+
+
+def fields_keys(topology: Topology, component: str) -> dict[tuple[str, str], tuple[int, ...]]:
+    """(source component, stream) -> the indices of the grouping's key fields in the stream's
+    values, for every fields-grouped input of ``component``."""
+    found: dict[tuple[str, str], tuple[int, ...]] = {}
+    for sub in topology.components[component].inputs:
+        if isinstance(sub.grouping, FieldsGrouping):
+            declared = topology.components[sub.source].streams[sub.stream].fields
+            found[(sub.source, sub.stream)] = tuple(declared.index(f) for f in sub.grouping.fields)
+    return found

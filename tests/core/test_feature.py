@@ -1,0 +1,148 @@
+"""The feature interface: wrappers see each executed tuple with its task and key, run on every
+batch or on a sample of them, and a registry name that does not resolve is refused by name."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from tuplemesh.config import Config
+from tuplemesh.core.feature import (
+    ExecuteFn,
+    ExecutorHooks,
+    ExecutorView,
+    FeatureContext,
+    FeatureMetric,
+    fields_keys,
+    load_features,
+)
+from tuplemesh.core.markers import Batch
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import load_serializer
+from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
+from tuplemesh.worker.plan import WorkerPlan
+
+FIELDS = Fields(["word", "n"])
+
+
+class Words(Spout):
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["word", "n"])
+        declarer.declare_stream("other", ["x"])
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Sink(BasicBolt):
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.seen: list[Any] = []
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen.append(tup.values[0])
+
+
+class Recording:
+    """Wraps every task's call and records (task, key of the fields grouping, values)."""
+
+    name = "recording"
+
+    def __init__(self, context: FeatureContext, every: int = 1) -> None:
+        self.context = context
+        self.every = every
+        self.calls: list[tuple[int, Any, list[Any]]] = []
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        if not executor.is_bolt:
+            return None
+        keys = fields_keys(self.context.topology, executor.component)
+
+        def wrap(task: int, fn: ExecuteFn) -> ExecuteFn:
+            def observed(tup: Tuple) -> None:
+                indices = keys.get((tup.source_component, tup.source_stream))
+                key = None if indices is None else tuple(tup.values[i] for i in indices)
+                self.calls.append((task, key, list(tup.values)))
+                fn(tup)
+
+            return observed
+
+        return ExecutorHooks(wrap_execute=wrap, every_batches=self.every)
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def section(self) -> Mapping[str, Any]:
+        return {"calls": len(self.calls)}
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        return ()
+
+
+def sink_executor(every: int) -> tuple[BoltExecutor, Recording]:
+    builder = TopologyBuilder("features")
+    builder.set_spout("words", Words())
+    builder.set_bolt("sink", Sink()).fields_grouping("words", ["word"]).shuffle_grouping("words", "other")
+    conf = Config({})
+    plan = WorkerPlan.build(builder.build(), 0, 1, conf)
+    recording = Recording(FeatureContext(plan.topology, conf, 0, "features"), every)
+    inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(64) for t in plan.local_tasks}
+    wiring = ExecutorWiring(
+        plan,
+        inboxes,
+        RingBuffer.single_producer(64),
+        lambda: load_serializer("msgpack"),
+        None,
+        features=(recording,),
+    )
+    executor = BoltExecutor(next(e for e in plan.executors if e.component == "sink"), wiring)
+    executor.on_start()
+    return executor, recording
+
+
+def batch(task: int, *tuples: Tuple) -> Batch:
+    out = Batch((task, tup) for tup in tuples)
+    out.stamp = 0.0
+    return out
+
+
+def test_a_wrapper_sees_each_executed_tuple_with_its_task_and_the_grouping_key():
+    executor, recording = sink_executor(every=1)
+    task = executor.task_ids[0]
+    executor.on_event(
+        batch(
+            task,
+            Tuple(["a", 1], 1, "words", "default", FIELDS),
+            Tuple([7], 1, "words", "other", Fields(["x"])),
+            Tuple(["b", 2], 1, "words", "default", FIELDS),
+        ),
+        0,
+        True,
+    )
+    assert recording.calls == [(task, ("a",), ["a", 1]), (task, None, [7]), (task, ("b",), ["b", 2])]
+    assert executor.bolts[task].seen == ["a", 7, "b"]  # type: ignore[attr-defined]
+    assert executor.counters.executed == 3
+
+
+def test_sampled_wrappers_run_on_some_batches_and_every_batch_executes():
+    executor, recording = sink_executor(every=3)
+    task = executor.task_ids[0]
+    for n in range(30):
+        executor.on_event(batch(task, Tuple([f"w{n}", n], 1, "words", "default", FIELDS)), n, True)
+    assert executor.counters.executed == 30
+    assert len(executor.bolts[task].seen) == 30  # type: ignore[attr-defined]
+    # gaps between wrapped batches are drawn from 1..5 (3 on average): at least 6 of 30 wrapped
+    assert 6 <= len(recording.calls) < 30
+
+
+def test_a_registry_name_that_does_not_resolve_is_refused_naming_it():
+    with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.nothing:feature' does not resolve")):
+        load_features(["tuplemesh.nothing:feature"])
+    with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.ticks:nothing' does not resolve")):
+        load_features(["tuplemesh.ticks:nothing"])
