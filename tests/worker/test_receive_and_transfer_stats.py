@@ -73,7 +73,9 @@ class _HeldContext:
     def bind(self, *args: Any) -> Any:
         raise AssertionError("the transfer path never binds")
 
-    def connect(self, topology_id: str, host: str, port: int, on_congestion: Any = None) -> _HeldConnection:
+    def connect(
+        self, topology_id: str, host: str, port: int, on_congestion: Any = None, receiver: int = -1
+    ) -> _HeldConnection:
         return self.connection
 
     def term(self) -> None: ...
