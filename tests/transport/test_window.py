@@ -15,6 +15,7 @@ from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.session import ACK_TUPLES
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.window import (
     MAX_IN_FLIGHT_TUPLES,
@@ -62,16 +63,28 @@ def test_receiver_credit_lowers_the_limit():
     assert not blocked.is_alive() and window.get(2) == (2, "b")
 
 
-def test_the_time_limit_is_the_acknowledged_throughput_times_the_target_once_batches_come_back_late():
+def test_the_time_limit_is_the_throughput_times_round_trip_and_target_once_batches_come_back_late():
     limit = InFlightTimeLimit(0.020)
     assert limit.limit == MAX_IN_FLIGHT_TUPLES  # nothing measured: slots and bytes alone bound it
     limit.acknowledged(1_000, age=0.005, waited=False, now=10.000)
     limit.acknowledged(2_000, age=0.005, waited=False, now=10.025)  # 3,000 tuples in 25 ms
     assert round(limit.rate) == 120_000 and limit.limit == MAX_IN_FLIGHT_TUPLES  # back in time: kept
+    assert limit.floor == 0.005  # the round trip with nothing queued
     limit.acknowledged(1_500, age=0.300, waited=False, now=10.030)  # 300 ms in flight: too much
-    assert limit.limit == 2_400  # 120,000 tuples/s x 20 ms
+    assert limit.limit == 3_000  # 120,000 tuples/s x (5 ms round trip + 20 ms)
     limit.acknowledged(10, age=0.300, waited=True, now=10.031)
-    assert limit.limit == 2_400  # still late: never grows
+    assert limit.limit == 3_000  # still late: never grows
+
+
+def test_the_round_trip_is_the_shortest_age_of_the_last_one_to_two_seconds():
+    limit = InFlightTimeLimit(0.020)
+    limit.acknowledged(10, age=0.002, waited=False, now=1.0)
+    limit.acknowledged(10, age=0.050, waited=False, now=1.5)
+    assert limit.floor == 0.002
+    limit.acknowledged(10, age=0.010, waited=False, now=2.1)  # a new period: the last one's kept
+    assert limit.floor == 0.002
+    limit.acknowledged(10, age=0.012, waited=False, now=3.2)  # and the one before is forgotten
+    assert limit.floor == 0.010
 
 
 def test_the_time_limit_grows_only_while_the_sender_waits_and_batches_come_back_early():
@@ -88,9 +101,10 @@ def test_the_time_limit_grows_only_while_the_sender_waits_and_batches_come_back_
 def test_the_time_limit_never_drops_below_its_minimum_and_halves_before_any_rate_is_known():
     limit = InFlightTimeLimit(0.020)
     limit.limit = 10_000
-    limit.acknowledged(10, age=1.0, waited=False, now=5.0)  # no rate yet: halve
+    limit.acknowledged(10, age=0.001, waited=False, now=5.0)
+    limit.acknowledged(10, age=1.0, waited=False, now=5.001)  # no rate yet: halve
     assert limit.limit == 5_000
-    limit.acknowledged(10, age=1.0, waited=False, now=5.5)  # 20 tuples in 0.5 s: 0.4 tuples
+    limit.acknowledged(10, age=1.0, waited=False, now=5.5)  # 30 tuples in 0.5 s: 0.6 tuples
     assert limit.limit == MIN_IN_FLIGHT_TUPLES
 
 
@@ -101,16 +115,27 @@ def test_a_window_sized_by_time_blocks_at_its_tuple_limit_and_reports_it():
     assert window.time_limit is not None
     window.time_limit.limit = 1_500
     window.add(lambda seq: "a", 1, tuples=1_000)
-    assert not window.full
-    blocked = threading.Thread(target=window.add, args=(lambda seq: "b", 1, 1_000), daemon=True)
+    window.add(lambda seq: "b", 1, tuples=1_000)  # goes out: 1,000 in flight is below the limit
+    blocked = threading.Thread(target=window.add, args=(lambda seq: "c", 1, 1_000), daemon=True)
     blocked.start()
     blocked.join(0.2)
-    assert blocked.is_alive() and len(window) == 1  # 2,000 tuples would pass the 1,500 allowed
+    assert blocked.is_alive() and len(window) == 2  # 2,000 tuples in flight, 1,500 allowed
     window.ack(1)
     blocked.join(5)
-    assert not blocked.is_alive() and window.unacked_tuples == 1_000 and window.waits == 1
+    assert not blocked.is_alive() and window.unacked_tuples == 2_000 and window.waits == 1
     assert window.time_limited_tuples == 1_876  # it waited and the ack came back early: grown
     assert SendWindow(batches=4, max_bytes=100, address="peer").time_limit is None  # target 0
+
+
+def test_a_window_full_by_its_tuple_limit_needs_no_ack_asked_for():
+    """Receivers acknowledge every ACK_TUPLES tuples: a window held at its tuple limit (never
+    below that) gets an acknowledgement without asking for one on every batch."""
+    assert MIN_IN_FLIGHT_TUPLES >= ACK_TUPLES
+    window = SendWindow(batches=32, max_bytes=1 << 20, address="peer", target_seconds=0.020)
+    assert window.time_limit is not None
+    window.time_limit.limit = MIN_IN_FLIGHT_TUPLES
+    window.add(lambda seq: "a", 1, tuples=2 * MIN_IN_FLIGHT_TUPLES)
+    assert not window.full  # not full by count or credit: no ack asked for
 
 
 def test_byte_limit_blocks_but_one_oversized_batch_always_fits():

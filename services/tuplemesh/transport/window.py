@@ -40,29 +40,49 @@ _RATE_SAMPLE_SECONDS = 0.02
 _RATE_WEIGHT = 0.25
 #: Growth of the limit per acknowledgement while the sender waits and batches come back fast.
 _GROWTH = 1.25
+#: The round trip is the shortest age over the last one to two of these periods.
+_FLOOR_SECONDS = 1.0
 
 
 class InFlightTimeLimit:
-    """How many unacknowledged tuples a sender may have in flight: what the peer takes in
-    ``target`` seconds, from the throughput measured on its acknowledgements.
+    """How many unacknowledged tuples a sender may have in flight: what the peer takes in its
+    round trip plus ``target`` seconds, from the throughput measured on its acknowledgements.
 
     A slot or byte count says nothing about time: 32 batches of 3,000 tuples in front of a
     receiver taking 200k tuples/s is half a second that every tuple behind them waits. This
     limit follows the age of each batch when its acknowledgement comes back (time in the
-    window, on the wire and in the receiver's hands): past ``target`` the limit drops to the
-    throughput times the target; below half of it, while the sender waits for room, it grows,
-    so a link that is not the bottleneck is never held back by a stale estimate (Flink's buffer
-    debloating sizes in-flight data per channel the same way; TCP Vegas grows and shrinks its
-    window on the same signal). Called under the window's lock.
+    window, on the wire and in the receiver's hands) against the shortest age seen lately (the
+    round trip with nothing queued: threads handing the batch over, the wire, the ack). Once a
+    batch waited more than ``target`` beyond that, the limit drops to the throughput times the
+    round trip plus the target: enough to keep the peer busy, and at most ``target`` of queue.
+    While the sender waits for room and batches come back within half the target, it grows,
+    so a link that is not the bottleneck is never held back by a stale estimate. (Flink's buffer
+    debloating sizes in-flight data per channel to a time the same way; TCP Vegas and BBR size
+    their windows from the same two measurements.) Called under the window's lock.
     """
 
-    __slots__ = ("_sample_started", "_sample_tuples", "limit", "rate", "target")
+    __slots__ = (
+        "_current_floor",
+        "_floor_started",
+        "_previous_floor",
+        "_sample_started",
+        "_sample_tuples",
+        "floor",
+        "limit",
+        "rate",
+        "target",
+    )
 
     def __init__(self, target_seconds: float) -> None:
         self.target = target_seconds
         self.limit = MAX_IN_FLIGHT_TUPLES
         #: moving average of the tuples acknowledged per second (0.0: not measured yet)
         self.rate = 0.0
+        #: the shortest age seen in this and the previous `_FLOOR_SECONDS` (the round trip)
+        self.floor = float("inf")
+        self._previous_floor = float("inf")
+        self._current_floor = float("inf")
+        self._floor_started = 0.0
         self._sample_started = 0.0
         self._sample_tuples = 0
 
@@ -70,20 +90,27 @@ class InFlightTimeLimit:
         """``tuples`` were acknowledged at ``now``; the newest of their batches was added ``age``
         seconds ago; ``waited``: a sender waited for room since the previous acknowledgement."""
         if self._sample_started == 0.0:
-            self._sample_started = now
+            self._sample_started = self._floor_started = now
         self._sample_tuples += tuples
         elapsed = now - self._sample_started
         if elapsed >= _RATE_SAMPLE_SECONDS:
             measured = self._sample_tuples / elapsed
             self.rate = measured if self.rate == 0.0 else self.rate + _RATE_WEIGHT * (measured - self.rate)
             self._sample_started, self._sample_tuples = now, 0
-        if age > self.target:
+        if now - self._floor_started >= _FLOOR_SECONDS:  # forget round trips of another load
+            self._previous_floor, self._floor_started = self._current_floor, now
+            self._current_floor = age
+        elif age < self._current_floor:
+            self._current_floor = age
+        self.floor = min(self._previous_floor, self._current_floor)
+        round_trip = 0.0 if self.floor == float("inf") else self.floor
+        if age > round_trip + self.target:
             if self.rate > 0.0:
-                limit = round(self.rate * self.target)
+                limit = round(self.rate * (round_trip + self.target))
             else:  # no throughput measured yet: halve what the window holds
                 limit = min(self.limit, MAX_IN_FLIGHT_TUPLES) // 2
             self.limit = max(MIN_IN_FLIGHT_TUPLES, min(self.limit, limit))
-        elif waited and age < self.target / 2 and self.limit < MAX_IN_FLIGHT_TUPLES:
+        elif waited and age < round_trip + self.target / 2 and self.limit < MAX_IN_FLIGHT_TUPLES:
             self.limit = min(MAX_IN_FLIGHT_TUPLES, int(self.limit * _GROWTH) + 1)
 
 
@@ -135,9 +162,11 @@ class SendWindow:
 
     @property
     def full(self) -> bool:
-        """``add`` would wait for an acknowledgement now (count, the receiver's credit, or the
-        tuples the time limit allows)."""
-        return len(self._items) >= min(self.batches, self._credit) or self._tuples >= self.tuple_limit
+        """``add`` would wait for an acknowledgement now by count or the receiver's credit (what
+        a sender asks the receiver to acknowledge at once for: receivers acknowledge every
+        credit/4 batches). The tuple limit needs no asking: it is never below the tuples after
+        which a receiver acknowledges anyway (ACK_TUPLES)."""
+        return len(self._items) >= min(self.batches, self._credit)
 
     @property
     def oldest(self) -> int:
@@ -169,16 +198,18 @@ class SendWindow:
             return seq
 
     def _must_wait(self, size: int, tuples: int) -> bool:
-        """``add`` of ``size`` bytes and ``tuples`` tuples waits: the window is open and holds
-        something, and one more batch would pass the count, the receiver's credit, the bytes or
-        the tuples the time limit allows (held by ``cond``)."""
+        """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
+        batch would pass the count, the receiver's credit or the bytes, or what is in flight
+        already reaches the tuples the time limit allows (held by ``cond``). The tuple limit
+        lets the batch that crosses it go: a limit below one large batch must not turn the
+        link into stop-and-wait, each batch sent only once the previous one is acknowledged."""
         return (
             not self.closed
             and bool(self._items)
             and (
                 len(self._items) >= min(self.batches, self._credit)
                 or self._bytes + size > self.max_bytes
-                or self._tuples + tuples > self.tuple_limit
+                or self._tuples >= self.tuple_limit
             )
         )
 
