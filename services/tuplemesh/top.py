@@ -26,14 +26,17 @@ __all__ = ["render", "top"]
 #: The loss and refusal counts shown per worker (keys of ``transfer_totals`` and component totals).
 LOSS_COLUMNS = (
     "lost", "stranded", "lost_on_close", "unknown_task", "undeliverable", "duplicates",
-    "rejected_batches", "sequence_gaps", "dropped_on_stop", "export_lost",
+    "rejected_batches", "sequence_gaps", "dropped_on_stop", "abandoned_on_halt", "export_lost",
 )  # fmt: skip
 
 
 def _component_losses(snapshot: WorkerSnapshot) -> dict[str, int]:
     """Losses counted per component, summed over this worker's components."""
     totals = component_totals([snapshot]).values()
-    return {name: sum(c.get(name, 0) for c in totals) for name in ("dropped_on_stop", "export_lost")}
+    return {
+        name: sum(c.get(name, 0) for c in totals)
+        for name in ("dropped_on_stop", "abandoned_on_halt", "export_lost")
+    }
 
 
 def render(stats: dict[str, admin_pb2.WorkerStats], errors: dict[str, str]) -> Group:

@@ -163,6 +163,9 @@ class ExecutorSnapshot:
     deserialize_errors: int = 0
     #: Emitted tuples abandoned at stop because a destination had halted (lost).
     dropped_on_stop: int = 0
+    #: Bolts: tuples a halt (the shutdown timeout passed) left unexecuted, taken from the inbox
+    #: or still in it (lost).
+    abandoned_on_halt: int = 0
     #: (task, tuple) deliveries its emits made, to any worker.
     delivered: int = 0
     #: Execute time per tuple: each batch's mean, observed once per tuple it executed.

@@ -69,6 +69,10 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_tuples_dropped_on_stop_total",
         "Emitted tuples abandoned at stop because a destination had halted (lost), by component.",
     ),
+    "executors.abandoned_on_halt": Export(
+        "tuplemesh_tuples_abandoned_on_halt_total",
+        "Tuples a bolt executor halted at the shutdown timeout left unexecuted (lost), by component.",
+    ),
     "executors.execute_seconds": Export(
         "tuplemesh_execute_seconds",
         "Execute time per tuple: each inbox batch is timed as a whole and its mean is observed "

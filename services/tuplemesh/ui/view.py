@@ -125,7 +125,7 @@ class ViewBuilder:
         for e in status.executors:
             row = components.setdefault(e.component, self._component(e.component))
             row["errors"] += e.errors + e.spout_errors + e.deserialize_errors
-            row["losses"] += e.dropped_on_stop
+            row["losses"] += e.dropped_on_stop + e.abandoned_on_halt
             row["tasks_here"] += len(e.tasks)
             row["congested_tasks"] += sum(1 for t in e.tasks if t in congested)
             row["inbox_fill"] = max(row["inbox_fill"], fills.get(f"inbox:{e.name}", 0.0))

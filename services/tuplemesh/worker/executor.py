@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 #: The fields of ExecutorCounters, in ``as_dict`` order (a compiled class has no ``__slots__``).
 COUNTER_NAMES = (
+    "abandoned_on_halt",
     "acked",
     "deserialize_errors",
     "dropped_on_stop",
@@ -78,6 +79,8 @@ class ExecutorCounters:
         self.spout_errors = 0  # exceptions raised by spout code (open, next_tuple, ack, fail, close, report)
         self.deserialize_errors = 0
         self.dropped_on_stop = 0  # emitted tuples abandoned in the emit buffers: a destination halted
+        # bolts: tuples taken from the inbox, or still in it, that a halt left unexecuted (lost)
+        self.abandoned_on_halt = 0
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTER_NAMES}
@@ -380,6 +383,8 @@ class BoltExecutor(Executor):
 
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
         self.collectors: dict[int, BoltOutputCollector] = {}
+        #: set by ``halt`` (any thread); the executing loops stop at the next tuple
+        self._halting = False
         super().__init__(spec, wiring)
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
         # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
@@ -448,7 +453,10 @@ class BoltExecutor(Executor):
             pass  # already halted: nothing left to finish
 
     def halt(self) -> None:
-        """Stop now, abandoning whatever is still in the inbox."""
+        """Stop now: after the tuple in hand (not the rest of its batch: a slow bolt would run
+        past the shutdown timeout), abandoning whatever is still in the inbox; both are counted
+        in ``abandoned_on_halt``."""
+        self._halting = True
         self._stop_features()
         self.processor.halt()
 
@@ -461,6 +469,8 @@ class BoltExecutor(Executor):
 
     def on_shutdown(self) -> None:
         self._stop_features()
+        if self._halting:
+            self._count_left_in_inbox()
         if self.checkpoints is not None:
             self.checkpoints.close()
         self._final_flush()
@@ -563,7 +573,10 @@ class BoltExecutor(Executor):
         counters = self.counters
         executed = 0
         rows_codec = self._deserialize_rows is not None
-        for task, item in batch:
+        for index, (task, item) in enumerate(batch):
+            if self._halting:  # checked per tuple: a halt must not wait for a slow bolt's batch
+                self._abandon(batch, index)
+                break
             kind = item.__class__
             if kind is bytes:
                 if rows_codec and len(item) and item[0] == ROWS_MARKER:
@@ -588,12 +601,38 @@ class BoltExecutor(Executor):
         counters.executed += executed
         counters.received += len(batch)
 
+    def _count_left_in_inbox(self) -> None:
+        """After a halt: count the tuples of the batches still published in the inbox."""
+        low = self.processor.sequence.value + 1
+        high = self.inbox.sequencer.highest_published(low, self.inbox.cursor)
+        for sequence in range(low, high + 1):
+            entry = self.inbox.get(sequence)
+            if entry.__class__ is Batch or entry.__class__ is list:
+                self._abandon(entry, 0)
+
+    def _abandon(self, batch: list[tuple[int | None, Any]], start: int) -> None:
+        """Count ``batch[start:]`` as abandoned by a halt, in tuples."""
+        abandoned = 0
+        for index in range(start, len(batch)):
+            item = batch[index][1]
+            kind = item.__class__
+            if kind is list:
+                abandoned += len(item)
+            elif kind is bytes and len(item) > ROWS_HEADER_BYTES and item[0] == ROWS_MARKER:
+                abandoned += rows_count(item)
+            else:
+                abandoned += 1
+        self.counters.abandoned_on_halt += abandoned
+
     def _execute_each(self, task: int | None, tuples: list[Tuple], carried: int) -> int:
         """Execute each of the ``carried`` tuples of one inbox entry (``tuples``: those that
         decoded) one by one; returns the execute calls made."""
         self.counters.received += carried - 1  # the caller counts the entry once
         executed = 0
-        for tup in tuples:
+        for index, tup in enumerate(tuples):
+            if self._halting:
+                self.counters.abandoned_on_halt += len(tuples) - index
+                break
             if task is None:
                 for each, fn in self._execute.items():
                     executed += 1
@@ -635,8 +674,11 @@ class BoltExecutor(Executor):
         calls = self._execute_batches
         most = self.execute_batch_limit
         for task, tuples in per_task.items():
-            executed += len(tuples)
             for start in range(0, len(tuples), most):
+                if self._halting:  # a task's part at a time: execute_batch takes it whole
+                    self.counters.abandoned_on_halt += len(tuples) - start
+                    break
+                executed += min(most, len(tuples) - start)
                 part = tuples if len(tuples) <= most else tuples[start : start + most]
                 try:
                     calls[task](part)
