@@ -437,11 +437,11 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "messaging.window.target.ms",
             int,
-            20,
-            "Time a sender's unacknowledged tuples to one peer may take that peer to receive: "
-            "the window is sized to the throughput its acknowledgements show times this (never "
+            100,
+            "Queueing a sender's unacknowledged tuples to one peer may add: the window is sized "
+            "to the throughput its acknowledgements show times the round trip plus this (never "
             "below 1024 tuples), within messaging.window.batches and messaging.window.bytes. "
-            "Lower: less latency under load; too low starves a link. 0: slots and bytes only.",
+            "Lower: less latency under load, less throughput. 0: slots and bytes only.",
             _non_negative,
             unit="millis",
         ),
