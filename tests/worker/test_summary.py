@@ -63,6 +63,7 @@ def worker_snapshot(index: int, *, scale: int, broadcasts: int | None) -> Worker
                 executed=6 * scale,
                 received=6 * scale,
                 deserialize_errors=scale,
+                abandoned_on_halt=3 * scale,
                 inbox_wait=histogram,
             ),
         ),
@@ -135,11 +136,13 @@ def test_summarize_sums_components_across_workers_and_executors():
     summary = summary_of(SNAPSHOTS)
     assert summary.components["s"] == {
         "emitted": 110, "executed": 0, "received": 0, "acked": 0, "failed": 0, "timed_out": 0,
-        "errors": 0, "spout_errors": 11, "deserialize_errors": 0, "dropped_on_stop": 22, "delivered": 110,
+        "errors": 0, "spout_errors": 11, "deserialize_errors": 0, "dropped_on_stop": 22,
+        "abandoned_on_halt": 0, "delivered": 110,
     }  # fmt: skip
     out = summary.components["out"]
     assert (out["executed"], out["received"], out["acked"], out["errors"]) == (110, 110, 44, 2)
     assert (out["deserialize_errors"], out["export_lost"]) == (11, 66)
+    assert out["abandoned_on_halt"] == 33  # 3 x (1 + 10): both workers' halted executors
     assert "export_lost" not in summary.components["s"]
 
 
