@@ -155,6 +155,12 @@ def snapshot_to_proto(
     )
 
 
+def spouts_quiet(status: admin_pb2.WorkerStatus) -> bool:
+    """The status's ``spouts_quiet``; a worker of a release without the field reports none, and
+    its drain never counted on it: taken as quiet (at its NOT_SERVING, as that release was)."""
+    return status.spouts_quiet if status.HasField("spouts_quiet") else True
+
+
 def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
     """The WorkerSnapshot a WorkerStatus was made from (``snapshot_to_proto`` reversed)."""
     binding = status.binding
@@ -270,8 +276,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
         injected=status.injected,
         local_queues_empty=status.local_queues_empty,
         spouts_finished=status.spouts_finished,
-        # a worker of a release without the field reports none: its drain never counted on it
-        spouts_quiet=status.spouts_quiet if status.HasField("spouts_quiet") else True,
+        spouts_quiet=spouts_quiet(status),
     )
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from tuplemesh.core.stats import WorkerSnapshot
+from tuplemesh.server.status_proto import spouts_quiet
 from tuplemesh.v1 import admin_pb2
 
 __all__ = ["DrainOutcome", "FinalCheckpoint", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
@@ -43,12 +44,6 @@ POLL_SECS = 0.05
 
 #: What the serving state of a draining worker reads in its status.
 DRAINING = "NOT_SERVING"
-
-
-def _spouts_quiet(status: admin_pb2.WorkerStatus) -> bool:
-    """A peer's spouts emit nothing new; a peer of a release that does not say is taken at its
-    NOT_SERVING, as that release did."""
-    return status.spouts_quiet if status.HasField("spouts_quiet") else True
 
 
 class PeerStatuses(Protocol):
@@ -163,7 +158,7 @@ class MeshDrain:
                 idle = (
                     own.idle
                     and own.spouts_quiet
-                    and all(s.idle and _spouts_quiet(s) for s in answering.values())
+                    and all(s.idle and spouts_quiet(s) for s in answering.values())
                 )
                 wave: Wave = (
                     (self.index, own.consumed, own.delivered),
