@@ -38,7 +38,7 @@ def test_a_worker_whose_peers_run_stops_alone_after_the_sibling_grace():
     drain = MeshDrain(0, {0, 1}, own_snapshot, Peers())
     started = time.monotonic()
     assert drain.wait(time.monotonic() + 10) == DrainOutcome.QUEUES_EMPTY
-    assert SIBLING_GRACE_SECS <= time.monotonic() - started < 5
+    assert time.monotonic() - started >= SIBLING_GRACE_SECS  # QUEUES_EMPTY: not the deadline
 
 
 def test_a_removed_worker_waits_for_the_mesh_to_drain_with_it():
