@@ -35,3 +35,37 @@ def test_a_worker_the_new_epoch_keeps_must_accept():
             admins.rebalance(range(3), Epoch(3, "c0de", 1), timeout=0.5)
     finally:
         admins.close()
+
+
+class _Answer:
+    def __init__(self, epoch: str) -> None:
+        self.epoch = epoch
+
+    def result(self) -> _Answer:
+        return self
+
+
+def test_epochs_asks_the_next_few_peers_in_turn_and_every_peer_without_a_limit() -> None:
+    """Asking every peer on every poll grows as N (N - 1) over the mesh; a few in turn go round it."""
+    asked: list[int] = []
+
+    class Stub:
+        def __init__(self, worker: int) -> None:
+            self.worker = worker
+
+        @property
+        def GetAssignment(self) -> Stub:
+            return self
+
+        def future(self, request: object, timeout: float) -> _Answer:
+            asked.append(self.worker)
+            return _Answer(str(Epoch(8, "c0de", self.worker)))
+
+    admins = PeerAdmins(Config({}), 0, lambda: {w: ("127.0.0.1", 7000 + w) for w in range(8)})
+    admins._stub = lambda worker, address: Stub(worker)  # type: ignore[method-assign,assignment,return-value]
+    rounds = [[e.counter for e in admins.epochs(1.0, most=3)] for _ in range(4)]
+    assert rounds == [[1, 2, 3], [4, 5, 6], [7, 1, 2], [3, 4, 5]]
+    asked.clear()
+    assert [e.counter for e in admins.epochs(1.0)] == [1, 2, 3, 4, 5, 6, 7]
+    assert [e.counter for e in admins.epochs(1.0, most=10)] == [1, 2, 3, 4, 5, 6, 7]
+    assert asked == [1, 2, 3, 4, 5, 6, 7] * 2

@@ -48,6 +48,7 @@ class PeerAdmins:
         self._proof = proof
         self._stubs: dict[int, tuple[str, grpc.Channel, admin_pb2_grpc.AdminStub]] = {}
         self._lock = threading.Lock()
+        self._epoch_turn = 0  # where the next `epochs` call with ``most`` starts
 
     def _stub(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
         with self._lock:
@@ -82,13 +83,19 @@ class PeerAdmins:
                 out[worker] = None
         return out
 
-    def epochs(self, timeout: float) -> list[Epoch]:
-        """The assignment epoch of every peer that answers within ``timeout``."""
+    def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]:
+        """The assignment epoch of the peers that answer within ``timeout``: every peer, or
+        ``most`` of them, the next ``most`` in turn on each call (so repeated calls go round
+        the whole mesh at a cost that does not grow with it)."""
         request = admin_pb2.GetAssignmentRequest()
+        peers = [(w, a) for w, a in sorted(self._addresses().items()) if w != self._own]
+        if most is not None and len(peers) > most:
+            start = self._epoch_turn % len(peers)
+            self._epoch_turn = start + most
+            peers = (peers + peers)[start : start + most]
         calls = [
             self._stub(worker, address).GetAssignment.future(request, timeout=timeout)
-            for worker, address in sorted(self._addresses().items())
-            if worker != self._own
+            for worker, address in peers
         ]
         found = []
         for call in calls:

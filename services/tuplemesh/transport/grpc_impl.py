@@ -326,7 +326,6 @@ class GrpcConnection(WindowedConnection):
         super().__init__(settings, topology_id, f"{host}:{port}", on_congestion)
         self.min_wait = settings.reconnect_min_wait_seconds
         self.max_wait = settings.reconnect_max_wait_seconds
-        self.channel_state = "IDLE"
         self._closed = False
         self._highest_sent = 0  # sequence of the newest batch any stream has carried
         self._wake = threading.Event()
@@ -337,7 +336,6 @@ class GrpcConnection(WindowedConnection):
         self._options = channel_options(settings)
         self.receiver = receiver  # the worker at the other end, named in each stream's proof
         self._channel = secure_channel(self.address, conf, self._options)
-        self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stream = _stream_callable(self._channel)
         self._encoder = TransferBatchEncoder(self.topology_id, self.sender, self.session)
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
@@ -410,8 +408,8 @@ class GrpcConnection(WindowedConnection):
                 self.unknown_tasks,
             )
 
-    def _on_channel_state(self, state: grpc.ChannelConnectivity) -> None:
-        self.channel_state = state.name
+    def link_state(self) -> str:
+        return connectivity(self._channel)
 
     # -- the stream thread ----------------------------------------------------------------------
     def _run(self) -> None:
@@ -451,7 +449,6 @@ class GrpcConnection(WindowedConnection):
         self.retargets += 1
         self.address = self.window.address = f"{host}:{port}"
         self._channel = secure_channel(self.address, self._conf, self._options)
-        self._channel.subscribe(self._on_channel_state, try_to_connect=True)
         self._stream = _stream_callable(self._channel)
         call = self._call
         if call is not None:
@@ -469,6 +466,25 @@ class GrpcConnection(WindowedConnection):
             self._call.cancel()
         self._thread.join(5.0)
         self._channel.close()
+
+
+#: gRPC core's connectivity numbers -> the names grpc.ChannelConnectivity gives them.
+_CONNECTIVITY = {state.value[0]: state.name for state in grpc.ChannelConnectivity}
+
+
+def connectivity(channel: grpc.Channel) -> str:
+    """A channel's connectivity now (``READY``, ``TRANSIENT_FAILURE``, ...), asked of gRPC's core
+    when read. ``Channel.subscribe`` would keep it current instead, but each subscription runs a
+    thread that wakes every 0.2 s: across a mesh of N workers that is 5 N (N - 1) wake-ups a
+    second, each taking its process's GIL (on 2 cores a mesh of 32 idle workers spent its CPU on
+    them and never formed). The core's state is what those threads read too."""
+    core = getattr(channel, "_channel", None)  # grpc._channel.Channel's cygrpc channel
+    if core is None:
+        return "UNKNOWN"
+    try:
+        return _CONNECTIVITY.get(core.check_connectivity_state(False), "UNKNOWN")
+    except ValueError:  # "Channel closed!"
+        return "SHUTDOWN"
 
 
 def _stream_callable(channel: grpc.Channel) -> grpc.StreamStreamMultiCallable:

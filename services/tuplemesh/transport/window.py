@@ -334,12 +334,16 @@ class WindowedConnection:
         self.unknown_tasks = 0
         self.traced = tracing.tracer() is not None  # decided once: no per-batch check when off
 
+    def link_state(self) -> str:
+        """The state of the link underneath (READY when it can carry batches now)."""
+        return self.channel_state
+
     def stats(self) -> ConnectionStats:
         """A snapshot of the counters (each read once; any thread)."""
         return ConnectionStats(
             address=self.address,
             state=self.state,
-            channel_state=self.channel_state,
+            channel_state=self.link_state(),
             sent_batches=self.sent_batches,
             sent_tuples=self.sent_tuples,
             sent_bytes=self.sent_bytes,

@@ -39,6 +39,7 @@ from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
+from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.sampling import TupleWatch
 
@@ -102,6 +103,8 @@ class ExecutorWiring:
     transfer_budget: ByteBudget = field(default_factory=lambda: ByteBudget(0))
     #: the worker's features (tuplemesh.core.feature): each is offered every executor once
     features: tuple[Feature, ...] = ()
+    #: the worker's flush timer: woken when a partial batch is left while it rests
+    flush_timer: FlushTimer = field(default_factory=lambda: FlushTimer(0.001))
 
 
 class Executor:
@@ -116,6 +119,7 @@ class Executor:
         self.counters = ExecutorCounters()
         queues, settings = plan.queue_settings, plan.worker_settings
         self.flush_interval = queues.flush_interval_seconds
+        self.flush_timer = wiring.flush_timer
         self.outbox = Outbox(
             local_inboxes=wiring.local_inboxes,
             remote_workers=plan.remote_worker_of_task,
@@ -508,12 +512,11 @@ class BoltExecutor(Executor):
             if span is not None:
                 span.set_attribute("tuplemesh.tuples", executed)
                 span.end()
-            if (
-                end_of_batch
-                and self.outbox.pending
-                and time.monotonic() - self.outbox.last_flush >= self.flush_interval
-            ):
-                self.outbox.flush()
+            if end_of_batch and self.outbox.pending:
+                if time.monotonic() - self.outbox.last_flush >= self.flush_interval:
+                    self.outbox.flush()
+                elif self.flush_timer.resting:
+                    self.flush_timer.wake()  # the partial batch is flushed within the interval
         elif batch is FLUSH:
             self.flush_requested = False
             self.outbox.flush()
@@ -894,6 +897,7 @@ class SpoutExecutor(Executor):
         monotonic = time.monotonic
         sleep = time.sleep
         next_tuples = [(task, spout.next_tuple) for task, spout in spouts]
+        rest = 0.0  # the current sleep of a finished, idle loop
         try:
             while self._running:
                 poll(self._on_control)
@@ -933,6 +937,13 @@ class SpoutExecutor(Executor):
                     continue
                 if outbox.pending:
                     outbox.flush()
+                if self.finished.is_set() and not len(tracker):
+                    # every spout finished and nothing in flight: only a control message (a stop,
+                    # a marker) can come, so the loop rests instead of waking 1,000 times a second
+                    rest = min(max(rest * 2, self.spout_wait), LONGEST_REST)
+                    sleep(rest)
+                    continue
+                rest = 0.0
                 sleep(self.spout_wait)
         except AlertError:
             log.warning("spout executor %s: a destination was halted; stopping", self.name)

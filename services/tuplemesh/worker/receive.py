@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh import tracing
@@ -54,6 +54,7 @@ class ReceivePath:
         log_interval: float,
         overflow_limit: int = 0,
         max_held_bytes: int = 0,
+        on_overflow: Callable[[], None] = lambda: None,
     ):
         self.worker_index = worker_index
         # keyed by int | None: a broadcast (task None) looks up like any task, and misses
@@ -64,6 +65,8 @@ class ReceivePath:
         self.overflow_limit = overflow_limit
         self._overflow: dict[int, tuple[RingBuffer[Any], deque[Batch]]] = {}
         self._overflow_lock = threading.Lock()
+        #: called when an inbox's overflow starts (the worker's flush timer moves it in)
+        self.on_overflow = on_overflow
         self._lock = threading.Lock()  # guards the counters when several receive threads run
         self.received = 0
         self.unknown = 0  # messages for tasks this worker does not own (or broadcasts with no inbox)
@@ -177,6 +180,7 @@ class ReceivePath:
                         return
                     except InsufficientCapacityError:
                         self._overflow[key] = (ring, deque([messages]))
+                        self.on_overflow()  # the flush timer moves it in once there is room
                         return
                 queue = waiting[1]
                 try:  # the executor may have freed slots since: move the oldest in first

@@ -45,6 +45,7 @@ from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.flush_timer import FlushTimer
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath
@@ -105,8 +106,14 @@ class Worker:
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
         log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
+        #: Storm's flush timer, resting while nothing is pending (executors and the receive path wake it)
+        self.flush_timer = FlushTimer(queues.flush_interval_seconds)
         self.receive = ReceivePath(
-            index, self.local_inbox_of_task, log_interval, max_held_bytes=queues.receive_max_bytes
+            index,
+            self.local_inbox_of_task,
+            log_interval,
+            max_held_bytes=queues.receive_max_bytes,
+            on_overflow=self.flush_timer.wake,
         )
         # read at every snapshot: the per-worker backpressure signal an autoscaler scales on
         self._congested_now = congested_tasks(self.local_inbox_of_task, queues.backpressure_watermark)
@@ -143,6 +150,7 @@ class Worker:
             self.user_metrics,
             self.transfer_budget,
             tuple(self.features.values()),
+            self.flush_timer,
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, wiring)
@@ -258,6 +266,7 @@ class Worker:
         deadline = time.monotonic() + timeout
         clean = True
         self._stopping.set()
+        self.flush_timer.stop()
         if self._checkpoint_ticker is not None:
             self._checkpoint_ticker.stop()
         self.gateway.close()  # no new rows; full export logs stop waiting for readers
@@ -293,20 +302,26 @@ class Worker:
         return clean
 
     def _flush_loop(self) -> None:
-        """Storm 2's flush timer: ask idle executors with partial batches to flush them."""
-        interval = self.queue_settings.flush_interval_seconds
+        """Storm 2's flush timer: ask idle executors with partial batches to flush them (and move
+        batches waiting in the receive overflow into inboxes that have room again)."""
+        timer = self.flush_timer
+        interval = timer.interval
         bolts = self.bolt_executors
-        while not self._stopping.wait(interval):
-            self.receive.move_overflow()
+        while timer.next_tick():
+            busy = self.receive.move_overflow() > 0
             now = time.monotonic()
             for executor in bolts:
                 outbox = executor.outbox
-                if outbox.pending and not executor.flush_requested and now - outbox.last_flush >= interval:
+                if not outbox.pending:
+                    continue
+                busy = True
+                if not executor.flush_requested and now - outbox.last_flush >= interval:
                     executor.flush_requested = True
                     try:
                         executor.inbox.try_put(FLUSH)
                     except InsufficientCapacityError:
                         executor.flush_requested = False  # busy: it flushes at its next end of batch
+            timer.found(busy)
 
     # -- observation ----------------------------------------------------------------------------
     def snapshot(self) -> WorkerSnapshot:
