@@ -1,0 +1,167 @@
+"""A worker's replay cache full: each worker remembers the nonce of every proof it took until its
+window ends, at most ``mesh.secret.replay.cache.entries``. Two real grpc workers on loopback with a
+cache of 8 and a short window; the test holds the secret, as a member would, and opens fresh
+valid streams until the cache is full. Then a new stream is refused RESOURCE_EXHAUSTED and
+counted, the streams already open carry the mesh's tuples as before, and a restarted worker's new
+stream waits (refused, retried) until the window lets the nonces expire, losing nothing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2
+
+from tests.helpers import eventually
+from tests.security.test_mesh_identity import (
+    SECRET,
+    TARGET,
+    WORDS,
+    batch,
+    count_task_on,
+    counted,
+    epoch_of,
+    received,
+    refused,
+    status,
+    word_for,
+)
+from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh.security import mesh_proof
+from tuplemesh.v1 import admin_pb2, transfer_pb2_grpc
+
+ENTRIES = 8
+SKEW = 10  # mesh.secret.max.skew.secs: the nonces of a proof made now are forgotten within 10 s
+FULL = "Transfer: 8 proofs taken within the skew window; try again later"
+
+
+def counted_on(mesh: Mesh, index: int) -> int:
+    return sum(e.executed for e in status(mesh, index).executors if e.component == "count")
+
+
+def serving(mesh: Mesh, index: int) -> bool:
+    reply = mesh.health(index).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+    return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
+
+
+def emit_sentence(mesh: Mesh, index: int, prefix: str) -> None:
+    """40 distinct words into worker ``index``'s split task: the count tasks of both workers get some."""
+    sentence = " ".join(f"{prefix}{i}" for i in range(40))
+    mesh.admin(index).Emit(admin_pb2.EmitRequest(component="split", values_json=f'["{sentence}"]'), timeout=5)
+
+
+def changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
+
+
+def test_a_full_replay_cache_refuses_new_streams_only_until_the_window_frees_it(tmp_path: Path):
+    secret = tmp_path / "mesh-secret"
+    secret.write_bytes(SECRET)
+    env = {
+        "TUPLEMESH_MESH_SECRET_FILE": str(secret),
+        "TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES": str(ENTRIES),
+        "TUPLEMESH_MESH_SECRET_MAX_SKEW_SECS": str(SKEW),
+    }
+    mesh = start_mesh(TARGET, 2, env=env)
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        ready = time.time()
+        assignment = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
+        [full] = {e.worker for e in assignment.executors if e.component == "sentences"}  # the spout's
+        other = 1 - full  # restarted below; the spout's worker keeps running with its cache full
+        task = count_task_on(mesh, full)
+        channel = grpc.insecure_channel(mesh.address(full))
+        epoch = epoch_of(mesh, full)
+        # the mesh's own streams opened before `ready`: their nonces are forgotten a window later,
+        # so every slot of the cache is free for the proofs below
+        eventually(lambda: time.time() > ready + SKEW + 0.5, timeout=SKEW + 5, interval=0.1)
+        before, taken = refused(mesh, full), received(mesh, full)
+
+        # a member whose clock runs SKEW - 1 s ahead (still within the window): its nonces are
+        # remembered for almost two windows, long enough for the restart below on a loaded machine
+        def ahead() -> float:
+            return time.time() + SKEW - 1
+
+        def open_stream(n: int, clock: Callable[[], float] = time.time) -> tuple[grpc.StatusCode, str]:
+            """One stream from ``other`` with a fresh valid proof, carrying one word for ``full``:
+            OK when it was acknowledged, else the code and message it was refused with."""
+            one = [batch([(task, word_for(task, f"fill{n}"))], sender=other, session=9000 + 10 * n)]
+            proof = epoch + mesh_proof(SECRET, "wordcount", other, full, clock=clock)
+            call = transfer_pb2_grpc.TransferStub(channel).Stream(iter(one), metadata=proof, timeout=10)
+            try:
+                acks = list(call)
+            except grpc.RpcError as exc:
+                return exc.code(), exc.details()
+            assert acks[-1].sequence == one[-1].sequence
+            return grpc.StatusCode.OK, ""
+
+        accepted = 0
+        while open_stream(accepted, ahead) == (grpc.StatusCode.OK, ""):
+            accepted += 1
+            assert accepted <= ENTRIES, "the cache took more proofs than mesh.secret.replay.cache.entries"
+        assert accepted == ENTRIES
+        # ... every next fresh, valid proof is refused, with the documented code and message
+        for n in range(3):
+            assert open_stream(100 + n) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)
+        fills_refused = 1 + 3  # the fill the loop above stopped at, and these
+        after = refused(mesh, full)
+        assert changed(before, after) == {"replay_cache_full": fills_refused}
+        assert status(mesh, full).binding.refused["replay_cache_full"] == after["replay_cache_full"]
+        eventually(lambda: counted(mesh) == WORDS + ENTRIES, timeout=10, interval=0.05)
+        assert received(mesh, full) == (taken[0] + ENTRIES, taken[1] + ENTRIES)  # nothing refused got in
+        assert serving(mesh, full) and serving(mesh, other)
+        assert status(mesh, full).state == "SERVING"
+
+        # the streams already open are not affected: a sentence emitted on the other worker
+        # crosses the other worker's open stream to `full`, every word counted once
+        start = [counted_on(mesh, i) for i in (0, 1)]
+        emit_sentence(mesh, other, "a")
+
+        def per_worker(start: list[int] = start) -> list[int]:
+            return [counted_on(mesh, i) - start[i] for i in (0, 1)]
+
+        eventually(
+            lambda: sum(per_worker()) == 40, timeout=10, interval=0.05, message=lambda: f"{per_worker()}"
+        )
+        assert per_worker()[full] > 0
+        assert changed(before, refused(mesh, full)) == {"replay_cache_full": fills_refused}  # none re-opened
+        assert open_stream(200) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)  # still full
+        fills_refused += 1
+
+        # a new stream of the mesh's own: the other worker restarts while the cache is full. Its
+        # stream to `full` is refused and retried; its tuples wait in its send window meanwhile
+        mesh.kill(other)
+        mesh.restart(other)
+        eventually(
+            lambda: (
+                refused(mesh, full)["replay_cache_full"] > before.get("replay_cache_full", 0) + fills_refused
+            ),
+            timeout=10,
+            interval=0.05,
+        )
+        assert serving(mesh, other)  # its connection is up: readiness does not drop for this
+        start = [counted_on(mesh, full), 0]  # the restarted worker's count tasks start from nothing
+        emit_sentence(mesh, other, "b")
+
+        def taken_after_restart() -> int:
+            return counted_on(mesh, full) - start[0] + counted_on(mesh, other)
+
+        # once the fill proofs' window ends their nonces are forgotten, the retried stream is
+        # taken and every word reaches its count task once
+        eventually(
+            lambda: taken_after_restart() == 40,
+            timeout=3 * SKEW,
+            interval=0.1,
+            message=lambda: f"{taken_after_restart()}",
+        )
+        assert counted_on(mesh, full) > start[0]  # some of them crossed the retried stream
+        assert set(changed(before, refused(mesh, full))) == {"replay_cache_full"}
+        assert refused(mesh, other) == {}
+        assert serving(mesh, full) and serving(mesh, other)
+        assert taken_after_restart() == 40
+    finally:
+        assert mesh.stop() == [0, 0]
