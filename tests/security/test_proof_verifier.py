@@ -1,5 +1,6 @@
 """`ProofVerifier`: what makes a proof of the mesh secret good once, at one worker, for a while.
-Unit tests with an injected clock (the process tests are in test_mesh_identity)."""
+Unit tests with an injected clock (the process tests are in test_mesh_identity,
+test_forwarded_rebalance and test_replay_cache)."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from tests.helpers import eventually
 from tests.security.test_mesh_identity import (
     SECRET,
     TARGET,
+    TOPOLOGY,
     WORDS,
     batch,
     count_task_on,
@@ -29,7 +30,8 @@ from tests.security.test_mesh_identity import (
     word_for,
 )
 from tests.worker.conftest import Mesh, start_mesh
-from tuplemesh.security import mesh_proof
+from tuplemesh.security import REBALANCE, mesh_proof
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.v1 import admin_pb2, transfer_pb2_grpc
 
 ENTRIES = 8
@@ -50,6 +52,26 @@ def emit_sentence(mesh: Mesh, index: int, prefix: str) -> None:
     """40 distinct words into worker ``index``'s split task: the count tasks of both workers get some."""
     sentence = " ".join(f"{prefix}{i}" for i in range(40))
     mesh.admin(index).Emit(admin_pb2.EmitRequest(component="split", values_json=f'["{sentence}"]'), timeout=5)
+
+
+def open_stream(
+    mesh: Mesh, sender: int, receiver: int, n: int, clock: Callable[[], float] = time.time
+) -> tuple[grpc.StatusCode, str]:
+    """One Transfer stream from ``sender`` with a fresh valid proof, carrying one word for a count
+    task of ``receiver``: OK once it is acknowledged, else the code and message it was refused with."""
+    task = count_task_on(mesh, receiver)
+    one = [batch([(task, word_for(task, f"fill{n}"))], sender=sender, session=9000 + 10 * n)]
+    proof = epoch_of(mesh, receiver) + mesh_proof(SECRET, TOPOLOGY, sender, receiver, clock=clock)
+    channel = grpc.insecure_channel(mesh.address(receiver))
+    call = transfer_pb2_grpc.TransferStub(channel).Stream(iter(one), metadata=proof, timeout=10)
+    try:
+        acks = list(call)
+    except grpc.RpcError as exc:
+        return exc.code(), str(exc.details())
+    finally:
+        channel.close()
+    assert acks[-1].sequence == one[-1].sequence
+    return grpc.StatusCode.OK, ""
 
 
 def changed(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -73,9 +95,6 @@ def test_a_full_replay_cache_refuses_new_streams_only_until_the_window_frees_it(
         assignment = mesh.admin(0).GetAssignment(admin_pb2.GetAssignmentRequest(), timeout=5)
         [full] = {e.worker for e in assignment.executors if e.component == "sentences"}  # the spout's
         other = 1 - full  # restarted below; the spout's worker keeps running with its cache full
-        task = count_task_on(mesh, full)
-        channel = grpc.insecure_channel(mesh.address(full))
-        epoch = epoch_of(mesh, full)
         # the mesh's own streams opened before `ready`: their nonces are forgotten a window later,
         # so every slot of the cache is free for the proofs below
         eventually(lambda: time.time() > ready + SKEW + 0.5, timeout=SKEW + 5, interval=0.1)
@@ -86,27 +105,14 @@ def test_a_full_replay_cache_refuses_new_streams_only_until_the_window_frees_it(
         def ahead() -> float:
             return time.time() + SKEW - 1
 
-        def open_stream(n: int, clock: Callable[[], float] = time.time) -> tuple[grpc.StatusCode, str]:
-            """One stream from ``other`` with a fresh valid proof, carrying one word for ``full``:
-            OK when it was acknowledged, else the code and message it was refused with."""
-            one = [batch([(task, word_for(task, f"fill{n}"))], sender=other, session=9000 + 10 * n)]
-            proof = epoch + mesh_proof(SECRET, "wordcount", other, full, clock=clock)
-            call = transfer_pb2_grpc.TransferStub(channel).Stream(iter(one), metadata=proof, timeout=10)
-            try:
-                acks = list(call)
-            except grpc.RpcError as exc:
-                return exc.code(), exc.details()
-            assert acks[-1].sequence == one[-1].sequence
-            return grpc.StatusCode.OK, ""
-
         accepted = 0
-        while open_stream(accepted, ahead) == (grpc.StatusCode.OK, ""):
+        while open_stream(mesh, other, full, accepted, ahead) == (grpc.StatusCode.OK, ""):
             accepted += 1
             assert accepted <= ENTRIES, "the cache took more proofs than mesh.secret.replay.cache.entries"
         assert accepted == ENTRIES
         # ... every next fresh, valid proof is refused, with the documented code and message
         for n in range(3):
-            assert open_stream(100 + n) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)
+            assert open_stream(mesh, other, full, 100 + n) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)
         fills_refused = 1 + 3  # the fill the loop above stopped at, and these
         after = refused(mesh, full)
         assert changed(before, after) == {"replay_cache_full": fills_refused}
@@ -129,7 +135,7 @@ def test_a_full_replay_cache_refuses_new_streams_only_until_the_window_frees_it(
         )
         assert per_worker()[full] > 0
         assert changed(before, refused(mesh, full)) == {"replay_cache_full": fills_refused}  # none re-opened
-        assert open_stream(200) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)  # still full
+        assert open_stream(mesh, other, full, 200) == (grpc.StatusCode.RESOURCE_EXHAUSTED, FULL)  # still full
         fills_refused += 1
 
         # a new stream of the mesh's own: the other worker restarts while the cache is full. Its
@@ -163,5 +169,62 @@ def test_a_full_replay_cache_refuses_new_streams_only_until_the_window_frees_it(
         assert refused(mesh, other) == {}
         assert serving(mesh, full) and serving(mesh, other)
         assert taken_after_restart() == 40
+    finally:
+        assert mesh.stop() == [0, 0]
+
+
+def test_a_full_rebalance_replay_cache_refuses_forwarded_calls_and_leaves_transfer_alone(tmp_path: Path):
+    """Forwarded Rebalance calls have a cache of their own, of the same size: filled by a member's
+    calls, the next is refused RESOURCE_EXHAUSTED and counted, and Transfer streams still open."""
+    secret = tmp_path / "mesh-secret"
+    secret.write_bytes(SECRET)
+    env = {
+        "TUPLEMESH_MESH_SECRET_FILE": str(secret),
+        "TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES": str(ENTRIES),
+    }  # the default window (300 s): nothing expires during the test
+    mesh = start_mesh(TARGET, 2, env=env)
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        current = Epoch.parse(status(mesh, 1).epoch)
+        # an epoch for 3 workers, asking for 2: each call's proof is taken, then the call is
+        # refused INVALID_ARGUMENT, and nothing moves
+        request = admin_pb2.RebalanceRequest(
+            workers=2, epoch=str(Epoch(3, current.code, current.counter + 1))
+        )
+        before = [refused(mesh, i) for i in (0, 1)]
+
+        def forward() -> tuple[grpc.StatusCode, str]:
+            """Worker 0 forwarding a rescale to worker 1, with a fresh proof."""
+            try:
+                mesh.admin(1).Rebalance(
+                    request, metadata=mesh_proof(SECRET, TOPOLOGY, 0, 1, REBALANCE), timeout=30
+                )
+            except grpc.RpcError as exc:
+                return exc.code(), str(exc.details())
+            return grpc.StatusCode.OK, ""
+
+        # no worker forwarded a Rebalance yet: every slot is free
+        assert [forward()[0] for _ in range(ENTRIES)] == [grpc.StatusCode.INVALID_ARGUMENT] * ENTRIES
+        for _ in range(3):
+            assert forward() == (
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh "
+                "secret: 8 proofs taken within the skew window; try again later; to rescale, give only "
+                "the worker count",
+            )
+        after = [refused(mesh, i) for i in (0, 1)]
+        assert after[0] == before[0]
+        assert changed(before[1], after[1]) == {"replay_cache_full": 3}
+        assert status(mesh, 1).binding.refused["replay_cache_full"] == after[1]["replay_cache_full"]
+        # Transfer's cache is its own: a member's new stream is taken, its word counted once
+        assert open_stream(mesh, 0, 1, 1) == (grpc.StatusCode.OK, "")
+        eventually(lambda: counted(mesh) == WORDS + 1, timeout=10, interval=0.05)
+        assert changed(before[1], refused(mesh, 1)) == {"replay_cache_full": 3}
+        for index in (0, 1):
+            assert status(mesh, index).epoch == str(current)
+            assert status(mesh, index).state == "SERVING"
+            assert serving(mesh, index)
     finally:
         assert mesh.stop() == [0, 0]
