@@ -228,3 +228,77 @@ def test_a_full_rebalance_replay_cache_refuses_forwarded_calls_and_leaves_transf
             assert serving(mesh, index)
     finally:
         assert mesh.stop() == [0, 0]
+
+
+def test_a_full_replay_cache_over_zmq_refuses_frames_with_new_proofs_and_counts_each(tmp_path: Path):
+    """zmq takes a proof per connection (and each new one a sender makes): a member's frames, each
+    with a new proof, fill the cache; every frame with a new proof after that is dropped and
+    counted, while the connections already proven (the mesh's own) deliver as before."""
+    import msgpack
+    import zmq
+
+    from tuplemesh.security import mesh_auth
+    from tuplemesh.transport.framing import pack_within
+
+    secret = tmp_path / "mesh-secret"
+    secret.write_bytes(SECRET)
+    env = {
+        "TUPLEMESH_MESH_SECRET_FILE": str(secret),
+        "TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES": str(ENTRIES),
+        "TUPLEMESH_MESSAGING_TRANSPORT": "zmq",
+    }  # the default window (300 s): the mesh's senders make their next proofs in 150 s
+    mesh = start_mesh(TARGET, 2, env=env)
+    context = zmq.Context()
+    dealer = context.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    try:
+        eventually(
+            lambda: counted(mesh) == WORDS, timeout=30, interval=0.1, message=lambda: f"{counted(mesh)}"
+        )
+        task, epoch = count_task_on(mesh, 1), status(mesh, 1).epoch
+        dealer.connect(f"tcp://127.0.0.1:{mesh.ports[1] + 100}")  # zmq.port.offset's default
+        before = refused(mesh, 1)
+
+        def send(n: int) -> str:
+            """A frame from worker 0 with a new proof, one word for worker 1: "taken" once its word is
+            counted, "refused" once the refusal is (a refused frame gets no answer)."""
+            [(packed, _)] = pack_within([(task, word_for(task, f"z{n}"))], 1 << 20)
+            header = [TOPOLOGY, 0, 700 + n, 1, True, 1, epoch, mesh_auth(SECRET, TOPOLOGY, 0, 1)]
+            words, full = counted(mesh), refused(mesh, 1).get("replay_cache_full", 0)
+            dealer.send_multipart([msgpack.packb(header), packed])
+
+            def outcome() -> str:
+                if refused(mesh, 1).get("replay_cache_full", 0) == full + 1:
+                    return "refused"
+                return "taken" if counted(mesh) == words + 1 else ""
+
+            return eventually(outcome, timeout=10, interval=0.05)
+
+        accepted = 0
+        while send(accepted) == "taken":
+            accepted += 1
+            assert accepted <= ENTRIES, "the cache took more proofs than mesh.secret.replay.cache.entries"
+        # worker 0's connection to worker 1 holds a slot or more (a proof per connect): the rest is ours
+        assert 0 < accepted < ENTRIES
+        assert [send(100 + n) for n in range(3)] == ["refused"] * 3
+        assert changed(before, refused(mesh, 1)) == {"replay_cache_full": 4}
+        assert status(mesh, 1).binding.refused["replay_cache_full"] == refused(mesh, 1)["replay_cache_full"]
+        assert counted(mesh) == WORDS + accepted  # nothing of the refused frames delivered
+        # the connections already proven carry the mesh's tuples as before: every word counted once
+        start = [counted_on(mesh, i) for i in (0, 1)]
+        for index in (0, 1):
+            emit_sentence(mesh, index, f"w{index}-")
+
+        def per_worker() -> list[int]:
+            return [counted_on(mesh, i) - start[i] for i in (0, 1)]
+
+        eventually(
+            lambda: sum(per_worker()) == 80, timeout=10, interval=0.05, message=lambda: f"{per_worker()}"
+        )
+        assert changed(before, refused(mesh, 1)) == {"replay_cache_full": 4}
+        assert refused(mesh, 0) == {}
+        assert serving(mesh, 0) and serving(mesh, 1)
+    finally:
+        dealer.close()
+        context.term()
+        assert mesh.stop() == [0, 0]
