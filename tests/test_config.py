@@ -441,3 +441,31 @@ def test_a_secret_keys_bad_value_is_shown_as_stars():
 def test_an_unknown_key_that_holds_no_secret_still_shows_its_value():
     with pytest.raises(ConfigError, match=r"'topology.wrokers'.*unknown key.*\(got 3\)"):
         Config({"topology.wrokers": 3})
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "must be > 0 (got 0)"),
+        (-8, "must be > 0 (got -8)"),
+        (8.5, "must be an integer (got 8.5)"),
+        ("eight", "must be an integer (got 'eight')"),
+        (True, "must be an integer (got True)"),
+    ],
+)
+def test_the_replay_cache_size_must_be_a_positive_integer(value, message):
+    with pytest.raises(ConfigError) as err:
+        Config({"mesh.secret.replay.cache.entries": value})
+    assert str(err.value) == f"config key 'mesh.secret.replay.cache.entries': {message}"
+
+
+def test_the_replay_cache_size_from_the_environment():
+    env = {"TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES": "8"}
+    assert Config.load(env=env)["mesh.secret.replay.cache.entries"] == 8
+    assert Config.load(env={})["mesh.secret.replay.cache.entries"] == 65_536
+    with pytest.raises(ConfigError) as err:
+        Config.load(env={"TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES": "0"})
+    assert str(err.value) == (
+        "config key 'mesh.secret.replay.cache.entries' (set by TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES): "
+        "must be > 0 (got '0')"
+    )

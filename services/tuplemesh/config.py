@@ -577,6 +577,18 @@ KEYS: dict[str, ConfigKey] = {
             unit="secs",
         ),
         ConfigKey(
+            "mesh.secret.replay.cache.entries",
+            int,
+            65_536,
+            "Nonces of taken proofs each worker remembers per kind of call (Transfer streams, "
+            "forwarded Rebalance calls), each until its proof's window ends. When that many are "
+            "remembered, a new stream or call is refused RESOURCE_EXHAUSTED until the oldest "
+            "expire (streams already open are not affected); the default takes more than 100 "
+            "new streams a second for the whole default window, in about 13 MiB.",
+            _positive,
+            unit="nonces",
+        ),
+        ConfigKey(
             "mesh.secret",
             str,
             "",

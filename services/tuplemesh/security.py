@@ -83,10 +83,11 @@ def mesh_secret(conf: Mapping[str, Any]) -> bytes:
 TRANSFER = "transfer"
 REBALANCE = "rebalance"
 
-#: Nonces remembered per receiver and purpose (one per accepted stream or call, each for twice
-#: ``mesh.secret.max.skew.secs`` at most). Only a holder of the secret can add one (a nonce is
-#: remembered after its MAC is checked), and a mesh opens a stream per peer and reconnect: 65,536
-#: is more than 100 new streams a second for the whole default window, in about 13 MiB (measured).
+#: Nonces remembered per receiver and purpose by default (``mesh.secret.replay.cache.entries``;
+#: one per accepted stream or call, each for twice ``mesh.secret.max.skew.secs`` at most). Only a
+#: holder of the secret can add one (a nonce is remembered after its MAC is checked), and a mesh
+#: opens a stream per peer and reconnect: 65,536 is more than 100 new streams a second for the
+#: whole default window, in about 13 MiB (measured).
 REPLAY_CACHE_ENTRIES = 65_536
 
 _HEX = frozenset("0123456789abcdef")

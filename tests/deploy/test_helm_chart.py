@@ -523,6 +523,44 @@ def test_mesh_secret_is_a_file_from_an_existing_secret_never_the_config_map_or_e
     assert not any(key.startswith("mesh.") for key in conf)
 
 
+def worker_config(m: dict[str, list[dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+    """The worker config the chart renders: its text and what YAML reads in it."""
+    text = next(c for c in m["ConfigMap"] if "tuplemesh.yaml" in c["data"])["data"]["tuplemesh.yaml"]
+    return text, yaml.safe_load(text)
+
+
+def test_mesh_secret_window_and_replay_cache_render_into_the_worker_config():
+    from tuplemesh.config import Config
+
+    text, conf = worker_config(render({"meshSecret": {"existingSecret": "mesh-transfer"}}))
+    assert "mesh.secret.max.skew.secs" not in conf and "mesh.secret.replay.cache.entries" not in conf
+    m = render(
+        {
+            "meshSecret": {
+                "existingSecret": "mesh-transfer",
+                "maxSkewSeconds": 30,
+                "replayCacheEntries": 1_000_000,
+            }
+        }
+    )
+    text, conf = worker_config(m)
+    # exactly the keys and values a worker reads
+    assert "\nmesh.secret.max.skew.secs: 30\n" in f"\n{text}"
+    assert "\nmesh.secret.replay.cache.entries: 1000000\n" in f"\n{text}"
+    assert Config(conf)["mesh.secret.max.skew.secs"] == 30.0  # what the worker reads
+    assert Config(conf)["mesh.secret.replay.cache.entries"] == 1_000_000
+    assert env_of(m)["TUPLEMESH_MESH_SECRET_FILE"]["value"] == "/etc/tuplemesh/mesh-secret/secret"
+
+    def checksum(v: dict[str, Any]) -> str:
+        annotations = render(v)["StatefulSet"][0]["spec"]["template"]["metadata"]["annotations"]
+        return str(annotations["checksum/config"])
+
+    assert checksum({}) != checksum({"meshSecret": {"maxSkewSeconds": 30}})  # the pods roll
+    # the keys through config still work when the meshSecret values are left at 0
+    _, conf = worker_config(render({"config": {"mesh.secret.max.skew.secs": 45}}))
+    assert conf["mesh.secret.max.skew.secs"] == 45
+
+
 def test_redis_state_store_url_and_password_from_a_secret():
     m = render(VALUE_SETS["conventional"])
     env = env_of(m)
@@ -649,6 +687,9 @@ def test_gateway_service_and_the_network_policy_rule_spark_needs():
         ({"updateStrategy": {"type": "Recreate"}}, "/updateStrategy/type"),
         ({"state": {"sqlite": {"persistence": {"size": "lots"}}}}, "/state/sqlite/persistence/size"),
         ({"admin": {"existingSecret": "Not_A_Name"}}, "/admin/existingSecret"),
+        ({"meshSecret": {"maxSkewSeconds": -1}}, "/meshSecret/maxSkewSeconds"),
+        ({"meshSecret": {"maxSkewSeconds": 2.5}}, "/meshSecret/maxSkewSeconds"),
+        ({"meshSecret": {"replayCacheEntries": "lots"}}, "/meshSecret/replayCacheEntries"),
     ],
 )
 def test_schema_refuses_unknown_and_malformed_values(values: dict[str, Any], where: str):
@@ -728,6 +769,15 @@ def test_every_object_of_the_schema_is_closed():
             "config.topology.state.sqlite.path is set by the chart",
         ),
         ({"config": {"topology.state.redis.url": "redis://r"}}, "use state.redis.url"),
+        (
+            {"meshSecret": {"maxSkewSeconds": 30}, "config": {"mesh.secret.max.skew.secs": 60}},
+            "config.mesh.secret.max.skew.secs and meshSecret.maxSkewSeconds are both set: set "
+            "meshSecret.maxSkewSeconds only",
+        ),
+        (
+            {"meshSecret": {"replayCacheEntries": 8}, "config": {"mesh.secret.replay.cache.entries": 9}},
+            "config.mesh.secret.replay.cache.entries and meshSecret.replayCacheEntries are both set",
+        ),
     ],
 )
 def test_secrets_and_stores_that_cannot_work_fail_at_render(values: dict[str, Any], message: str):

@@ -7,6 +7,7 @@ loopback."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,6 +124,34 @@ def test_a_forwarded_rebalance_proof_is_taken_once_and_only_by_the_worker_it_nam
     assert {r: n - before[1].get(r, 0) for r, n in after[1].items() if n != before[1].get(r, 0)} == {
         "replayed_proof": 1,
         "wrong_receiver": 1,
+    }
+    for index in (0, 1):
+        assert epoch(mesh, index) == str(current)
+        assert state(mesh, index) == "SERVING"
+
+
+def test_a_stale_forwarded_rebalance_proof_is_refused_and_counted(mesh: Mesh):
+    current = Epoch.parse(epoch(mesh, 1))
+    # an epoch for 3 workers, asking for 2: a proof taken by mistake would be answered
+    # INVALID_ARGUMENT, and nothing could move
+    request = admin_pb2.RebalanceRequest(workers=2, epoch=str(Epoch(3, current.code, current.counter + 1)))
+    before = [refused(mesh, i) for i in (0, 1)]
+    for shift, when in ((-400, "before"), (400, "after")):  # made 400 s ago, or 400 s ahead
+        made = mesh_proof(SECRET, TOPOLOGY, 0, 1, REBALANCE, clock=lambda shift=shift: time.time() + shift)
+        stale = (*AUTH, *made)
+        code, message = rebalance_code(mesh.admin(1), request, stale)
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+        assert re.fullmatch(
+            r"a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the mesh "
+            rf"secret: a proof made (399|40\d) s {when} now by this worker's clock, outside the 300 s "
+            r"window \(mesh.secret.max.skew.secs; are the clocks synchronised\?\); to rescale, give "
+            r"only the worker count",
+            message,
+        ), message
+    after = [refused(mesh, i) for i in (0, 1)]
+    assert after[0] == before[0]
+    assert {r: n - before[1].get(r, 0) for r, n in after[1].items() if n != before[1].get(r, 0)} == {
+        "stale_proof": 2
     }
     for index in (0, 1):
         assert epoch(mesh, index) == str(current)

@@ -310,6 +310,17 @@ def test_a_zmq_mesh_with_the_secret_counts_exactly_and_drops_outsiders(secret_fi
             )
         eventually(lambda: refused(mesh, 1).get("replayed_proof", 0) == 3, timeout=10, interval=0.05)
         assert refused(mesh, 1) == {"unauthenticated": 2, "replayed_proof": 3}
+        # a member's frames with a proof made 400 s ago, and with one made for worker 0
+        stale = mesh_auth(SECRET, TOPOLOGY, 0, 1, clock=lambda: time.time() - 400)
+        for sequence, wrong in ((1, stale), (2, mesh_auth(SECRET, TOPOLOGY, 0, 0))):
+            dealer.send_multipart([msgpack.packb([TOPOLOGY, 0, 79, sequence, True, 1, epoch, wrong]), packed])
+        eventually(lambda: refused(mesh, 1).get("wrong_receiver", 0) == 1, timeout=10, interval=0.05)
+        assert refused(mesh, 1) == {
+            "unauthenticated": 2,
+            "replayed_proof": 3,
+            "stale_proof": 1,
+            "wrong_receiver": 1,
+        }
         dealer.close()
         replayer.close()
         context.term()

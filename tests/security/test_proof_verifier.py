@@ -1,5 +1,6 @@
 """`ProofVerifier`: what makes a proof of the mesh secret good once, at one worker, for a while.
-Unit tests with an injected clock (the process tests are in test_mesh_identity)."""
+Unit tests with an injected clock (the process tests are in test_mesh_identity,
+test_forwarded_rebalance and test_replay_cache)."""
 
 from __future__ import annotations
 
@@ -155,3 +156,18 @@ def test_each_grpc_stream_opens_with_a_new_proof_for_its_receiver():
     one, two = dict(handshake(settings, TOPOLOGY, 1)), dict(handshake(settings, TOPOLOGY, 1))
     assert one[AUTH_METADATA] != two[AUTH_METADATA]
     assert one[AUTH_METADATA].split(".")[0] == "1"
+
+
+def test_the_configured_cache_size_is_the_capacity_of_the_transfer_verifier():
+    from tuplemesh.config import KEYS, Config
+    from tuplemesh.security import REPLAY_CACHE_ENTRIES
+    from tuplemesh.transport.session import ReceiverSession
+
+    assert KEYS["mesh.secret.replay.cache.entries"].default == REPLAY_CACHE_ENTRIES
+    conf = {"mesh.secret": "s3cret", "worker.index": 1, "mesh.secret.replay.cache.entries": 8}
+    session = ReceiverSession.bound_with(
+        TOPOLOGY, lambda *a: None, TransportSettings.from_config(Config(conf))
+    )
+    assert session.verifier is not None and session.verifier.capacity == 8
+    default = TransportSettings.from_config(Config({"mesh.secret": "s3cret"}))
+    assert default.mesh_replay_cache_entries == REPLAY_CACHE_ENTRIES

@@ -131,13 +131,15 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         # what a Rebalance naming an epoch (a peer forwarding its rescale) must prove, as a
         # Transfer stream does: the mesh secret, and under mTLS a certificate with the worker role
         secret = mesh_secret(worker.conf)
+        conf = as_config(worker.conf)
         self._verifier = (
             ProofVerifier(
                 secret,
                 worker.topology_id,
                 worker.index,
                 REBALANCE,
-                as_config(worker.conf).seconds("mesh.secret.max.skew.secs"),
+                conf.seconds("mesh.secret.max.skew.secs"),
+                conf["mesh.secret.replay.cache.entries"],
             )
             if secret
             else None

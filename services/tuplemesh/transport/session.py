@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.security import TRANSFER, ProofVerifier
+from tuplemesh.security import REPLAY_CACHE_ENTRIES, TRANSFER, ProofVerifier
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
@@ -113,12 +113,17 @@ class ReceiverSession:
         worker_certificates: bool = False,
         index: int = -1,
         max_skew: float = 300.0,
+        replay_cache_entries: int = REPLAY_CACHE_ENTRIES,
     ) -> None:
         self.topology_id = topology_id
         #: The mesh secret every stream must prove (b"": none needed).
         self.secret = secret
         #: Checks each stream's proof of the secret: fresh, for this worker (``index``), once.
-        self.verifier = ProofVerifier(secret, topology_id, index, TRANSFER, max_skew) if secret else None
+        self.verifier = (
+            ProofVerifier(secret, topology_id, index, TRANSFER, max_skew, replay_cache_entries)
+            if secret
+            else None
+        )
         #: Sender ids of this mesh are 0 .. workers - 1 (0: not checked).
         self.workers = workers
         #: Streams need a certificate with the worker role (mTLS).
@@ -170,6 +175,7 @@ class ReceiverSession:
             settings.tls_enabled,
             settings.worker_index,
             settings.mesh_max_skew_seconds,
+            settings.mesh_replay_cache_entries,
         )
 
     def refuse(self, reason: str, where: str, detail: str) -> None:

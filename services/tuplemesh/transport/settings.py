@@ -39,6 +39,8 @@ class TransportSettings:
     mesh_secret: bytes  # b"": Transfer streams need no proof of membership (plaintext dev mode)
     #: how far a proof's timestamp may be from the receiver's clock (mesh.secret.max.skew.secs)
     mesh_max_skew_seconds: float
+    #: nonces of taken proofs a receiver remembers (mesh.secret.replay.cache.entries)
+    mesh_replay_cache_entries: int
     tls_enabled: bool  # Transfer streams need a worker certificate
     workers: int  # sender ids of this mesh are 0 .. workers - 1
     zmq_io_threads: int
@@ -77,6 +79,7 @@ class TransportSettings:
             admin_token=conf["admin.token"],
             mesh_secret=mesh_secret(conf),
             mesh_max_skew_seconds=conf.seconds("mesh.secret.max.skew.secs"),
+            mesh_replay_cache_entries=conf["mesh.secret.replay.cache.entries"],
             tls_enabled=conf["tls.enabled"],
             workers=conf["topology.workers"],
             zmq_io_threads=conf["zmq.threads"],

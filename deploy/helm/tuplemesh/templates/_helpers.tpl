@@ -83,6 +83,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $base "tls.key.file" "/etc/tuplemesh/tls/tls.key" -}}
 {{- $_ := set $base "tls.ca.file" "/etc/tuplemesh/tls/ca.crt" -}}
 {{- end -}}
+{{- with .Values.meshSecret.maxSkewSeconds -}}
+{{- $_ := set $base "mesh.secret.max.skew.secs" (int .) -}}
+{{- end -}}
+{{- with .Values.meshSecret.replayCacheEntries -}}
+{{- $_ := set $base "mesh.secret.replay.cache.entries" (int .) -}}
+{{- end -}}
 {{- toYaml (merge (deepCopy .Values.config) $base) -}}
 {{- end -}}
 
@@ -98,6 +104,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if hasKey $.Values.config $key }}
 {{- fail (printf "config.%s would put a secret into a ConfigMap: put it in a Secret and name that Secret in %s" $key $secretValue) }}
 {{- end }}
+{{- end }}
+{{- /* one place for each: the meshSecret value, or config (where the value is 0) */}}
+{{- if and .Values.meshSecret.maxSkewSeconds (hasKey .Values.config "mesh.secret.max.skew.secs") }}
+{{- fail "config.mesh.secret.max.skew.secs and meshSecret.maxSkewSeconds are both set: set meshSecret.maxSkewSeconds only" }}
+{{- end }}
+{{- if and .Values.meshSecret.replayCacheEntries (hasKey .Values.config "mesh.secret.replay.cache.entries") }}
+{{- fail "config.mesh.secret.replay.cache.entries and meshSecret.replayCacheEntries are both set: set meshSecret.replayCacheEntries only" }}
 {{- end }}
 {{- /* The chart owns where the store is (the sqlite file must be on its volume: the root
 filesystem is read-only), so these keys have one place: the state values. */}}
