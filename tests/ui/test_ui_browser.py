@@ -439,30 +439,32 @@ def _assert_hot_words_shown(browser: webdriver.Chrome, url: str) -> None:
         interval=0.2,
         message=f"the hot words ranked with their exact counts at {url}",
     )
-    caption = browser.execute_script("return document.querySelector('#hotkeys table caption').textContent")
-    assert caption.startswith(f"Stream default from words: {HOT_TOTAL} tuples on 2 tasks, skew ")
-    assert caption.endswith("; counts exact")
-    assert browser.find_element(By.CSS_SELECTOR, "#hotkeys h3").text.startswith("count: skew ")
-    # the keys that look like markup are text: no element made of them, no handler run
-    cells = browser.find_elements(By.CSS_SELECTOR, "#hotkeys td.key")
-    assert [c.text for c in cells][3:5] == [SCRIPT_KEY, IMG_KEY]
-    assert browser.execute_script(
-        "return [document.querySelectorAll('#hotkeys script, #hotkeys img').length,"
-        " window.__pwned === undefined];"
-    ) == [0, True]
-    assert cells[5].get_attribute("title") == LONG_KEY
-    assert [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#hotkeys thead th")] == [
-        "rank",
-        "key",
-        "tuples",
-        "share of tuples",
-        "share of execute time",
-    ]
-    badge = browser.execute_script(
+    # one script: the page rebuilds the table every second, an element found earlier goes stale
+    page = browser.execute_script(
+        "const t = document.querySelector('#hotkeys table[data-component=\"count\"]');"
+        "const keys = Array.from(t.querySelectorAll('td.key'));"
         "const b = document.querySelector('#graph .node[data-component=\"count\"] .hotkey-badge');"
-        "return [b.getAttribute('display'), b.querySelector('text').textContent];"
+        "return {caption: t.caption.textContent,"
+        " heading: document.querySelector('#hotkeys h3').textContent,"
+        " keys: keys.map(c => c.textContent), titles: keys.map(c => c.title),"
+        " headers: Array.from(t.tHead.rows[0].cells, c => c.tagName + ' ' + c.scope + ' ' + c.textContent),"
+        " ranks: Array.from(t.tBodies[0].rows, r => r.cells[0].tagName + ' ' + r.cells[0].scope),"
+        " markup: document.querySelectorAll('#hotkeys script, #hotkeys img').length,"
+        " pwned: window.__pwned !== undefined,"
+        " badge: [b.getAttribute('display'), b.querySelector('text').textContent]};"
     )
-    assert badge == ["inline", f"top key: hot ({round(100 * 300 / HOT_TOTAL)}%)"]
+    assert page["caption"].startswith(f"Stream default from words: {HOT_TOTAL} tuples on 2 tasks, skew ")
+    assert page["caption"].endswith("; counts exact")
+    assert page["heading"].startswith("count: skew ")
+    # the keys that look like markup are text: no element made of them, no handler run
+    assert page["keys"][3:5] == [SCRIPT_KEY, IMG_KEY]
+    assert (page["markup"], page["pwned"]) == (0, False)
+    assert page["titles"][5] == LONG_KEY  # the whole key in the tooltip
+    assert page["headers"] == [
+        f"TH col {name}" for name in ("rank", "key", "tuples", "share of tuples", "share of execute time")
+    ]
+    assert page["ranks"] == ["TH row"] * len(HOT_WORDS)
+    assert page["badge"] == ["inline", f"top key: hot ({round(100 * 300 / HOT_TOTAL)}%)"]
     assert _hot_keys_shown(browser) == (False, 1)  # count's badge only: words has no keyed input
 
 
