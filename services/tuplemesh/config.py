@@ -204,9 +204,10 @@ KEYS: dict[str, ConfigKey] = {
             "topology.hotkeys.enabled",
             bool,
             False,
-            "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the "
-            "tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's loop about a fifth "
-            "of its throughput at the default sampling (see Hot keys in the operations guide).",
+            "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the web "
+            "UI's hot keys, the tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's "
+            "loop about a fifth of its throughput at the default sampling (see Hot keys in the "
+            "operations guide).",
         ),
         ConfigKey(
             "topology.hotkeys.top.k",
@@ -619,8 +620,9 @@ KEYS: dict[str, ConfigKey] = {
             "admin.hotkeys.enabled",
             bool,
             False,
-            "Allow Admin.HotKeys (the hottest keys of fields-grouped streams); off by default: keys "
-            "are user data. The tuplemesh_key_skew gauge names no key and is always exported.",
+            "Allow Admin.HotKeys (the hottest keys of fields-grouped streams), and the web UI to "
+            "show them; off by default: keys are user data. The tuplemesh_key_skew gauge names no "
+            "key and is always exported.",
         ),
         ConfigKey(
             "worker.peer.grace.secs",

@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 
 from tests.fault.harness import stateful_wordcount_config
 from tests.helpers import child_pythonpath, eventually
-from tests.ui.topologies import slow_wordcount
+from tests.ui.topologies import HOT_WORDS, IMG_KEY, LONG_KEY, SCRIPT_KEY, slow_wordcount
 from tests.worker.conftest import ROOT, Mesh, start_mesh
 from tuplemesh.launcher import stop_processes
 from tuplemesh.netutil import free_ports
@@ -180,9 +180,22 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
         timeout=30,
         interval=0.2,
     )
+    # hot keys are not counted in this mesh: no badge, no hot-keys section (tuplemesh ui is
+    # refused Admin.HotKeys and shows the rest of the page)
+    assert _hot_keys_shown(browser) == (True, 0)
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
+
+
+def _hot_keys_shown(browser: webdriver.Chrome) -> tuple[bool, int]:
+    """(the hot-keys section hidden, graph badges shown)."""
+    hidden, badges = browser.execute_script(
+        "return [document.getElementById('hotkeys-section').hidden,"
+        " Array.from(document.querySelectorAll('#graph .hotkey-badge'))"
+        ".filter(b => b.getAttribute('display') !== 'none').length];"
+    )
+    return bool(hidden), int(badges)
 
 
 def _targets(browser: webdriver.Chrome) -> list[str]:
@@ -223,6 +236,8 @@ def test_each_worker_serves_the_whole_mesh_on_its_metrics_port(browser: webdrive
     assert browser.find_element(By.ID, "scope").text.startswith("Served by worker 0, which asks every other")
     assert view["graph"] == json.loads(json.dumps(topology_graph(slow_wordcount)))
     assert all(w["rss_bytes"] > 0 for w in view["workers"])
+    assert all("hot_keys" not in c for c in view["components"].values())  # not counted here
+    assert _hot_keys_shown(browser) == (True, 0)
 
 
 def _history(browser: webdriver.Chrome) -> list[list[str]]:
@@ -384,3 +399,108 @@ def test_ui_enabled_false_leaves_metrics_only() -> None:
         assert refused.value.read() == b"the web UI is off on this worker (ui.enabled: false)\n"
     finally:
         stop_slow(mesh)
+
+
+HOT_TOTAL = sum(HOT_WORDS.values())
+HOT_KEYS_ON = {
+    "TUPLEMESH_TOPOLOGY_HOTKEYS_ENABLED": "true",
+    "TUPLEMESH_ADMIN_HOTKEYS_ENABLED": "true",
+    "TUPLEMESH_TOPOLOGY_HOTKEYS_SAMPLE_EVERY": "1",  # every tuple: exact counts
+}
+
+
+def _hot_rows(browser: webdriver.Chrome) -> list[list[str]]:
+    """The cells of the hot-keys table of ``count``'s stream from ``words``."""
+    return list(
+        browser.execute_script(
+            "const t = document.querySelector("
+            '\'#hotkeys table[data-component="count"][data-source="words"]\');'
+            "return t ? Array.from(t.tBodies[0].rows, r => Array.from(r.cells, c => c.textContent)) : [];"
+        )
+    )
+
+
+def _assert_hot_words_shown(browser: webdriver.Chrome, url: str) -> None:
+    browser.get(url)
+    ranked = sorted(HOT_WORDS.items(), key=lambda kv: -kv[1])
+    long_shown = LONG_KEY[:47] + "…"  # the page shortens a key to 48 characters
+    expected = [
+        [
+            str(rank),
+            long_shown if word == LONG_KEY else word,
+            f"{count:,}",
+            f"{round(100 * count / HOT_TOTAL)}%",
+        ]
+        for rank, (word, count) in enumerate(ranked, 1)
+    ]
+    eventually(
+        lambda: [row[:4] for row in _hot_rows(browser)] == expected,
+        timeout=30,
+        interval=0.2,
+        message=f"the hot words ranked with their exact counts at {url}",
+    )
+    # one script: the page rebuilds the table every second, an element found earlier goes stale
+    page = browser.execute_script(
+        "const t = document.querySelector('#hotkeys table[data-component=\"count\"]');"
+        "const keys = Array.from(t.querySelectorAll('td.key'));"
+        "const b = document.querySelector('#graph .node[data-component=\"count\"] .hotkey-badge');"
+        "return {caption: t.caption.textContent,"
+        " heading: document.querySelector('#hotkeys h3').textContent,"
+        " keys: keys.map(c => c.textContent), titles: keys.map(c => c.title),"
+        " headers: Array.from(t.tHead.rows[0].cells, c => c.tagName + ' ' + c.scope + ' ' + c.textContent),"
+        " ranks: Array.from(t.tBodies[0].rows, r => r.cells[0].tagName + ' ' + r.cells[0].scope),"
+        " markup: document.querySelectorAll('#hotkeys script, #hotkeys img').length,"
+        " pwned: window.__pwned !== undefined,"
+        " badge: [b.getAttribute('display'), b.querySelector('text').textContent]};"
+    )
+    assert page["caption"].startswith(f"Stream default from words: {HOT_TOTAL} tuples on 2 tasks, skew ")
+    assert page["caption"].endswith("; counts exact")
+    assert page["heading"].startswith("count: skew ")
+    # the keys that look like markup are text: no element made of them, no handler run
+    assert page["keys"][3:5] == [SCRIPT_KEY, IMG_KEY]
+    assert (page["markup"], page["pwned"]) == (0, False)
+    assert page["titles"][5] == LONG_KEY  # the whole key in the tooltip
+    assert page["headers"] == [
+        f"TH col {name}" for name in ("rank", "key", "tuples", "share of tuples", "share of execute time")
+    ]
+    assert page["ranks"] == ["TH row"] * len(HOT_WORDS)
+    assert page["badge"] == ["inline", f"top key: hot ({round(100 * 300 / HOT_TOTAL)}%)"]
+    assert _hot_keys_shown(browser) == (False, 1)  # count's badge only: words has no keyed input
+
+
+def test_the_hot_keys_of_a_finished_run_show_the_hot_word_first_with_its_exact_count(
+    browser: webdriver.Chrome,
+) -> None:
+    """A finite word count (not the shared endless, backpressured mesh: its counts never settle)
+    on two workers, each with one of count's tasks: worker 0's page, which asks worker 1 over
+    Admin, and tuplemesh ui, which asks both."""
+    mesh = start_mesh("tests.ui.topologies:hot_words", 2, env=HOT_KEYS_ON)
+    ui: subprocess.Popen[bytes] | None = None
+    try:
+        page = f"http://127.0.0.1:{mesh.metrics_ports[0]}/ui/"
+
+        def counted() -> int:
+            with urllib.request.urlopen(page + "view.json", timeout=5) as r:
+                hot = json.load(r)["components"]["count"].get("hot_keys")
+            return int(hot["streams"][0]["tuples"]) if hot else 0
+
+        # the run's total: every word executed, on one worker or the other
+        eventually(lambda: counted() == HOT_TOTAL, timeout=60, interval=0.2, message="every word counted")
+        _assert_hot_words_shown(browser, page)
+
+        (port,) = free_ports(1)
+        targets = ",".join(mesh.address(i) for i in range(2))
+        ui = subprocess.Popen(
+            [sys.executable, "-m", "tuplemesh.cli", "ui", "--target", targets, "--port", str(port)],
+            cwd=ROOT,
+            env={"PYTHONPATH": child_pythonpath(), **_env_passthrough()},
+        )
+        remote = f"http://127.0.0.1:{port}/ui/"
+        eventually(lambda: _status(remote) == 200, timeout=30, interval=0.1, message="tuplemesh ui serving")
+        _assert_hot_words_shown(browser, remote)
+    finally:
+        browser.get("about:blank")
+        if ui is not None:
+            ui.terminate()
+            ui.wait(10)
+        assert mesh.stop() == [0, 0]

@@ -6,7 +6,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -27,7 +27,7 @@ from tuplemesh.worker.executor import Executor
 from tuplemesh.worker.sampling import TupleWatch
 from tuplemesh.worker.worker import Worker
 
-__all__ = ["AdminServicer", "QueueRates", "StatsStream"]
+__all__ = ["AdminServicer", "QueueRates", "StatsStream", "hot_keys_message"]
 
 #: WatchTuples: samples per second a watcher gets when it does not say, and the most it may ask.
 DEFAULT_TUPLES_PER_SECOND = 10.0
@@ -71,6 +71,12 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def hot_keys_message(worker: int, section: Mapping[str, Any]) -> admin_pb2.HotKeysResponse:
+    """The hot-keys feature's snapshot section as Admin.HotKeys answers it (the section has the
+    response's shape: its fields are the message's); the web UI shows the same message."""
+    return json_format.ParseDict({"worker": worker, **section}, admin_pb2.HotKeysResponse())
 
 
 class StatsStream:
@@ -436,7 +442,6 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 "hot keys are not counted: set topology.hotkeys.enabled: true",
             )
         assert feature is not None  # abort raised
-        # the feature's section has the response's shape: its fields are the message's
         section = dict(feature.section())
         if request.component:
             section["streams"] = [s for s in section["streams"] if s["component"] == request.component]
@@ -446,7 +451,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     f"component {request.component!r} has no fields-grouped input on worker "
                     f"{self.worker.index}",
                 )
-        return json_format.ParseDict({"worker": self.worker.index, **section}, admin_pb2.HotKeysResponse())
+        return hot_keys_message(self.worker.index, section)
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
         """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""

@@ -83,6 +83,29 @@ class PeerAdmins:
                 out[worker] = None
         return out
 
+    def ask_hot_keys(self, timeout: float) -> Callable[[], dict[int, admin_pb2.HotKeysResponse | None]]:
+        """Ask every peer its Admin.HotKeys now, in parallel (while the caller asks something
+        else); the callable returned waits for the answers: None for a peer that gave none
+        (refused: key counting or the call off there; or no answer in ``timeout``)."""
+        request = admin_pb2.HotKeysRequest()
+        calls = {
+            worker: self._stub(worker, address).HotKeys.future(request, timeout=timeout)
+            for worker, address in sorted(self._addresses().items())
+            if worker != self._own
+        }
+
+        def answers() -> dict[int, admin_pb2.HotKeysResponse | None]:
+            out: dict[int, admin_pb2.HotKeysResponse | None] = {}
+            for worker, call in calls.items():
+                try:
+                    out[worker] = call.result()
+                except grpc.RpcError as exc:
+                    log.debug("worker %d: no hot keys from peer %d: %s", self._own, worker, exc.code())
+                    out[worker] = None
+            return out
+
+        return answers
+
     def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]:
         """The assignment epoch of the peers that answer within ``timeout``: every peer, or
         ``most`` of them, the next ``most`` in turn on each call (so repeated calls go round

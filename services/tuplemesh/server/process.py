@@ -17,6 +17,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -29,7 +30,7 @@ from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import REBALANCE, TlsConnections, mesh_proof, mesh_secret
-from tuplemesh.server.admin import AdminServicer, StatsStream
+from tuplemesh.server.admin import AdminServicer, StatsStream, hot_keys_message
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
@@ -284,6 +285,18 @@ class WorkerProcess:
             # open): the last second of a stopping worker's page shows its peers unanswered
             return {} if self._peers_closed else self.peer_admins.statuses(timeout)
 
+        # the page shows keys (user data) where Admin.HotKeys would: counted and allowed
+        hot_keys = bool(self.conf["topology.hotkeys.enabled"] and self.conf["admin.hotkeys.enabled"])
+
+        def own_hot_keys() -> admin_pb2.HotKeysResponse | None:
+            feature = self.worker.features.get("hotkeys")
+            return None if feature is None else hot_keys_message(self.worker.index, feature.section())
+
+        def peer_hot_keys(timeout: float) -> Callable[[], dict[int, admin_pb2.HotKeysResponse | None]]:
+            if self._peers_closed:
+                return lambda: {}
+            return self.peer_admins.ask_hot_keys(timeout)
+
         mesh = WorkerMeshView(
             self.worker.index,
             stream.next,
@@ -292,6 +305,9 @@ class WorkerProcess:
             topology_graph(self.worker.topology),
             self.epoch_history,
             f"{host}:{port}",
+            # a mesh shares its configuration: with keys off here, no peer is asked for them
+            own_hot_keys=own_hot_keys if hot_keys else None,
+            peer_hot_keys=peer_hot_keys if hot_keys else None,
         )
         return UiApp(
             mesh.view,

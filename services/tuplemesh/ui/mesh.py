@@ -1,5 +1,5 @@
 """What the page a worker serves shows of the whole mesh: its own reading plus each peer's Admin
-status, and the epochs the worker has routed by.
+status (and hot keys, where counted and allowed), and the epochs the worker has routed by.
 
 The peers are asked through the worker's own Admin clients (``PeerAdmins.statuses``), passed in as
 callables so this package does not import the server's.
@@ -129,23 +129,31 @@ class WorkerMeshView:
         history: EpochHistory,
         own_target: str,
         clock: Callable[[], float] = time.monotonic,
+        own_hot_keys: Callable[[], admin_pb2.HotKeysResponse | None] | None = None,
+        peer_hot_keys: Callable[[float], Callable[[], Mapping[int, admin_pb2.HotKeysResponse | None]]]
+        | None = None,
     ) -> None:
         self._own_index = own_index
         self._own, self._peers, self._addresses = own, peers, addresses
         self._graph, self._history, self._own_target = graph, history, own_target
         self._clock = clock
+        self._own_hot_keys, self._peer_hot_keys = own_hot_keys, peer_hot_keys
         self._builder = ViewBuilder()
         self._before: dict[int, tuple[float, dict[str, tuple[int, int]]]] = {}
 
     def view(self) -> dict[str, Any]:
         mine = self._own()
         addresses = dict(self._addresses())
+        # asked before the statuses, answered while they are: one refresh waits one timeout
+        pending = self._peer_hot_keys(PEER_TIMEOUT) if self._peer_hot_keys is not None else None
         answers = self._peers(PEER_TIMEOUT)
+        peer_keys = pending() if pending is not None else {}
         now = self._clock()
         own_target = self._own_target
         if self._own_index in addresses:
             own_target = "{}:{}".format(*addresses[self._own_index])
         stats: dict[str, admin_pb2.WorkerStats | None] = {own_target: mine}
+        hot_keys = {own_target: self._own_hot_keys() if self._own_hot_keys is not None else None}
         errors: dict[str, str] = {}
         indices = {own_target: self._own_index}
         expected = set(range(mine.status.workers)) | set(answers)
@@ -163,6 +171,9 @@ class WorkerMeshView:
             else:
                 peer = stats[target] = _as_stats(status, self._before.get(worker), now)
                 self._before[worker] = (now, {c.component: (c.executed, c.emitted) for c in peer.components})
-        view = self._builder.view(stats, errors, self._graph, indices=indices, history=self._history.rows())
+                hot_keys[target] = peer_keys.get(worker)
+        view = self._builder.view(
+            stats, errors, self._graph, indices=indices, history=self._history.rows(), hot_keys=hot_keys
+        )
         view["served_by"] = self._own_index
         return view

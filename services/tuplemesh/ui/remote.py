@@ -3,7 +3,9 @@
 One ``Admin.WatchStats`` stream per worker (the stream ``tuplemesh top`` reads), followed again
 after it breaks, so a worker that dies shows as down and one that comes back as up; the graph
 comes from a worker's ``Admin.GetAssignment``, the rescale history from every worker's
-``Admin.GetEpochHistory`` (asked again whenever a worker's epoch changes).
+``Admin.GetEpochHistory`` (asked again whenever a worker's epoch changes), the hot keys from every
+worker's ``Admin.HotKeys`` with each stats message (not asked again of a worker that refuses it,
+until its stream breaks: key counting or the call is off there).
 """
 
 from __future__ import annotations
@@ -28,6 +30,13 @@ __all__ = ["MeshFollower", "serve"]
 
 #: Seconds between two attempts to reach a worker that is down.
 RETRY_SECS = 1.0
+#: Admin.HotKeys answers meaning "no hot keys here" (not a failure of the page): the call is off
+#: (admin.hotkeys.enabled), keys are not counted (topology.hotkeys.enabled), an earlier release.
+NO_HOT_KEYS = (
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.UNIMPLEMENTED,
+)
 
 
 class MeshFollower:
@@ -46,6 +55,9 @@ class MeshFollower:
         self._histories: dict[str, list[dict[str, Any]]] = {}
         #: targets whose worker has no GetEpochHistory (an earlier release): not asked again
         self._no_history: set[str] = set()
+        #: target -> its latest Admin.HotKeys answer; targets that refuse it are not asked again
+        self._hot_keys: dict[str, admin_pb2.HotKeysResponse] = {}
+        self._no_hot_keys: set[str] = set()
         self._stop = threading.Event()
         self._calls: dict[str, Any] = {}
         self._builder = ViewBuilder()
@@ -65,6 +77,7 @@ class MeshFollower:
                     self._calls[target] = call
                     # a worker back after a stream broke may be a newer release that has the rpc
                     self._no_history.discard(target)
+                    self._no_hot_keys.discard(target)
                 for message in call:
                     with self._lock:
                         self._stats[target] = message
@@ -76,10 +89,13 @@ class MeshFollower:
                         behind = target not in self._no_history and (
                             not rows or rows[0]["epoch"] != message.status.epoch
                         )
+                        keys = target not in self._no_hot_keys
                     if stale:
                         self._fetch_graph(stub, message.status.epoch)
                     if behind:
                         self._fetch_history(stub, target)
+                    if keys:
+                        self._fetch_hot_keys(stub, target)
                 detail = "drained: its stats stream ended"
             except grpc.RpcError as exc:
                 if self._stop.is_set():
@@ -107,10 +123,30 @@ class MeshFollower:
         with self._lock:
             self._histories[target] = rows
 
+    def _fetch_hot_keys(self, stub: admin_pb2_grpc.AdminStub, target: str) -> None:
+        try:
+            answer = stub.HotKeys(admin_pb2.HotKeysRequest(), timeout=5)
+        except grpc.RpcError as exc:
+            # the page shows no hot keys of it, and the worker stays up on the page: whether it
+            # is up is its stats stream's to say (a worker that went away breaks that too)
+            with self._lock:
+                self._hot_keys.pop(target, None)
+                if exc.code() in NO_HOT_KEYS:
+                    self._no_hot_keys.add(target)
+            return
+        with self._lock:
+            self._hot_keys[target] = answer
+
     def view(self) -> dict[str, Any]:
         with self._lock:
             history = merge_histories(self._histories.values())
-            return self._builder.view(dict(self._stats), dict(self._errors), self._graph, history=history)
+            return self._builder.view(
+                dict(self._stats),
+                dict(self._errors),
+                self._graph,
+                history=history,
+                hot_keys=dict(self._hot_keys),
+            )
 
     def stop(self) -> None:
         self._stop.set()
