@@ -5,9 +5,10 @@ with ``--quick``; ``python -m bench all`` leaves it out) starts N ``tuplemesh wo
 processes on loopback on default settings, each running one task of a finite spout and one
 of a counting bolt, shuffle-grouped, so every worker sends to every other (N x (N - 1)
 Transfer streams). It reports the formation time (from the first process started to every
-worker SERVING), the workers' total resident memory once the run is done, and whether every
-tuple arrived; then it stops every worker (SIGTERM, the whole-mesh drain) and checks they all
-exit 0. A development tool: never part of the test suite.
+worker SERVING), the workers' total resident memory once the run is done, the CPU each worker
+uses once idle (the cost of its open links alone), and whether every tuple arrived; then it stops
+every worker (SIGTERM, the whole-mesh drain) and checks they all exit 0. A development tool:
+never part of the test suite.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.records import Record
@@ -72,6 +74,22 @@ def build(tasks: int, per_task: int) -> Any:
 topology = build(int(os.environ.get(TASKS_ENV, "2")), int(os.environ.get(PER_TASK_ENV, "100")))
 
 
+#: How long the finished mesh's CPU is sampled (every worker idle, its streams still open).
+IDLE_SECONDS = 5.0
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def idle_cpu(pids: list[int], seconds: float) -> float:
+    """Cores the processes ``pids`` use together over ``seconds`` (Linux /proc)."""
+    before = [_cpu_seconds(pid) for pid in pids]
+    time.sleep(seconds)
+    return sum(_cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)) / seconds
+
+
 def measure(workers: int, per_task: int, timeout: float = 600.0) -> dict[str, Any]:
     """One mesh of ``workers`` processes: formation seconds, total RSS, tuples counted, exit codes."""
     env = {TASKS_ENV: str(workers), PER_TASK_ENV: str(per_task)}
@@ -84,6 +102,7 @@ def measure(workers: int, per_task: int, timeout: float = 600.0) -> dict[str, An
         formed = time.monotonic() - started
         done = cluster.wait_done(timeout)
         ran = time.monotonic() - started - formed
+        idle = idle_cpu([proc.pid for proc in cluster.procs], IDLE_SECONDS)
         statuses = cluster.statuses()
         rss = sum(s.rss_bytes for s in statuses)
         counted = sum(cluster.reports().get("count", []))
@@ -96,6 +115,8 @@ def measure(workers: int, per_task: int, timeout: float = 600.0) -> dict[str, An
         "completed": done,
         "rss_total_bytes": rss,
         "rss_per_worker_mib": round(rss / workers / 2**20, 1),
+        "idle_cpu_percent_per_worker": round(idle / workers * 100, 2),
+        "idle_cpu_cores_in_all": round(idle, 2),
         "tuples_expected": workers * per_task,
         "tuples_counted": counted,
         "every_tuple_arrived": counted == workers * per_task,

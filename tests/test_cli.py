@@ -328,3 +328,18 @@ def test_abbreviated_flags_are_refused(args, message):
     out = tuplemesh(*args)
     assert out.returncode == 2
     assert f"tuplemesh: error: {message}" in out.stderr
+
+
+def test_a_worker_process_makes_threads_blocked_in_grpc_wake_once_a_second() -> None:
+    """gRPC's blocked threads wake every 0.1 s by default: 20 wake-ups a second per peer."""
+    from grpc import _common
+
+    from tuplemesh.grpcutil import BLOCKED_THREAD_WAKE_SECONDS, wake_blocked_grpc_threads_less
+
+    default = _common.MAXIMUM_WAIT_TIMEOUT
+    assert default == 0.1  # gRPC's own: if a release changes it, look again at what we set
+    try:
+        wake_blocked_grpc_threads_less()
+        assert _common.MAXIMUM_WAIT_TIMEOUT == BLOCKED_THREAD_WAKE_SECONDS == 1.0
+    finally:
+        _common.MAXIMUM_WAIT_TIMEOUT = default

@@ -258,8 +258,12 @@ class ProcessCluster:
                 self.last_reports = self.reports()
             if deadline is not None and self.quiescent(snapshots):
                 time.sleep(0.02)
-                if self.quiescent():
-                    return True
+                try:
+                    if self.quiescent():
+                        return True
+                except grpc.RpcError as exc:
+                    if exc.code() not in UNANSWERED:
+                        raise  # unanswered: as above, the next poll reads again
             time.sleep(0.05)
         return False
 

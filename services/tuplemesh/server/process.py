@@ -27,6 +27,7 @@ from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory, ReplicaSource
 from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.gateway.service import GatewayServicer
+from tuplemesh.grpcutil import wake_blocked_grpc_threads_less
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import REBALANCE, TlsConnections, mesh_proof, mesh_secret
@@ -560,6 +561,7 @@ class WorkerProcess:
     def serve(self) -> int:
         """Run until SIGTERM/SIGINT; drain and stop. Returns the process exit code."""
         self.signals.install()
+        wake_blocked_grpc_threads_less()
         self.start()
         while not self._stop.wait(0.5):
             pass
