@@ -17,7 +17,13 @@ it knows only the types here. A feature may
 (c) contribute a snapshot section (``section``: plain JSON-able data) and Prometheus metrics
     (``metrics``: `FeatureMetric` families, the worker label added by the exporter; labels must
     be bounded: no user values);
-(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``.
+(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``;
+(e) observe, switched on and off at run time, what an executor takes to execute and what it
+    emits (``ExecutorView.observe``: e.g. Admin.WatchTuples' sampling, which a client starts and
+    ends at any time, so it cannot wrap at construction). While nothing observes, the executor
+    makes one ``is None`` check per inbox batch and per emit-buffer flush, never per tuple. The
+    observer runs on the executor thread, so it must not block (copy out, drop when full), and
+    decodes a payload from another worker only if it needs the values (``ExecutorView.peek``).
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -35,6 +41,7 @@ from tuplemesh.topology import Topology, Tuple
 from tuplemesh.topology.groupings import FieldsGrouping
 
 __all__ = [
+    "BatchObserver",
     "ExecuteBatchFn",
     "ExecuteFn",
     "ExecutorHooks",
@@ -43,6 +50,7 @@ __all__ = [
     "FeatureContext",
     "FeatureFactory",
     "FeatureMetric",
+    "FlushObserver",
     "fields_keys",
     "load_features",
 ]
@@ -51,6 +59,12 @@ __all__ = [
 ExecuteFn = Callable[[Tuple], None]
 #: A task's per-batch call (``execute_batch`` behind its acking wrapper).
 ExecuteBatchFn = Callable[[list[Tuple]], None]
+#: Sees an inbox batch an executor is about to execute, and when it took it (``time.monotonic``):
+#: ``(task, entry)`` pairs, an entry a Tuple, a list of Tuples or a payload from another worker
+#: (bytes: see ``ExecutorView.peek``); task None is every task of the executor.
+BatchObserver = Callable[[Sequence[tuple[int | None, Any]], float], None]
+#: Sees an emit buffer as the executor's outbox flushes it: ``(destination task, tuple or payload)``.
+FlushObserver = Callable[[list[tuple[int, Any]]], None]
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,22 @@ class ExecutorView(Protocol):
         """Executor thread only (a marker handler): hand every task ``tup`` through the bolt's own
         ``execute``/``execute_batch``, neither counted nor acked; an exception is counted and
         logged as raised on ``what``."""
+        ...
+
+    def observe(self, inputs: BatchObserver | None, emits: FlushObserver | None) -> None:
+        """Any thread: from now on, the executor thread calls ``inputs`` with each inbox batch it
+        takes to execute (a bolt executor's; a spout executes none), before executing it, and
+        ``emits`` with each emit buffer its outbox flushes; None: stop calling it. Replaces the
+        previous observers (one observing feature per executor)."""
+        ...
+
+    def peek(self, payload: bytes) -> list[Tuple]:
+        """Executor thread only (an observer): the tuples a payload entry carries, decoded apart
+        from their execution; none when it does not decode (its execution counts that)."""
+        ...
+
+    def tuples_in(self, payload: bytes) -> int:
+        """How many tuples a payload entry carries, without decoding it."""
         ...
 
 

@@ -11,4 +11,5 @@ __all__ = ["FEATURES"]
 FEATURES: tuple[str, ...] = (
     "tuplemesh.ticks:feature",
     "tuplemesh.hotkeys:feature",
+    "tuplemesh.sampling:feature",
 )
