@@ -258,7 +258,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.server", "tuplemesh.spark"),
     ("tuplemesh.ui",),
     ("tuplemesh.worker",),
-    ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling"),
+    ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace"),
     ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),
     ("tuplemesh.core",),
@@ -379,7 +379,7 @@ def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
 
 
 #: Packages that plug into the worker through tuplemesh.core.feature, named only by the registry.
-FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling")
+FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace")
 
 
 def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> None:

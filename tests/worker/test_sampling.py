@@ -6,9 +6,9 @@ import json
 
 from tests.helpers import ListSpout, RecordingBolt
 from tuplemesh.config import Config
+from tuplemesh.sampling import BROADCAST_TASK, TupleWatch
 from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.sampling import BROADCAST_TASK, TupleWatch
 
 FIELDS = Fields(["n"])
 

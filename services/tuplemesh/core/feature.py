@@ -18,7 +18,10 @@ it knows only the types here. A feature may
     (``metrics``: `FeatureMetric` families, the worker label added by the exporter; labels must
     be bounded: no user values);
 (d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``;
-(e) observe, switched on and off at run time, what an executor takes to execute and what it
+(e) wrap an executor's handling of each whole inbox batch (``ExecutorHooks.wrap_batch``: e.g. a
+    tracing span per batch), and set its outbox's hooks (``ExecutorView.outbox``: e.g. the
+    tracer of its emit spans), both once, when it is built;
+(f) observe, switched on and off at run time, what an executor takes to execute and what it
     emits (``ExecutorView.observe``: e.g. Admin.WatchTuples' sampling, which a client starts and
     ends at any time, so it cannot wrap at construction). While nothing observes, the executor
     makes one ``is None`` check per inbox batch and per emit-buffer flush, never per tuple. The
@@ -36,12 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tuplemesh.core.markers import Marker
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology import Topology, Tuple
 from tuplemesh.topology.groupings import FieldsGrouping
 
 __all__ = [
     "BatchObserver",
+    "BatchRun",
     "ExecuteBatchFn",
     "ExecuteFn",
     "ExecutorHooks",
@@ -63,6 +68,8 @@ ExecuteBatchFn = Callable[[list[Tuple]], None]
 #: ``(task, entry)`` pairs, an entry a Tuple, a list of Tuples or a payload from another worker
 #: (bytes: see ``ExecutorView.peek``); task None is every task of the executor.
 BatchObserver = Callable[[Sequence[tuple[int | None, Any]], float], None]
+#: A bolt executor's handling of one inbox batch, alignment included (``ExecutorHooks.wrap_batch``).
+BatchRun = Callable[[list[tuple[int | None, Any]]], None]
 #: Sees an emit buffer as the executor's outbox flushes it: ``(destination task, tuple or payload)``.
 FlushObserver = Callable[[list[tuple[int, Any]]], None]
 
@@ -96,6 +103,18 @@ class ExecutorView(Protocol):
     @property
     def inbox(self) -> RingBuffer[Any]: ...
 
+    @property
+    def outbox(self) -> Outbox:
+        """Its emit path; a feature may set its hooks when attached (``tracer`` and
+        ``trace_attributes``: the emit spans), before the executor starts."""
+        ...
+
+    @property
+    def executed(self) -> int:
+        """Execute calls made so far (a broadcast counts once per task): read it on the executor
+        thread (a batch wrapper) for an exact count."""
+        ...
+
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """Executor thread only (a marker handler): hand every task ``tup`` through the bolt's own
         ``execute``/``execute_batch``, neither counted nor acked; an exception is counted and
@@ -127,10 +146,14 @@ class ExecutorHooks:
     wrap_execute: Callable[[int, ExecuteFn], ExecuteFn] | None = None
     #: (task, the task's batch call) -> the batch call the executor makes instead
     wrap_execute_batch: Callable[[int, ExecuteBatchFn], ExecuteBatchFn] | None = None
-    #: the wrappers run on one inbox batch in this many, the others run the plain calls (a
+    #: the task wrappers run on one inbox batch in this many, the others run the plain calls (a
     #: sampling observer's cost divided by it); with several wrapping features the executor
     #: uses the smallest, and every wrapper runs on the same batches
     every_batches: int = 1
+    #: (a bolt executor's handling of one inbox batch) -> what the executor runs instead, on
+    #: every batch: it must call the handling it was given exactly once; with several features,
+    #: the first attached is innermost
+    wrap_batch: Callable[[BatchRun], BatchRun] | None = None
     #: marker -> what the executor thread runs when that marker comes out of its inbox
     markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
     #: run as the executor starts (its threads), and as it stops or halts (any thread)

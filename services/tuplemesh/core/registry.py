@@ -12,4 +12,5 @@ FEATURES: tuple[str, ...] = (
     "tuplemesh.ticks:feature",
     "tuplemesh.hotkeys:feature",
     "tuplemesh.sampling:feature",
+    "tuplemesh.batchtrace:feature",
 )

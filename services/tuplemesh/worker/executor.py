@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tuplemesh import tracing
 from tuplemesh.acking import VERDICT_STREAM
 from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
@@ -26,7 +25,7 @@ from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
-from tuplemesh.core.feature import BatchObserver, ExecutorHooks, Feature, FlushObserver
+from tuplemesh.core.feature import BatchObserver, BatchRun, ExecutorHooks, Feature, FlushObserver
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
@@ -163,11 +162,6 @@ class Executor:
         #: The first exception user code raised here (set once, by the executor thread)
         self.first_error: ErrorSnapshot | None = None
         self._worker_index = plan.index
-        #: OpenTelemetry (None: not tracing): execute spans here, emit spans in the outbox
-        self.tracer = tracing.tracer()
-        self.trace_attributes = {"tuplemesh.component": spec.component, "tuplemesh.worker": plan.index}
-        self.outbox.tracer = self.tracer
-        self.outbox.trace_attributes = self.trace_attributes
         #: a feature's observer of each inbox batch taken to execute (`observe`); None while no
         #: feature observes (the one per-batch check)
         self.input_observer: BatchObserver | None = None
@@ -191,6 +185,10 @@ class Executor:
     @property
     def is_bolt(self) -> bool:
         return False
+
+    @property
+    def executed(self) -> int:
+        return self.counters.executed
 
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
@@ -389,14 +387,21 @@ class BoltExecutor(Executor):
         # batches left before the next wrapped one: drawn at random around ``every``, so batches
         # that arrive in a fixed rotation (senders taking turns) are all sampled alike
         self._until_wrapped = every
-        #: what runs an inbox batch's tuples: chosen here, so a sampling feature's per-batch
-        #: choice costs nothing to executors it does not wrap
+        #: what runs an inbox batch's tuples: chosen here, so choosing the batches wrappers run on
+        #: (``every_batches``) costs nothing to executors no feature wraps
         self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
         if every > 1:
             self._execute, self._execute_batches = plain
             self._run_batch = self._execute_batch_sampled
         # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
         self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
+        # an inbox batch's whole handling (alignment included), chosen here with the features'
+        # wrappers around it: with none, the plain run
+        take: BatchRun = self._run_batch if self.checkpoints is None else self.checkpoints.on_batch
+        for hooks in self.feature_hooks:
+            if hooks.wrap_batch is not None:
+                take = hooks.wrap_batch(take)
+        self._take_batch = take
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
@@ -448,26 +453,14 @@ class BoltExecutor(Executor):
             observer = self.input_observer
             if observer is not None:
                 observer(batch, start)
-            span: Any = None
-            if self.tracer is not None:  # a child of the hop that published the batch
-                span = self.tracer.start_span(
-                    tracing.EXECUTE, getattr(batch, "trace", None), attributes=self.trace_attributes
-                )
-                self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
             executed_before = self.counters.executed
-            if self.checkpoints is None:
-                self._run_batch(batch)
-            else:
-                self.checkpoints.on_batch(batch)
+            self._take_batch(batch)
             executed = self.counters.executed - executed_before
             end = time.monotonic()
             if executed:
                 self.execute_seconds.observe((end - start) / executed, executed)
             if self.queue_limit is not None:
                 self.queue_limit.observe(end - start)
-            if span is not None:
-                span.set_attribute("tuplemesh.tuples", executed)
-                span.end()
             if (
                 end_of_batch
                 and self.outbox.pending
