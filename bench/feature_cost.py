@@ -3,7 +3,9 @@
 A fields-grouped word count bolt (``Count``: one dict update per tuple, the cheapest real bolt,
 so the worst case for a wrapper's relative cost) executes batches of 100 local tuples through
 ``BoltExecutor.on_event``: with no feature, with the registered features but hot keys off
-(its default, ``topology.hotkeys.enabled: false``: nothing wraps the loop), and with hot keys on. Variants run
+(its default, ``topology.hotkeys.enabled: false``: nothing wraps the loop), with hot keys on, with
+one Admin.WatchTuples watch on the bolt (1% of tuples, at most 10 a second) and with tracing on (an
+OpenTelemetry SDK provider without exporters: the spans' own cost). Variants run
 alternately, ``rounds`` times, each timed in this thread's CPU time (the machine's other load
 shows less); the ratio is of medians.
 
@@ -19,11 +21,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tuplemesh import tracing
 from tuplemesh.config import Config
 from tuplemesh.core.feature import FeatureContext, FeatureFactory, load_features
 from tuplemesh.core.markers import Batch
 from tuplemesh.core.registry import FEATURES
 from tuplemesh.disruptor import RingBuffer
+from tuplemesh.sampling import Sampling
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
@@ -75,6 +79,26 @@ def _executor(features: list[FeatureFactory], conf: Config) -> BoltExecutor:
     return executor
 
 
+def _watched(features: list[FeatureFactory], conf: Config) -> BoltExecutor:
+    """An executor with one watch of what it executes, as Admin.WatchTuples starts it."""
+    executor = _executor(features, conf)
+    sampling = Sampling()  # the registered one is built inside _executor: this one is at hand
+    sampling.attach(executor)
+    sampling.watch([executor.name], None, 0.01, 10.0)
+    return executor
+
+
+def _traced(features: list[FeatureFactory], conf: Config) -> BoltExecutor:
+    """An executor built while a tracer provider (an SDK one, exporting nowhere) is set."""
+    from opentelemetry.sdk.trace import TracerProvider  # the otel extra: only for this variant
+
+    tracing.use_tracer_provider(TracerProvider())
+    try:
+        return _executor(features, conf)
+    finally:
+        tracing.use_tracer_provider(None)
+
+
 def _batches() -> list[Batch]:
     rng = random.Random(7)
     words = [f"w{i}" for i in range(KEYS)]
@@ -114,6 +138,8 @@ def main(rounds: int = 7) -> int:
             )
             for every in SAMPLINGS
         },
+        "one watch (1%, 10/s)": _watched(hot, base),
+        "tracing on": _traced(hot, base),
     }
     batches = _batches()
     rates: dict[str, list[float]] = {name: [] for name in variants}

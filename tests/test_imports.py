@@ -258,7 +258,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.server", "tuplemesh.spark"),
     ("tuplemesh.ui",),
     ("tuplemesh.worker",),
-    ("tuplemesh.ticks", "tuplemesh.hotkeys"),
+    ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace"),
     ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),
     ("tuplemesh.core",),
@@ -379,7 +379,7 @@ def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
 
 
 #: Packages that plug into the worker through tuplemesh.core.feature, named only by the registry.
-FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys")
+FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace")
 
 
 def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> None:
@@ -390,9 +390,11 @@ def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> No
     registry = (SOURCE_ROOT / PACKAGE / "core" / "registry.py").read_text()
     for package in FEATURE_PACKAGES:
         assert registry.count(f'"{package}:') == 1, f"{package} is not registered exactly once"
-    mentions = [
-        path.relative_to(SOURCE_ROOT).as_posix()
-        for path in sorted((SOURCE_ROOT / PACKAGE).rglob("*.py"))
-        if "tuplemesh.hotkeys" in path.read_text() and "hotkeys" not in path.relative_to(SOURCE_ROOT).parts
-    ]
-    assert mentions == ["tuplemesh/core/registry.py"]
+    for package in FEATURE_PACKAGES:
+        own = package.rpartition(".")[2]
+        mentions = [
+            path.relative_to(SOURCE_ROOT).as_posix()
+            for path in sorted((SOURCE_ROOT / PACKAGE).rglob("*.py"))
+            if package in path.read_text() and own not in path.relative_to(SOURCE_ROOT).parts
+        ]
+        assert mentions == ["tuplemesh/core/registry.py"], f"{package} is named in {mentions}"

@@ -11,6 +11,7 @@ import pytest
 
 from tuplemesh.config import Config
 from tuplemesh.core.feature import (
+    BatchRun,
     ExecuteFn,
     ExecutorHooks,
     ExecutorView,
@@ -85,7 +86,48 @@ class Recording:
         return ()
 
 
-def sink_executor(every: int) -> tuple[BoltExecutor, Recording]:
+class BatchesAndObservers:
+    """Wraps each inbox batch's handling and keeps the executor, to switch its observers."""
+
+    name = "batches"
+
+    def __init__(self) -> None:
+        self.handled: list[tuple[int, int]] = []  # (entries, tuples executed) per batch
+        self.seen: list[tuple[str, Any]] = []  # ("input", (task, entry)) or ("emit", (task, entry))
+        self.executor: ExecutorView | None = None
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        if not executor.is_bolt:
+            return None
+        self.executor = executor
+
+        def wrap_batch(run: BatchRun) -> BatchRun:
+            def handled(batch: list[tuple[int | None, Any]]) -> None:
+                before = executor.executed
+                run(batch)
+                self.handled.append((len(batch), executor.executed - before))
+
+            return handled
+
+        return ExecutorHooks(wrap_batch=wrap_batch)
+
+    def observe_inputs(self, batch: Sequence[tuple[int | None, Any]], now: float) -> None:
+        self.seen.extend(("input", entry) for entry in batch)
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def section(self) -> Mapping[str, Any]:
+        return {}
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        return ()
+
+
+def sink_executor(every: int, *more: Any) -> tuple[BoltExecutor, Recording]:
     builder = TopologyBuilder("features")
     builder.set_spout("words", Words())
     builder.set_bolt("sink", Sink()).fields_grouping("words", ["word"]).shuffle_grouping("words", "other")
@@ -99,7 +141,7 @@ def sink_executor(every: int) -> tuple[BoltExecutor, Recording]:
         RingBuffer.single_producer(64),
         lambda: load_serializer("msgpack"),
         None,
-        features=(recording,),
+        features=(recording, *more),
     )
     executor = BoltExecutor(next(e for e in plan.executors if e.component == "sink"), wiring)
     executor.on_start()
@@ -146,3 +188,48 @@ def test_a_registry_name_that_does_not_resolve_is_refused_naming_it():
         load_features(["tuplemesh.nothing:feature"])
     with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.ticks:nothing' does not resolve")):
         load_features(["tuplemesh.ticks:nothing"])
+
+
+def encode(executor: BoltExecutor, values: list[Any]) -> bytes:
+    """``values`` on the spout's "other" stream, as a payload from another worker."""
+    stream_id = executor.contexts[executor.task_ids[0]].topology.stream_ids()[("words", "other")]
+    return load_serializer("msgpack").serialize(1, stream_id, values, None)
+
+
+def test_a_batch_wrapper_runs_around_each_inbox_batch_and_reads_what_it_executed():
+    batches = BatchesAndObservers()
+    executor, _ = sink_executor(1, batches)
+    task = executor.task_ids[0]
+    encoded = encode(executor, [9])
+    executor.on_event(batch(task, Tuple(["a", 1], 1, "words", "default", FIELDS)), 0, True)
+    executor.on_event(
+        Batch([(task, Tuple(["b", 2], 1, "words", "default", FIELDS)), (task, encoded)]), 1, True
+    )
+    assert batches.handled == [(1, 1), (2, 2)]
+    assert executor.bolts[task].seen == ["a", "b", 9]  # type: ignore[attr-defined]
+
+
+def test_without_a_batch_wrapper_the_executor_runs_the_plain_handling():
+    executor, _ = sink_executor(1)
+    assert executor._take_batch == executor._run_batch
+
+
+def test_observers_switch_on_and_off_while_the_executor_runs_and_peek_decodes_payloads():
+    batches = BatchesAndObservers()
+    executor, _ = sink_executor(1, batches)
+    task = executor.task_ids[0]
+    view = batches.executor
+    assert view is executor and executor.input_observer is None and executor.outbox.watch is None
+    encoded = encode(executor, [9])
+    executor.on_event(batch(task, Tuple(["a", 1], 1, "words", "default", FIELDS)), 0, True)
+    view.observe(batches.observe_inputs, None)
+    executor.on_event(Batch([(task, encoded)]), 1, True)
+    view.observe(None, None)
+    executor.on_event(batch(task, Tuple(["c", 3], 1, "words", "default", FIELDS)), 2, True)
+    assert batches.seen == [("input", (task, encoded))]  # only while switched on
+    assert executor.input_observer is None
+    assert view.tuples_in(encoded) == 1
+    (peeked,) = view.peek(encoded)
+    assert (peeked.values, peeked.source_component, peeked.source_stream) == ([9], "words", "other")
+    assert view.peek(b"not msgpack") == []
+    assert executor.counters.executed == 3 and executor.counters.deserialize_errors == 0

@@ -78,7 +78,8 @@ def test_tracing_is_off_without_a_provider_or_without_the_api(monkeypatch: pytes
 def test_without_a_provider_no_hop_holds_a_tracer():
     cluster = LocalCluster(topology(), 1, Config({"messaging.transport": "local"}))
     executors = cluster.workers[0].executors
-    assert all(e.tracer is None and e.outbox.tracer is None for e in executors)
+    assert "tracing" not in cluster.workers[0].features  # no execute span, no per-batch check
+    assert all(e.outbox.tracer is None for e in executors)
     assert cluster.workers[0].receive.tracer is None and cluster.workers[0].transfer.tracer is None
 
 

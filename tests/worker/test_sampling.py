@@ -6,9 +6,9 @@ import json
 
 from tests.helpers import ListSpout, RecordingBolt
 from tuplemesh.config import Config
+from tuplemesh.sampling import BROADCAST_TASK, TupleWatch
 from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
-from tuplemesh.worker.sampling import BROADCAST_TASK, TupleWatch
 
 FIELDS = Fields(["n"])
 
@@ -77,12 +77,15 @@ def test_executors_sample_what_they_execute_and_forget_watches():
     b.set_spout("source", ListSpout([[n] for n in range(40)], ["n"]))
     b.set_bolt("sink", RecordingBolt(), parallelism=2).shuffle_grouping("source")
     cluster = LocalCluster(b.build(), 1, Config({"messaging.transport": "local"}))
+    taps = cluster.workers[0].features["sampling"].taps
     sinks = [e for e in cluster.workers[0].bolt_executors if e.spec.component == "sink"]
-    assert all(e.watches is None for e in sinks)  # nobody watches: the per-batch check finds None
+    assert all(taps[e.name].watches is None for e in sinks)
+    # nobody watches: the executors' per-batch check finds no observer
+    assert all(e.input_observer is None for e in sinks)
     every, half = TupleWatch(None, 1.0, 1000.0), TupleWatch(None, 0.5, 1000.0)
     for executor in sinks:
-        executor.add_watch(every)
-        executor.add_watch(half)
+        taps[executor.name].add_watch(every)
+        taps[executor.name].add_watch(half)
     cluster.start()
     try:
         assert cluster.run_until_done(30.0)
@@ -92,10 +95,10 @@ def test_executors_sample_what_they_execute_and_forget_watches():
     assert every.offered == 40 and half.offered == 40
     assert half.sent == 20  # every second tuple offered, whichever executor offered it
     for executor in sinks:
-        executor.remove_watch(every)
-        assert executor.watches == (half,)
-        executor.remove_watch(half)
-        assert executor.watches is None
+        taps[executor.name].remove_watch(every)
+        assert taps[executor.name].watches == (half,)
+        taps[executor.name].remove_watch(half)
+        assert taps[executor.name].watches is None and executor.input_observer is None
 
 
 def test_payloads_passed_over_undecoded_count_as_skipped_when_no_stream_is_filtered():
@@ -115,9 +118,10 @@ def test_watching_emits_sees_every_delivery_local_and_to_other_workers():
     cluster = LocalCluster(b.build(), 2, Config({"messaging.transport": "grpc"}))
     (spout,) = [e for w in cluster.workers for e in w.spout_executors]
     sink_tasks = set(cluster.workers[0].assignment.tasks_of("sink"))
+    (taps,) = [w.features["sampling"].taps[spout.name] for w in cluster.workers if spout in w.executors]
     emits = TupleWatch(None, 1.0, 1000.0)
-    spout.add_watch(emits, emitted=True)
-    assert spout.watches is None and spout.outbox.watch is not None
+    taps.add_watch(emits, emitted=True)
+    assert taps.watches is None and spout.input_observer is None and spout.outbox.watch is not None
     cluster.start()
     try:
         assert cluster.run_until_done(30.0)
@@ -127,5 +131,5 @@ def test_watching_emits_sees_every_delivery_local_and_to_other_workers():
     assert sorted(json.loads(s.values_json)[0] for s in samples) == list(range(40))
     assert {s.task for s in samples} == sink_tasks  # deliveries to both workers' sink tasks
     assert all(s.component == "source" and s.source_component == "source" for s in samples)
-    spout.remove_watch(emits)
-    assert spout.emit_watches == () and spout.outbox.watch is None
+    taps.remove_watch(emits)
+    assert taps.emit_watches == () and spout.outbox.watch is None

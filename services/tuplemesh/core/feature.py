@@ -17,7 +17,16 @@ it knows only the types here. A feature may
 (c) contribute a snapshot section (``section``: plain JSON-able data) and Prometheus metrics
     (``metrics``: `FeatureMetric` families, the worker label added by the exporter; labels must
     be bounded: no user values);
-(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``.
+(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``;
+(e) wrap an executor's handling of each whole inbox batch (``ExecutorHooks.wrap_batch``: e.g. a
+    tracing span per batch), and set its outbox's hooks (``ExecutorView.outbox``: e.g. the
+    tracer of its emit spans), both once, when it is built;
+(f) observe, switched on and off at run time, what an executor takes to execute and what it
+    emits (``ExecutorView.observe``: e.g. Admin.WatchTuples' sampling, which a client starts and
+    ends at any time, so it cannot wrap at construction). While nothing observes, the executor
+    makes one ``is None`` check per inbox batch and per emit-buffer flush, never per tuple. The
+    observer runs on the executor thread, so it must not block (copy out, drop when full), and
+    decodes a payload from another worker only if it needs the values (``ExecutorView.peek``).
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -30,11 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from tuplemesh.core.markers import Marker
+from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology import Topology, Tuple
 from tuplemesh.topology.groupings import FieldsGrouping
 
 __all__ = [
+    "BatchObserver",
+    "BatchRun",
     "ExecuteBatchFn",
     "ExecuteFn",
     "ExecutorHooks",
@@ -43,6 +55,7 @@ __all__ = [
     "FeatureContext",
     "FeatureFactory",
     "FeatureMetric",
+    "FlushObserver",
     "fields_keys",
     "load_features",
 ]
@@ -51,6 +64,14 @@ __all__ = [
 ExecuteFn = Callable[[Tuple], None]
 #: A task's per-batch call (``execute_batch`` behind its acking wrapper).
 ExecuteBatchFn = Callable[[list[Tuple]], None]
+#: Sees an inbox batch an executor is about to execute, and when it took it (``time.monotonic``):
+#: ``(task, entry)`` pairs, an entry a Tuple, a list of Tuples or a payload from another worker
+#: (bytes: see ``ExecutorView.peek``); task None is every task of the executor.
+BatchObserver = Callable[[Sequence[tuple[int | None, Any]], float], None]
+#: A bolt executor's handling of one inbox batch, alignment included (``ExecutorHooks.wrap_batch``).
+BatchRun = Callable[[list[tuple[int | None, Any]]], None]
+#: Sees an emit buffer as the executor's outbox flushes it: ``(destination task, tuple or payload)``.
+FlushObserver = Callable[[list[tuple[int, Any]]], None]
 
 
 @dataclass(frozen=True)
@@ -82,10 +103,38 @@ class ExecutorView(Protocol):
     @property
     def inbox(self) -> RingBuffer[Any]: ...
 
+    @property
+    def outbox(self) -> Outbox:
+        """Its emit path; a feature may set its hooks when attached (``tracer`` and
+        ``trace_attributes``: the emit spans), before the executor starts."""
+        ...
+
+    @property
+    def executed(self) -> int:
+        """Execute calls made so far (a broadcast counts once per task): read it on the executor
+        thread (a batch wrapper) for an exact count."""
+        ...
+
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """Executor thread only (a marker handler): hand every task ``tup`` through the bolt's own
         ``execute``/``execute_batch``, neither counted nor acked; an exception is counted and
         logged as raised on ``what``."""
+        ...
+
+    def observe(self, inputs: BatchObserver | None, emits: FlushObserver | None) -> None:
+        """Any thread: from now on, the executor thread calls ``inputs`` with each inbox batch it
+        takes to execute (a bolt executor's; a spout executes none), before executing it, and
+        ``emits`` with each emit buffer its outbox flushes; None: stop calling it. Replaces the
+        previous observers (one observing feature per executor)."""
+        ...
+
+    def peek(self, payload: bytes) -> list[Tuple]:
+        """Executor thread only (an observer): the tuples a payload entry carries, decoded apart
+        from their execution; none when it does not decode (its execution counts that)."""
+        ...
+
+    def tuples_in(self, payload: bytes) -> int:
+        """How many tuples a payload entry carries, without decoding it."""
         ...
 
 
@@ -97,10 +146,14 @@ class ExecutorHooks:
     wrap_execute: Callable[[int, ExecuteFn], ExecuteFn] | None = None
     #: (task, the task's batch call) -> the batch call the executor makes instead
     wrap_execute_batch: Callable[[int, ExecuteBatchFn], ExecuteBatchFn] | None = None
-    #: the wrappers run on one inbox batch in this many, the others run the plain calls (a
+    #: the task wrappers run on one inbox batch in this many, the others run the plain calls (a
     #: sampling observer's cost divided by it); with several wrapping features the executor
     #: uses the smallest, and every wrapper runs on the same batches
     every_batches: int = 1
+    #: (a bolt executor's handling of one inbox batch) -> what the executor runs instead, on
+    #: every batch: it must call the handling it was given exactly once; with several features,
+    #: the first attached is innermost
+    wrap_batch: Callable[[BatchRun], BatchRun] | None = None
     #: marker -> what the executor thread runs when that marker comes out of its inbox
     markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
     #: run as the executor starts (its threads), and as it stops or halts (any thread)

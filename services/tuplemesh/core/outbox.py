@@ -86,12 +86,13 @@ class Outbox:
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
         self.before_flush: Callable[[], None] | None = None
         #: OpenTelemetry: the tracer (None: not tracing), the span attributes of this executor,
-        #: and the context emit spans are children of (the batch being executed, if any)
+        #: and the context emit spans are children of (the batch being executed, if any); set by
+        #: the tracing feature (tuplemesh.core.feature: ``ExecutorView.outbox``)
         self.tracer: Any = None
         self.trace_attributes: dict[str, Any] = {}
         self.trace_parent: Any = None
-        #: Admin.WatchTuples on emits: called with each buffer as it is flushed; None (the one
-        #: check per flush) while nobody watches
+        #: a feature's observer of emits (``ExecutorView.observe``: Admin.WatchTuples' sampling):
+        #: called with each buffer as it is flushed; None (the one check per flush) while none
         self.watch: Callable[[list[tuple[int, Any]]], None] | None = None
 
     def deliver(

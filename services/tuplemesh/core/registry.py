@@ -11,4 +11,6 @@ __all__ = ["FEATURES"]
 FEATURES: tuple[str, ...] = (
     "tuplemesh.ticks:feature",
     "tuplemesh.hotkeys:feature",
+    "tuplemesh.sampling:feature",
+    "tuplemesh.batchtrace:feature",
 )

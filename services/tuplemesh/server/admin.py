@@ -6,8 +6,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, cast
 
 import grpc
 from google.protobuf import json_format
@@ -23,8 +23,6 @@ from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.executor import Executor
-from tuplemesh.worker.sampling import TupleWatch
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["AdminServicer", "QueueRates", "StatsStream", "hot_keys_message"]
@@ -36,6 +34,27 @@ MAX_TUPLES_PER_SECOND = 1000.0
 #: WatchStats intervals accepted (seconds): a day at most, which threading's waits can represent.
 WATCH_MIN_INTERVAL = 0.05
 WATCH_MAX_INTERVAL = 86400.0
+
+
+class _Watch(Protocol):
+    """A WatchTuples watch (the "sampling" feature's)."""
+
+    def take(self, timeout: float) -> Sequence[Any]: ...
+
+
+class _Sampling(Protocol):
+    """What WatchTuples uses of the worker's "sampling" feature."""
+
+    def watch(
+        self,
+        executors: Sequence[str],
+        stream: str | None,
+        sample_rate: float,
+        max_per_second: float,
+        emitted: bool = False,
+    ) -> _Watch: ...
+
+    def unwatch(self, watch: _Watch) -> None: ...
 
 
 class QueueRates:
@@ -313,11 +332,9 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
     ) -> Iterator[admin_pb2.SampledTuple]:
         self._check_enabled("admin.watch.tuples.enabled", "WatchTuples", context)
-        watch, executors = self._new_watch(request, context)
+        sampling, watch = self._new_watch(request, context)
         stop = threading.Event()
         context.add_callback(stop.set)
-        for executor in executors:
-            executor.add_watch(watch, emitted=request.emitted)
         try:
             while not stop.is_set() and context.is_active():
                 for sample in watch.take(timeout=0.2):
@@ -334,13 +351,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 if self._state() == "NOT_SERVING" and self.worker.snapshot().idle:
                     return  # drained: nothing more will execute
         finally:
-            for executor in executors:
-                executor.remove_watch(watch)
+            sampling.unwatch(watch)
 
     def _new_watch(
         self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
-    ) -> tuple[TupleWatch, list[Executor]]:
-        """The watch a request asks for and the executors it watches; aborts on a bad request."""
+    ) -> tuple[_Sampling, _Watch]:
+        """The watch a request asks for, started, and the feature ending it; aborts on a bad
+        request."""
         worker, name = self.worker, request.component
         if name not in worker.topology.components:
             known = ", ".join(sorted(worker.topology.components))
@@ -367,12 +384,16 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"max_per_second must be in (0, {MAX_TUPLES_PER_SECOND:g}], got {per_second}",
             )
-        executors = [e for e in worker.executors if e.spec.component == name]
+        executors = [e.name for e in worker.executors if e.spec.component == name]
         if not executors:
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"
             )
-        return TupleWatch(request.stream or None, rate, per_second), executors
+        feature = worker.features.get("sampling")
+        if feature is None:  # not registered (an embedding's own feature list)
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, f"worker {worker.index} runs no tuple sampling")
+        sampling = cast(_Sampling, feature)
+        return sampling, sampling.watch(executors, request.stream or None, rate, per_second, request.emitted)
 
     def Rebalance(
         self, request: admin_pb2.RebalanceRequest, context: grpc.ServicerContext

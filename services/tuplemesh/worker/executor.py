@@ -14,11 +14,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tuplemesh import tracing
 from tuplemesh.acking import VERDICT_STREAM
 from tuplemesh.acking.collectors import bolt_batch_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
@@ -26,7 +25,7 @@ from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
-from tuplemesh.core.feature import ExecutorHooks, Feature
+from tuplemesh.core.feature import BatchObserver, BatchRun, ExecutorHooks, Feature, FlushObserver
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
@@ -41,7 +40,6 @@ from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.plan import WorkerPlan
-from tuplemesh.worker.sampling import TupleWatch
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -168,15 +166,9 @@ class Executor:
         #: The first exception user code raised here (set once, by the executor thread)
         self.first_error: ErrorSnapshot | None = None
         self._worker_index = plan.index
-        #: OpenTelemetry (None: not tracing): execute spans here, emit spans in the outbox
-        self.tracer = tracing.tracer()
-        self.trace_attributes = {"tuplemesh.component": spec.component, "tuplemesh.worker": plan.index}
-        self.outbox.tracer = self.tracer
-        self.outbox.trace_attributes = self.trace_attributes
-        #: Admin.WatchTuples watchers; None while nobody watches (the per-batch check)
-        self.watches: tuple[TupleWatch, ...] | None = None
-        self.emit_watches: tuple[TupleWatch, ...] = ()  # offered by the outbox's flush hook
-        self._watches_lock = threading.Lock()
+        #: a feature's observer of each inbox batch taken to execute (`observe`); None while no
+        #: feature observes (the one per-batch check)
+        self.input_observer: BatchObserver | None = None
         self._loop_thread: threading.Thread | None = None
         #: what the worker's features add to this executor (asked once, here)
         hooks = [h for h in (f.attach(self) for f in wiring.features) if h is not None]
@@ -198,6 +190,10 @@ class Executor:
     def is_bolt(self) -> bool:
         return False
 
+    @property
+    def executed(self) -> int:
+        return self.counters.executed
+
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
         raise TypeError(f"executor {self.name}: a spout executor takes no {what}")
@@ -215,32 +211,19 @@ class Executor:
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
 
-    def _sample(
-        self, batch: Sequence[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
-    ) -> None:
-        """Offer the batch's tuples to the watchers. A payload from another worker is decoded
-        (again, apart from its execution, with errors left to it) only while one could send."""
-        component = self.spec.component
-        wall = time.time()
-        for task, item in batch:
-            kind = item.__class__
-            if kind is bytes:
-                if not any(w.ready(now) for w in watches):
-                    rows = self._deserialize_rows is not None and len(item) and item[0] == ROWS_MARKER
-                    for watch in watches:
-                        watch.pass_over(rows_count(item) if rows else 1, now)
-                    continue
-                tuples = self._peek(item)
-            elif kind is list:
-                tuples = item
-            else:
-                tuples = [item]
-            for tup in tuples:
-                for watch in watches:
-                    watch.offer(component, task, tup, now, wall)
+    def observe(self, inputs: BatchObserver | None, emits: FlushObserver | None) -> None:
+        """From now on, call ``inputs`` with each inbox batch this executor takes to execute (a
+        bolt's) and ``emits`` with each emit buffer its outbox flushes; None: none. Any thread."""
+        self.input_observer = inputs
+        self.outbox.watch = emits
 
-    def _peek(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a payload, for a watcher: none when it does not decode (uncounted here:
+    def tuples_in(self, payload: bytes) -> int:
+        """How many tuples an inbox payload carries, without decoding it."""
+        rows = self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER
+        return rows_count(payload) if rows else 1
+
+    def peek(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a payload, for an observer: none when it does not decode (uncounted here:
         its execution counts it)."""
         try:
             if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
@@ -252,31 +235,6 @@ class Executor:
         except (SerializationError, KeyError, ValueError, TypeError):
             return []
         return [Tuple(values, source_task, component, stream, fields)]
-
-    def add_watch(self, watch: TupleWatch, emitted: bool = False) -> None:
-        """Start offering ``watch`` the tuples this executor takes to execute, or (``emitted``)
-        the deliveries its emits make as its emit buffers are flushed. Any thread."""
-        with self._watches_lock:
-            if emitted:
-                self.emit_watches = (*self.emit_watches, watch)
-                self.outbox.watch = self._sample_emitted
-            else:
-                self.watches = (*(self.watches or ()), watch)
-
-    def remove_watch(self, watch: TupleWatch) -> None:
-        """Stop offering tuples to ``watch``; with no watch left, sampling costs nothing again."""
-        with self._watches_lock:
-            rest = tuple(w for w in self.watches or () if w is not watch)
-            self.watches = rest or None
-            self.emit_watches = tuple(w for w in self.emit_watches if w is not watch)
-            if not self.emit_watches:
-                self.outbox.watch = None
-
-    def _sample_emitted(self, buffer: list[tuple[int, Any]]) -> None:
-        """The outbox's hook while someone watches this executor's emits (its thread)."""
-        watches = self.emit_watches
-        if watches:
-            self._sample(buffer, watches, time.monotonic())
 
     def _final_flush(self) -> None:
         """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
@@ -433,14 +391,21 @@ class BoltExecutor(Executor):
         # batches left before the next wrapped one: drawn at random around ``every``, so batches
         # that arrive in a fixed rotation (senders taking turns) are all sampled alike
         self._until_wrapped = every
-        #: what runs an inbox batch's tuples: chosen here, so a sampling feature's per-batch
-        #: choice costs nothing to executors it does not wrap
+        #: what runs an inbox batch's tuples: chosen here, so choosing the batches wrappers run on
+        #: (``every_batches``) costs nothing to executors no feature wraps
         self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
         if every > 1:
             self._execute, self._execute_batches = plain
             self._run_batch = self._execute_batch_sampled
         # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
         self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
+        # an inbox batch's whole handling (alignment included), chosen here with the features'
+        # wrappers around it: with none, the plain run
+        take: BatchRun = self._run_batch if self.checkpoints is None else self.checkpoints.on_batch
+        for hooks in self.feature_hooks:
+            if hooks.wrap_batch is not None:
+                take = hooks.wrap_batch(take)
+        self._take_batch = take
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
@@ -489,29 +454,17 @@ class BoltExecutor(Executor):
             stamp = getattr(batch, "stamp", None)
             if stamp is not None:
                 self.inbox_wait.observe(start - stamp)
-            watches = self.watches
-            if watches is not None:
-                self._sample(batch, watches, start)
-            span: Any = None
-            if self.tracer is not None:  # a child of the hop that published the batch
-                span = self.tracer.start_span(
-                    tracing.EXECUTE, getattr(batch, "trace", None), attributes=self.trace_attributes
-                )
-                self.outbox.trace_parent = tracing.context_of(span)  # what it emits is its child
+            observer = self.input_observer
+            if observer is not None:
+                observer(batch, start)
             executed_before = self.counters.executed
-            if self.checkpoints is None:
-                self._run_batch(batch)
-            else:
-                self.checkpoints.on_batch(batch)
+            self._take_batch(batch)
             executed = self.counters.executed - executed_before
             end = time.monotonic()
             if executed:
                 self.execute_seconds.observe((end - start) / executed, executed)
             if self.queue_limit is not None:
                 self.queue_limit.observe(end - start)
-            if span is not None:
-                span.set_attribute("tuplemesh.tuples", executed)
-                span.end()
             if end_of_batch and self.outbox.pending:
                 if time.monotonic() - self.outbox.last_flush >= self.flush_interval:
                     self.outbox.flush()

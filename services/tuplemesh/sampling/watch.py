@@ -1,10 +1,10 @@
 """`TupleWatch`: one Admin.WatchTuples watcher's filter, sampling, rate limit and bounded queue.
 
 The executor thread offers tuples (only while at least one watch is attached to it: otherwise
-its per-batch check finds nothing); a watch takes an evenly spaced fraction of those matching its
-stream, renders at most ``max_per_second`` of them and queues them for the gRPC thread, which
-waits on ``take``. Nothing here blocks the executor: a full queue or an empty token bucket skips
-the tuple and counts it.
+it observes nothing, see `tuplemesh.sampling.feature`); a watch takes an evenly spaced fraction of
+those matching its stream, renders at most ``max_per_second`` of them and queues them for the gRPC
+thread, which waits on ``take``. Nothing here blocks the executor: a full queue or an empty token
+bucket skips the tuple and counts it.
 """
 
 from __future__ import annotations

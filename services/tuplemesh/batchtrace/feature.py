@@ -1,0 +1,74 @@
+"""OpenTelemetry spans of the batches an executor executes and emits, as a feature.
+
+Written only against the feature interface (tuplemesh.core.feature); the span helpers are
+`tuplemesh.tracing`'s, shared with the hops outside executors (transfer, receive, the transport,
+the Gateway). Built only while tracing is on (`tuplemesh.tracing.tracer` is not None when the
+worker is built): otherwise no executor is touched and none checks anything per batch.
+
+Every executor's outbox gets the tracer, so each emit buffer it flushes is a ``tuplemesh.emit``
+span; each inbox batch a bolt executor handles is a ``tuplemesh.execute`` span, a child of the
+hop that published the batch, and the parent of what the executor emits meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuplemesh import tracing
+from tuplemesh.core.feature import BatchRun, ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric
+
+__all__ = ["BatchTracing", "feature"]
+
+
+class BatchTracing:
+    """The execute and emit spans of one worker's executors."""
+
+    name = "tracing"
+
+    def __init__(self, tracer: Any, worker: int) -> None:
+        self.tracer = tracer
+        self.worker = worker
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        attributes = {"tuplemesh.component": executor.component, "tuplemesh.worker": self.worker}
+        outbox = executor.outbox
+        outbox.tracer = self.tracer
+        outbox.trace_attributes = attributes
+        if not executor.is_bolt:
+            return None  # a spout executes nothing: its emits are the roots of their traces
+        tracer = self.tracer
+        execute, context_of = tracing.EXECUTE, tracing.context_of
+
+        def wrap_batch(run: BatchRun) -> BatchRun:
+            def traced(batch: list[tuple[int | None, Any]]) -> None:
+                # a child of the hop that published the batch; what it emits is the span's child
+                span = tracer.start_span(execute, getattr(batch, "trace", None), attributes=attributes)
+                outbox.trace_parent = context_of(span)
+                before = executor.executed
+                run(batch)
+                span.set_attribute("tuplemesh.tuples", executor.executed - before)
+                span.end()
+
+            return traced
+
+        return ExecutorHooks(wrap_batch=wrap_batch)
+
+    def start(self) -> None:
+        pass  # no thread: spans are made on the executors' threads
+
+    def stop(self) -> None:
+        pass
+
+    def section(self) -> Mapping[str, Any]:
+        return {}
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        return ()
+
+
+def feature(context: FeatureContext) -> BatchTracing | None:
+    """The registry's factory: None while tracing is off (no OpenTelemetry API, or no real tracer
+    provider when the worker is built)."""
+    tracer = tracing.tracer()
+    return None if tracer is None else BatchTracing(tracer, context.worker)
