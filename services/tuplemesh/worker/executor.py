@@ -890,10 +890,11 @@ class SpoutExecutor(Executor):
                     continue
                 if outbox.pending:
                     outbox.flush()
-                if self.finished.is_set() and not len(tracker):
-                    # every spout finished and nothing in flight: only a control message (a stop,
-                    # a marker) can come, so the loop rests instead of waking 1,000 times a second
-                    rest = min(max(rest * 2, self.spout_wait), LONGEST_REST)
+                if not callers and self.finished.is_set() and not len(tracker):
+                    # every spout finished, none holds input and nothing is in flight: only a
+                    # control message (a stop, a rewind) can come, so the loop rests instead of
+                    # waking 1,000 times a second
+                    rest = min(max(rest * 2, self.spout_wait, 0.001), LONGEST_REST)
                     sleep(rest)
                     continue
                 rest = 0.0
