@@ -48,6 +48,8 @@ INTERNAL_PACKAGES = {
     "tuplemesh.server": "the worker process, run by `tuplemesh worker`",
     "tuplemesh.ticks": "tick tuples, a worker feature turned on by topology.tick.tuple.freq.secs",
     "tuplemesh.hotkeys": "hot keys, a worker feature read through Admin.HotKeys and /metrics",
+    "tuplemesh.sampling": "live tuple samples, a worker feature read through Admin.WatchTuples",
+    "tuplemesh.batchtrace": "execute and emit spans, a worker feature on while a tracer provider is set",
 }
 
 
