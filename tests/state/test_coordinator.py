@@ -15,6 +15,7 @@ from tuplemesh.state import MemoryStore, StoreUnavailable
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER, CoordinatorBolt
 from tuplemesh.state.protocol import (
     ALIGNMENT_GIVEN_UP,
+    CHECKPOINT_NOW,
     COMMIT,
     CONTROL_STREAM,
     COORDINATOR,
@@ -100,6 +101,23 @@ def test_the_first_attempt_starts_everyone_from_the_beginning_then_checkpoints_f
     assert setup.tick(0.05) == []  # the interval has not passed
     assert setup.tick(0.06) == [(4, [TRIGGER, 1, 1]), (5, [TRIGGER, 1, 1])]
     assert setup.tick(10.0) == []  # one checkpoint at a time
+
+
+def test_a_checkpoint_asked_for_by_the_first_tick_of_an_attempt_follows_its_rollback_at_once(setup: Setup):
+    """A worker stopped just after it started: the drain pauses the clock, and the stop's
+    request for a final checkpoint is the tick that begins the attempt. No other tick comes."""
+    setup.new_attempt()
+    setup.clock.now += 0.01
+    setup.bolt.execute(Tuple([CHECKPOINT_NOW], -1, "__system", TICK_STREAM, Fields(["request"])))
+    assert setup.collector.take() == [
+        (4, [ROLLBACK, NO_CHECKPOINT, 1]),
+        (5, [ROLLBACK, NO_CHECKPOINT, 1]),
+        (4, [TRIGGER, 1, 1]),
+        (5, [TRIGGER, 1, 1]),
+    ]
+    for task in (2, 3, 4, 5):
+        setup.report(1, 1, task)
+    assert setup.committed() == 1
 
 
 def test_a_checkpoint_commits_only_once_every_spout_and_stateful_task_stored_its_part(setup: Setup):
