@@ -68,43 +68,34 @@ class PeerAdmins:
 
     def statuses(self, timeout: float) -> dict[int, admin_pb2.WorkerStatus | None]:
         """Every peer's status, asked in parallel; None for a peer that did not answer in ``timeout``."""
-        request = admin_pb2.GetStatusRequest()
-        calls = {
-            worker: self._stub(worker, address).GetStatus.future(request, timeout=timeout)
-            for worker, address in sorted(self._addresses().items())
-            if worker != self._own
-        }
-        out: dict[int, admin_pb2.WorkerStatus | None] = {}
-        for worker, call in calls.items():
-            try:
-                out[worker] = call.result()
-            except grpc.RpcError as exc:
-                log.debug("worker %d: no status from peer %d: %s", self._own, worker, exc.code())
-                out[worker] = None
-        return out
+        calls = self._ask_every_peer("GetStatus", admin_pb2.GetStatusRequest(), timeout)
+        return self._answers(calls, "status")
 
     def ask_hot_keys(self, timeout: float) -> Callable[[], dict[int, admin_pb2.HotKeysResponse | None]]:
         """Ask every peer its Admin.HotKeys now, in parallel (while the caller asks something
         else); the callable returned waits for the answers: None for a peer that gave none
         (refused: key counting or the call off there; or no answer in ``timeout``)."""
-        request = admin_pb2.HotKeysRequest()
-        calls = {
-            worker: self._stub(worker, address).HotKeys.future(request, timeout=timeout)
+        calls = self._ask_every_peer("HotKeys", admin_pb2.HotKeysRequest(), timeout)
+        return lambda: self._answers(calls, "hot keys")
+
+    def _ask_every_peer(self, method: str, request: Any, timeout: float) -> dict[int, Any]:
+        """The future of Admin ``method`` called on every peer at once."""
+        return {
+            worker: getattr(self._stub(worker, address), method).future(request, timeout=timeout)
             for worker, address in sorted(self._addresses().items())
             if worker != self._own
         }
 
-        def answers() -> dict[int, admin_pb2.HotKeysResponse | None]:
-            out: dict[int, admin_pb2.HotKeysResponse | None] = {}
-            for worker, call in calls.items():
-                try:
-                    out[worker] = call.result()
-                except grpc.RpcError as exc:
-                    log.debug("worker %d: no hot keys from peer %d: %s", self._own, worker, exc.code())
-                    out[worker] = None
-            return out
-
-        return answers
+    def _answers(self, calls: Mapping[int, Any], what: str) -> dict[int, Any]:
+        """Each call's answer, None for a peer that refused or did not answer in time."""
+        out: dict[int, Any] = {}
+        for worker, call in calls.items():
+            try:
+                out[worker] = call.result()
+            except grpc.RpcError as exc:
+                log.debug("worker %d: no %s from peer %d: %s", self._own, what, worker, exc.code())
+                out[worker] = None
+        return out
 
     def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]:
         """The assignment epoch of the peers that answer within ``timeout``: every peer, or
