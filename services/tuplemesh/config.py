@@ -447,6 +447,18 @@ KEYS: dict[str, ConfigKey] = {
             unit="millis",
         ),
         ConfigKey(
+            "messaging.coalesce.ms",
+            float,
+            2.0,
+            "While a link is busy, a gRPC sender writes at most one stream message to a peer per "
+            "this many milliseconds; the batches that come meanwhile join the one waiting, up to "
+            "10,000 tuples or messaging.max.message.bytes. The first message after a quiet spell "
+            "goes at once. A receiver reads fewer, larger messages: at moderate rates a tuple "
+            "waits up to this long instead of queueing behind messages. 0: a message per batch.",
+            _non_negative,
+            unit="millis",
+        ),
+        ConfigKey(
             "messaging.grpc.server.threads",
             int,
             32,

@@ -90,6 +90,9 @@ def harness(request: Any) -> Iterator[Harness]:
             # the same small window for every plugin, so backpressure tests mean the same thing
             "topology.receiver.buffer.size": 4,
             "messaging.window.batches": 4,
+            # a message per batch: these tests count batches through windows and credit
+            # (coalescing has its own tests: test_grpc_wire.py, test_process_restart.py)
+            "messaging.coalesce.ms": 0,
             "storm.messaging.netty.min_wait_ms": 20,
             "storm.messaging.netty.max_wait_ms": 200,
         }

@@ -275,6 +275,7 @@ def test_batches_in_flight_and_waits_for_window_room_are_counted_exactly(plugin:
             "messaging.window.batches": 4,
             "storm.messaging.netty.min_wait_ms": 20,
             "storm.messaging.netty.max_wait_ms": 200,
+            "messaging.coalesce.ms": 0,  # counts batches through the window
         }
     )
     harness = Harness(plugin, conf)

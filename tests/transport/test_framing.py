@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuplemesh.transport.framing import TransferBatchEncoder, pack_within
+from tuplemesh.transport.framing import TransferBatchEncoder, join_packed, pack_within, unpack_batch
 from tuplemesh.v1 import messages_pb2
 
 
@@ -58,3 +58,22 @@ def test_a_trace_context_is_encoded_as_the_protobuf_map_field():
             topology_id="wc", sender=3, session=7, sequence=9, packed=b"\x91\x00", ack_requested=True
         ).SerializeToString()
     )
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [(1, 1), (7, 8), (15, 1), (100, 65_435), (65_535, 1), (3, 70_000)]
+)
+def test_joined_batches_are_one_array_of_both_pairs_in_order(first: int, second: int):
+    """Each header form: fixarray (up to 15 pairs), array 16 (up to 65,535) and array 32."""
+    a = [(i, b"a%d" % i) for i in range(first)]
+    b = [(None if i % 5 == 0 else i, b"b%d" % i) for i in range(second)]
+    packed_a = next(pack_within(a, 1 << 30))[0]
+    packed_b = next(pack_within(b, 1 << 30))[0]
+    joined = join_packed(packed_a, packed_b)
+    assert joined == next(pack_within(a + b, 1 << 30))[0]  # what packing them together writes
+    assert unpack_batch(joined) == (a + b, sum(1 for task, _ in b if task is None))
+
+
+def test_joining_what_is_not_a_packed_batch_is_refused():
+    with pytest.raises(ValueError, match="not a msgpack array"):
+        join_packed(b"\xc0", next(pack_within([(1, b"x")], 100))[0])

@@ -46,11 +46,17 @@ def read(out: Path) -> list[int]:
     return values
 
 
+@pytest.mark.parametrize(
+    ("plugin", "coalesce"), [("grpc", 0), ("grpc", 2), ("zmq", 0)], ids=["grpc", "grpc-coalescing", "zmq"]
+)
 @pytest.mark.parametrize("secret", ["", "the mesh secret"], ids=["plaintext", "mesh-secret"])
-@pytest.mark.parametrize("plugin", NETWORK)
-def test_receiver_killed_and_restarted_loses_nothing(plugin: str, secret: str, tmp_path: Path, port: int):
+def test_receiver_killed_and_restarted_loses_nothing(
+    plugin: str, coalesce: int, secret: str, tmp_path: Path, port: int
+):
     """With a mesh secret the sender (worker 0) proves every new stream or connection afresh to
-    the peer (worker 1), which takes each proof once: the reconnect after the restart is proven."""
+    the peer (worker 1), which takes each proof once: the reconnect after the restart is proven.
+    Coalescing (messaging.coalesce.ms): while the peer is down the sender's batches join the
+    open one, and what the joined batches carry is resent exactly like single ones."""
     from tuplemesh.config import Config
 
     harness = Harness(
@@ -60,6 +66,7 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, secret: str, t
                 "messaging.transport": plugin,
                 "storm.messaging.netty.min_wait_ms": 20,
                 "storm.messaging.netty.max_wait_ms": 200,
+                "messaging.coalesce.ms": coalesce,
                 **({"mesh.secret": secret, "worker.index": 0, "topology.workers": 2} if secret else {}),
             }
         ),
@@ -96,13 +103,19 @@ def test_receiver_killed_and_restarted_loses_nothing(plugin: str, secret: str, t
         harness.close()
     window = 8  # the receiver's credit (peer_process), below the sender's own window of 32
     [down] = while_down
-    # While the peer was down the sender held exactly its window and was blocked on it: every
-    # batch it had accepted up to then was either acknowledged or in those 8.
-    assert down.unacked_batches == window
     before, after = read(first), read(second)
     assert before == sorted(before) and len(set(before)) == len(before)
     assert after == list(range(after[0], total)), "lost or reordered after the restart"
     assert set(before) | set(after) == set(range(total)), "tuples lost"
+    if coalesce:
+        # blocked on the dead peer, the sender's batches joined the open one up to the most a
+        # batch takes (10,000 tuples: 100 of these) before the window held it
+        assert 1 <= down.unacked_batches <= window and down.coalesced_batches >= 99
+        assert conn.stats().reconnects == 1
+        return
+    # While the peer was down the sender held exactly its window and was blocked on it: every
+    # batch it had accepted up to then was either acknowledged or in those 8.
+    assert down.unacked_batches == window
     # The restarted peer got everything from the oldest unacknowledged batch on: the first of
     # the 8 batches the sender held while it was down.
     assert after[0] == down.sent_tuples - window * per_batch

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -14,12 +16,13 @@ from tuplemesh.errors import TransportError
 from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.topology.user_metrics import UserMetrics
-from tuplemesh.transport.framing import pack_within
+from tuplemesh.transport.framing import pack_within, unpack_batch
 from tuplemesh.transport.session import ACK_TUPLES
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.window import (
     MAX_IN_FLIGHT_TUPLES,
     MIN_IN_FLIGHT_TUPLES,
+    MOST_COALESCED_TUPLES,
     InFlightTimeLimit,
     SendWindow,
     WindowedConnection,
@@ -319,3 +322,86 @@ def test_a_connection_reports_its_batches_in_flight_and_its_waits_on_metrics_and
     assert (peer.unacked_tuples, peer.unacked_bytes, peer.window_waits) == (1, sizes[1], 1)
     assert peer.window_wait_seconds == stats.window_wait_seconds
     assert snapshot_from_proto(status).peers[0].connection == stats
+
+
+def _packed(*pairs: tuple[int, bytes]) -> bytes:
+    return next(pack_within(list(pairs), 1 << 20))[0]
+
+
+def test_batches_join_the_open_one_until_the_sender_takes_it():
+    window = SendWindow(batches=4, max_bytes=1 << 20, address="peer")
+    assert window.add_packed(_packed((1, b"a")), 1, 1 << 20) == 1
+    assert window.add_packed(_packed((2, b"b"), (3, b"c")), 2, 1 << 20) == 1  # joined
+    assert (len(window), window.unacked_tuples, window.coalesced) == (1, 3, 1)
+    position, item = window.get(1)
+    assert position == 1 and unpack_batch(item)[0] == [(1, b"a"), (2, b"b"), (3, b"c")]
+    # taken: it is frozen (a resend carries the same bytes), the next batch is one of its own
+    assert window.add_packed(_packed((4, b"d")), 1, 1 << 20) == 2
+    assert window.get(1) == (1, item) and unpack_batch(window.get(2)[1])[0] == [(4, b"d")]
+    assert (window.next_seq, window.coalesced) == (3, 1)
+
+
+def test_a_batch_joins_only_within_the_message_bytes_the_tuples_and_the_window_bytes():
+    one = _packed((1, b"x" * 10))
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    assert [window.add_packed(one, 1, 2 * len(one)) for _ in range(3)] == [1, 1, 2]  # two fit
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    assert window.add_packed(one, MOST_COALESCED_TUPLES - 1, 1 << 20) == 1
+    assert window.add_packed(one, 1, 1 << 20) == 1  # exactly the most tuples a batch joins to
+    assert window.add_packed(one, 1, 1 << 20) == 2
+    window = SendWindow(batches=8, max_bytes=2 * len(one) + 1, address="peer")
+    assert [window.add_packed(one, 1, 1 << 20) for _ in range(2)] == [1, 1]
+    assert window.unacked_bytes == 2 * len(one)
+    blocked = threading.Thread(target=window.add_packed, args=(one, 1, 1 << 20), daemon=True)
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive()  # joining never passes the window's bytes: it waits like add
+    window.ack(1)
+    blocked.join(5)
+    assert not blocked.is_alive() and window.next_seq == 3 and window.coalesced == 1
+
+
+def test_traced_items_and_a_batch_behind_the_open_one_close_it():
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    window.add_packed(_packed((1, b"a")), 1, 1 << 20)
+    assert window.add(lambda seq: (b"traced", {}), 5, 1) == 2  # not packed bytes: its own
+    assert window.add_packed(_packed((2, b"b")), 1, 1 << 20) == 3  # 1 is closed, 2 is no batch
+    assert window.coalesced == 0
+
+
+def test_the_open_batch_is_held_until_the_pace_passes_or_something_closes_it():
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    window.add_packed(_packed((1, b"a")), 1, 1 << 20)
+    got: list[tuple[int, Any] | None] = []
+    far = time.monotonic() + 600
+    sender = threading.Thread(target=lambda: got.append(window.next_to_send(1, lambda: True, None, far)))
+    sender.start()
+    sender.join(0.2)
+    assert sender.is_alive()  # held: the link sent a message less than the pace ago
+    window.add_packed(_packed((2, b"b")), 1, 1 << 20)  # joins while held
+    window.add(lambda seq: "behind", 1, 1)  # a batch behind it: the held one goes at once
+    sender.join(5)
+    assert not sender.is_alive() and got[0] is not None
+    assert got[0][0] == 1 and unpack_batch(got[0][1])[0] == [(1, b"a"), (2, b"b")]
+    # a pace that passed holds nothing, and an idle link's first batch is never held
+    assert window.next_to_send(2, lambda: True, None, time.monotonic() - 1) == (2, "behind")
+    window.add_packed(_packed((3, b"c")), 1, 1 << 20)
+    assert window.next_to_send(3, lambda: True, None, 0.0)[0] == 3
+
+
+def test_draining_sends_a_held_batch_at_once():
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    window.add_packed(_packed((1, b"a")), 1, 1 << 20)
+    got: list[tuple[int, Any] | None] = []
+    far = time.monotonic() + 600
+    sender = threading.Thread(target=lambda: got.append(window.next_to_send(1, lambda: True, None, far)))
+    sender.start()
+    sender.join(0.2)
+    assert sender.is_alive()
+    drained = threading.Thread(target=window.drain, args=(30.0,), daemon=True)
+    drained.start()
+    sender.join(5)
+    assert not sender.is_alive() and got[0] is not None and got[0][0] == 1
+    window.ack(1)
+    drained.join(5)
+    assert not drained.is_alive()

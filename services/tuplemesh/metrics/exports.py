@@ -157,6 +157,10 @@ EXPORTS: dict[str, Export] = {
         "tuplemesh_peer_window_wait_seconds_total",
         "Time batches spent waiting for room in the peer's send window.",
     ),
+    "peers.connection.coalesced_batches": Export(
+        "tuplemesh_peer_coalesced_batches_total",
+        "Batches that joined the one waiting to go to the peer instead of a message of their own.",
+    ),
     "peers.connection.resent_batches": Export(
         "tuplemesh_peer_resent_batches_total", "Batches resent after a reconnect, a retarget or a gap."
     ),

@@ -91,6 +91,7 @@ def snapshot_to_proto(
                 window_waits=p.connection.window_waits,
                 window_wait_seconds=p.connection.window_wait_seconds,
                 window_limit_tuples=p.connection.window_limit_tuples,
+                coalesced_batches=p.connection.coalesced_batches,
             )
             for p in s.peers
         ],
@@ -216,6 +217,7 @@ def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:
                     window_waits=p.window_waits,
                     window_wait_seconds=p.window_wait_seconds,
                     window_limit_tuples=p.window_limit_tuples,
+                    coalesced_batches=p.coalesced_batches,
                 ),
             )
             for p in status.peers

@@ -20,7 +20,7 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import TaskMessage
 
-__all__ = ["TransferBatchEncoder", "pack_within", "unpack_batch"]
+__all__ = ["TransferBatchEncoder", "join_packed", "pack_within", "unpack_batch"]
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 
@@ -43,6 +43,33 @@ def pack_within(batch: list[TaskMessage], limit: int) -> Iterator[tuple[bytes, i
     half = len(batch) // 2
     yield from pack_within(batch[:half], limit)
     yield from pack_within(batch[half:], limit)
+
+
+def _array_head(packed: bytes) -> tuple[int, int]:
+    """(elements, header bytes) of the msgpack array ``packed`` starts with."""
+    first = packed[0]
+    if 0x90 <= first <= 0x9F:  # fixarray
+        return first & 0x0F, 1
+    if first == 0xDC:  # array 16
+        return struct.unpack_from(">H", packed, 1)[0], 3
+    if first == 0xDD:  # array 32
+        return struct.unpack_from(">I", packed, 1)[0], 5
+    raise ValueError(f"not a msgpack array (first byte 0x{first:02x})")
+
+
+def join_packed(first: bytes, second: bytes) -> bytes:
+    """Two packed batches (`pack_within`) as one: one array of both arrays' pairs, in order;
+    the pairs are copied as they are, only the array's header is written anew."""
+    count_a, head_a = _array_head(first)
+    count_b, head_b = _array_head(second)
+    count = count_a + count_b
+    if count <= 0x0F:
+        head = bytes((0x90 | count,))
+    elif count <= 0xFFFF:
+        head = b"\xdc" + struct.pack(">H", count)
+    else:
+        head = b"\xdd" + struct.pack(">I", count)
+    return b"".join((head, memoryview(first)[head_a:], memoryview(second)[head_b:]))
 
 
 def unpack_batch(packed: bytes) -> tuple[list[TaskMessage], int]:

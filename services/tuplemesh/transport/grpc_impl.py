@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from concurrent import futures
 from typing import Any
@@ -341,6 +342,8 @@ class GrpcConnection(WindowedConnection):
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
         self._thread.start()
 
+    coalesces = True
+
     def _item(self, sequence: int, packed: bytes) -> bytes:
         return packed  # framed by the stream thread, with the ack request known only then
 
@@ -367,9 +370,11 @@ class GrpcConnection(WindowedConnection):
         unasked = False  # batches went out since the last ack request
         # an idle link says it is alive, or the receiver ends it (server.stream.idle.timeout.ms)
         heartbeat = self._settings.stream_idle_timeout_seconds / 4 or None
+        pace = self._settings.coalesce_seconds
+        hold_until = 0.0  # a busy link: the open batch waits until then, taking what comes
         while True:
             found = window.next_to_send(
-                position, lambda: attempt.alive, ACK_PROBE_SECONDS if unasked else heartbeat
+                position, lambda: attempt.alive, ACK_PROBE_SECONDS if unasked else heartbeat, hold_until
             )
             if found is None:
                 if not attempt.alive:
@@ -393,6 +398,8 @@ class GrpcConnection(WindowedConnection):
             message = encode(position, packed, ask, carrier)
             position += 1
             self.sent_batches += 1
+            if pace:
+                hold_until = time.monotonic() + pace
             yield message
 
     def _on_ack(self, ack: messages_pb2.TransferAck) -> None:

@@ -28,6 +28,8 @@ class TransportSettings:
     window_bytes: int
     #: unacknowledged tuples per peer are held to what it takes in this time (0: not by time)
     window_target_seconds: float
+    #: a busy link's sender writes one stream message per this long at most (0: one per batch)
+    coalesce_seconds: float
     close_timeout_seconds: float
     keepalive_millis: int  # 0: no keepalive pings
     reconnect_min_wait_millis: int
@@ -69,6 +71,7 @@ class TransportSettings:
             window_batches=conf["messaging.window.batches"],
             window_bytes=conf["messaging.window.bytes"],
             window_target_seconds=conf.seconds("messaging.window.target.ms"),
+            coalesce_seconds=conf.seconds("messaging.coalesce.ms"),
             close_timeout_seconds=conf.seconds("messaging.close.timeout.secs"),
             keepalive_millis=conf["messaging.keepalive.millis"],
             reconnect_min_wait_millis=conf["storm.messaging.netty.min_wait_ms"],

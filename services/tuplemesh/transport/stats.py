@@ -49,6 +49,9 @@ class ConnectionStats:
     lost_on_close: int = 0
     #: Tuples the peer reported it does not own (counted there too).
     unknown_tasks: int = 0
+    #: Batches that joined the batch waiting to go instead of a stream message of their own
+    #: (messaging.coalesce.ms): sent_batches counts messages, this the batches they absorbed.
+    coalesced_batches: int = 0
 
 
 @dataclass(frozen=True, slots=True)
