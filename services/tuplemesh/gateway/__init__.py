@@ -2,4 +2,7 @@
 
 from tuplemesh.gateway.components import ExportBolt, IngestSpout
 
+# The worker's feature factory (named in tuplemesh.core.registry): the runtime's, not public API.
+from tuplemesh.gateway.feature import feature as feature
+
 __all__ = ["ExportBolt", "IngestSpout"]
