@@ -1,8 +1,9 @@
 """The Gateway as a worker feature: its registry, its gRPC service and its export counts.
 
-Built for every worker, whatever its topology: a Gateway call for a component the worker does not
-run is answered NOT_FOUND by name, by every worker. Written only against the feature interface
-(tuplemesh.core.feature): the worker names no part of the Gateway.
+Built for every worker (by the factory ``feature`` of the package), whatever its topology: a
+Gateway call for a component the worker does not run is answered NOT_FOUND by name, by every
+worker. Written only against the feature interface (tuplemesh.core.feature): the worker names no
+part of the Gateway.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.v1 import gateway_pb2_grpc
 
-__all__ = ["GatewayFeature", "feature"]
+__all__ = ["GatewayFeature"]
 
 
 class GatewayFeature:
@@ -78,8 +79,3 @@ class GatewayFeature:
                 component: sum(bolt.lost for bolt in bolts) for component, bolts in self.exports.items()
             }
         }
-
-
-def feature(context: FeatureContext) -> GatewayFeature:
-    """The registry's factory: built for every worker (see the module docstring)."""
-    return GatewayFeature(context)
