@@ -258,8 +258,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tuplemesh.server", "tuplemesh.spark"),
     ("tuplemesh.ui",),
     ("tuplemesh.worker",),
-    ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace"),
-    ("tuplemesh.gateway", "tuplemesh.windowing", "tuplemesh.metrics"),
+    (
+        "tuplemesh.ticks",
+        "tuplemesh.hotkeys",
+        "tuplemesh.sampling",
+        "tuplemesh.batchtrace",
+        "tuplemesh.gateway",
+    ),
+    ("tuplemesh.windowing", "tuplemesh.metrics"),
     ("tuplemesh.acking", "tuplemesh.state"),
     ("tuplemesh.core",),
     ("tuplemesh.topology", "tuplemesh.transport"),
@@ -379,7 +385,13 @@ def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
 
 
 #: Packages that plug into the worker through tuplemesh.core.feature, named only by the registry.
-FEATURE_PACKAGES = ("tuplemesh.ticks", "tuplemesh.hotkeys", "tuplemesh.sampling", "tuplemesh.batchtrace")
+FEATURE_PACKAGES = (
+    "tuplemesh.ticks",
+    "tuplemesh.hotkeys",
+    "tuplemesh.sampling",
+    "tuplemesh.batchtrace",
+    "tuplemesh.gateway",
+)
 
 
 def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> None:

@@ -17,7 +17,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from examples.pipeline import build
 from tuplemesh import tracing
 from tuplemesh.config import Config
-from tuplemesh.gateway.service import PUBLISH_ONE_SPAN, PUBLISH_SPAN, GatewayServicer
+from tuplemesh.gateway.service import PUBLISH_ONE_SPAN, PUBLISH_SPAN
 from tuplemesh.netutil import free_ports
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 from tuplemesh.worker.local_cluster import LocalCluster
@@ -37,7 +37,7 @@ def traced_gateway() -> Iterator[tuple[gateway_pb2_grpc.GatewayStub, InMemorySpa
     cluster = LocalCluster(build(), 1, Config({"messaging.transport": "local"}))
     cluster.start()
     server = grpc.server(futures.ThreadPoolExecutor(4))
-    gateway_pb2_grpc.add_GatewayServicer_to_server(GatewayServicer(cluster.workers[0].gateway, 0), server)
+    cluster.workers[0].serve_features(server, accepting=lambda: True)
     (port,) = free_ports(1)
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()

@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh import tracing
-from tuplemesh.core.feature import BatchRun, ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric
+from tuplemesh.core.feature import (
+    BatchRun,
+    ExecutorHooks,
+    ExecutorView,
+    FeatureContext,
+    FeatureMetric,
+    FeatureServer,
+)
 
 __all__ = ["BatchTracing", "feature"]
 
@@ -57,14 +64,23 @@ class BatchTracing:
     def start(self) -> None:
         pass  # no thread: spans are made on the executors' threads
 
+    def stopping(self) -> None:
+        pass  # nothing waits on callers from outside
+
     def stop(self) -> None:
         pass
+
+    def serve(self, where: FeatureServer) -> None:
+        pass  # no gRPC service of its own
 
     def section(self) -> Mapping[str, Any]:
         return {}
 
     def metrics(self) -> Sequence[FeatureMetric]:
         return ()
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        return {}
 
 
 def feature(context: FeatureContext) -> BatchTracing | None:

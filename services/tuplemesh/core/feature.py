@@ -26,7 +26,11 @@ it knows only the types here. A feature may
     ends at any time, so it cannot wrap at construction). While nothing observes, the executor
     makes one ``is None`` check per inbox batch and per emit-buffer flush, never per tuple. The
     observer runs on the executor thread, so it must not block (copy out, drop when full), and
-    decodes a payload from another worker only if it needs the values (``ExecutorView.peek``).
+    decodes a payload from another worker only if it needs the values (``ExecutorView.peek``);
+(g) serve gRPC calls on the worker process's one server (``serve``: e.g. the Gateway service),
+    release what waits on callers from outside as the worker begins to stop (``stopping``: e.g.
+    an export log waiting for a reader), and fill fields of the worker's snapshot that predate
+    features (``snapshot_fields``). A feature with nothing to do there does nothing.
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -36,13 +40,16 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.topology import Topology, Tuple
+from tuplemesh.topology import Bolt, Spout, Topology, Tuple
 from tuplemesh.topology.groupings import FieldsGrouping
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = [
     "BatchObserver",
@@ -55,6 +62,7 @@ __all__ = [
     "FeatureContext",
     "FeatureFactory",
     "FeatureMetric",
+    "FeatureServer",
     "FlushObserver",
     "fields_keys",
     "load_features",
@@ -102,6 +110,12 @@ class ExecutorView(Protocol):
 
     @property
     def inbox(self) -> RingBuffer[Any]: ...
+
+    @property
+    def tasks(self) -> Mapping[int, Spout | Bolt]:
+        """Its tasks' components (task id -> the task's own spout or bolt instance), not yet
+        opened or prepared: a feature may keep those of its own types to read their counts."""
+        ...
 
     @property
     def outbox(self) -> Outbox:
@@ -173,6 +187,18 @@ class FeatureMetric:
     samples: Sequence[tuple[tuple[str, ...], float]]
 
 
+@dataclass(frozen=True)
+class FeatureServer:
+    """Where a feature serves gRPC calls (``Feature.serve``): the worker process's one server,
+    not started yet (its port, TLS, bearer token and call admission apply to the feature's
+    services as to Admin's), and whether the worker takes new work now."""
+
+    server: grpc.Server
+    #: False once the worker drains or stops: a call that would bring it new work is refused, so
+    #: that its caller goes to another worker
+    accepting: Callable[[], bool]
+
+
 class Feature(Protocol):
     """One feature of a worker process (see the module docstring)."""
 
@@ -187,8 +213,19 @@ class Feature(Protocol):
         """The worker started (its executors run): start the feature's own threads."""
         ...
 
+    def stopping(self) -> None:
+        """The worker begins to stop, before its spouts stop and its bolts drain: refuse new work
+        from outside and release what waits for outside callers, who will not come any more,
+        so the executors drain in time. Returns promptly; ``stop`` follows."""
+        ...
+
     def stop(self) -> None:
         """The worker stopped (its executors ended): stop them. Returns promptly."""
+        ...
+
+    def serve(self, where: FeatureServer) -> None:
+        """Add the feature's gRPC services to ``where.server``: once, before the server starts.
+        Only a worker process serves: a worker run without one (a local cluster) never calls it."""
         ...
 
     def section(self) -> Mapping[str, Any]:
@@ -197,6 +234,13 @@ class Feature(Protocol):
 
     def metrics(self) -> Sequence[FeatureMetric]:
         """The feature's Prometheus families now (bounded labels), read at scrape time."""
+        ...
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        """Fields of the worker's snapshot (``WorkerSnapshot`` in tuplemesh.core.stats) that the
+        feature fills, by field name: counts that Admin's status, /metrics and the UI read from
+        the snapshot since before features. Any thread. A new count goes in ``section`` and
+        ``metrics`` instead."""
         ...
 
 

@@ -13,4 +13,5 @@ FEATURES: tuple[str, ...] = (
     "tuplemesh.hotkeys:feature",
     "tuplemesh.sampling:feature",
     "tuplemesh.batchtrace:feature",
+    "tuplemesh.gateway:feature",
 )

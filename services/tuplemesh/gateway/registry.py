@@ -1,9 +1,10 @@
 """`GatewayRegistry`: one worker's ingest queues and export logs, where its Gateway finds them.
 
-The Worker owns its registry and closes it when it stops. Tasks register when they open or
-prepare (on their executor thread) and see only their `TopologyContext`, so the process keeps a
-directory from (topology, worker index) to the live registry: a later run of the same topology
-in the same process (local mode, tests) gets a fresh registry and never sees a stopped run's queues.
+The worker's Gateway feature (`GatewayFeature`) owns its registry and closes it as the worker
+begins to stop. Tasks register when they open or prepare (on their executor thread) and see only
+their `TopologyContext`, so the process keeps a directory from (topology, worker index) to the
+live registry: a later run of the same topology in the same process (local mode, tests) gets a
+fresh registry and never sees a stopped run's queues.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ _END = object()  # the publisher half-closed the stream
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
-    """Serves the registry of the worker it was built with (``Worker.gateway``), and only it."""
+    """Serves the registry of the worker it was built with (its `GatewayFeature`'s), and only it."""
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from tuplemesh.core.feature import (
     ExecutorView,
     FeatureContext,
     FeatureMetric,
+    FeatureServer,
     fields_keys,
 )
 from tuplemesh.hotkeys.sketch import KeySketch
@@ -121,6 +122,9 @@ class HotKeys:
     def start(self) -> None:
         pass  # no thread: the executors' own threads count
 
+    def stopping(self) -> None:
+        pass  # nothing waits on callers from outside
+
     def stop(self) -> None:
         pass
 
@@ -172,6 +176,9 @@ class HotKeys:
             )
         return out
 
+    def serve(self, where: FeatureServer) -> None:
+        pass  # no gRPC service of its own
+
     def section(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": self.streams()}
 
@@ -190,6 +197,9 @@ class HotKeys:
                 [((component,), value) for component, value in sorted(skew.items())],
             ),
         )
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        return {}
 
 
 def feature(context: FeatureContext) -> HotKeys | None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric
+from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.sampling.watch import TupleWatch
 
 __all__ = ["ExecutorTaps", "Sampling", "feature"]
@@ -129,8 +129,14 @@ class Sampling:
     def start(self) -> None:
         pass  # no thread: the executors' threads offer, the Admin call's thread takes
 
+    def stopping(self) -> None:
+        pass  # nothing waits on callers from outside
+
     def stop(self) -> None:
         pass
+
+    def serve(self, where: FeatureServer) -> None:
+        pass  # no gRPC service of its own
 
     def section(self) -> Mapping[str, Any]:
         return {
@@ -141,6 +147,9 @@ class Sampling:
 
     def metrics(self) -> Sequence[FeatureMetric]:
         return ()
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        return {}
 
 
 def feature(context: FeatureContext) -> Sampling:

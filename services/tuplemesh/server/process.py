@@ -26,7 +26,6 @@ from tuplemesh.admission import AdmissionLimits, CallAdmission
 from tuplemesh.config import Config
 from tuplemesh.discovery import PeerDirectory, ReplicaSource
 from tuplemesh.errors import RescaleRefusedError, TransportError
-from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.grpcutil import wake_blocked_grpc_threads_less
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
@@ -45,7 +44,7 @@ from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import UiApp
-from tuplemesh.v1 import admin_pb2, admin_pb2_grpc, gateway_pb2_grpc
+from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
 from tuplemesh.worker.worker import Worker
@@ -184,16 +183,8 @@ class WorkerProcess:
             ),
             self.server,
         )
-        gateway_pb2_grpc.add_GatewayServicer_to_server(
-            GatewayServicer(
-                self.worker.gateway,
-                index,
-                accepting=lambda: self._state != "NOT_SERVING",
-                fetch_max_bytes=self.conf["gateway.fetch.max.bytes"],
-                max_message_bytes=self.conf["messaging.max.message.bytes"],
-            ),
-            self.server,
-        )
+        # the features' services (the Gateway's): a draining worker takes no new work through them
+        self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
         enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
         try:
             if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric
+from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.ticks.timer import TICK, TickTimer, tick_period
 from tuplemesh.topology.tuple import tick_tuple
 
@@ -43,9 +43,15 @@ class TicksFeature:
     def start(self) -> None:
         pass  # each timer starts with its executor
 
+    def stopping(self) -> None:
+        pass  # nothing waits on callers from outside
+
     def stop(self) -> None:
         for timer in self.timers.values():
             timer.stop()
+
+    def serve(self, where: FeatureServer) -> None:
+        pass  # no gRPC service of its own
 
     def section(self) -> Mapping[str, Any]:
         return {
@@ -55,6 +61,9 @@ class TicksFeature:
 
     def metrics(self) -> Sequence[FeatureMetric]:
         return ()
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        return {}
 
 
 def feature(context: FeatureContext) -> TicksFeature:

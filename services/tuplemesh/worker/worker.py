@@ -11,12 +11,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.congestion import CongestionMap, congested_tasks
-from tuplemesh.core.feature import Feature, FeatureContext, FeatureFactory, FeatureMetric, load_features
+from tuplemesh.core.feature import (
+    Feature,
+    FeatureContext,
+    FeatureFactory,
+    FeatureMetric,
+    FeatureServer,
+    load_features,
+)
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
@@ -33,8 +40,6 @@ from tuplemesh.core.stats import (
 from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
 from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
-from tuplemesh.gateway.components import ExportBolt
-from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.state.coordinator import CoordinatorBolt
 from tuplemesh.state.on_demand import StopCheckpoint
@@ -49,6 +54,9 @@ from tuplemesh.worker.flush_timer import FlushTimer
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = ["Worker"]
 
@@ -158,8 +166,6 @@ class Worker:
             else BoltExecutor(e, wiring)
             for e in my_executors
         ]
-        # Where this worker's IngestSpout/ExportBolt tasks register and its Gateway finds them.
-        self.gateway = GatewayRegistry.attach(topology.name, index)
         self._binding: Binding | None = None
         self._flusher: threading.Thread | None = None
         self._checkpoint_ticker: CheckpointTicker | None = None
@@ -269,7 +275,8 @@ class Worker:
         self.flush_timer.stop()
         if self._checkpoint_ticker is not None:
             self._checkpoint_ticker.stop()
-        self.gateway.close()  # no new rows; full export logs stop waiting for readers
+        for feature in self.features.values():
+            feature.stopping()  # e.g. no new rows from outside, and nothing waits for outside readers
         for spout_executor in self.spout_executors:
             spout_executor.request_stop()
         for spout_executor in self.spout_executors:
@@ -412,7 +419,6 @@ class Worker:
                 ceiling_waits=self.transfer_budget.waits,
                 ceiling_wait_seconds=self.transfer_budget.wait_seconds,
             ),
-            export_lost=self._export_lost(),
             discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
             checkpoints=self._checkpoints(),
             consumed=consumed,
@@ -427,7 +433,15 @@ class Worker:
             congested_tasks=len(congested),
             congested_task_ids=tuple(congested),
             tasks=len(self.local_inbox_of_task),
+            **self._feature_snapshot_fields(),
         )
+
+    def serve_features(self, server: grpc.Server, accepting: Callable[[], bool]) -> None:
+        """Let every feature add its gRPC services to the process's ``server``, before it starts;
+        ``accepting`` is False once the worker drains or stops (calls bringing work go elsewhere)."""
+        where = FeatureServer(server, accepting)
+        for feature in self.features.values():
+            feature.serve(where)
 
     def feature_sections(self) -> dict[str, Mapping[str, Any]]:
         """Every feature's snapshot section, by feature name. Any thread."""
@@ -441,14 +455,12 @@ class Worker:
         """Every ring of this worker by queue name: executor inboxes, then the transfer ring."""
         return [(f"inbox:{e.name}", e.inbox) for e in self.executors] + [("transfer", self.transfer_ring)]
 
-    def _export_lost(self) -> dict[str, int]:
-        """Records each ExportBolt component could not export at stop, summed over its tasks here."""
-        lost: dict[str, int] = {}
-        for executor in self.bolt_executors:
-            for bolt in executor.bolts.values():
-                if isinstance(bolt, ExportBolt):
-                    lost[executor.spec.component] = lost.get(executor.spec.component, 0) + bolt.lost
-        return lost
+    def _feature_snapshot_fields(self) -> dict[str, Any]:
+        """The snapshot fields the features fill (e.g. ``export_lost``), by field name."""
+        fields: dict[str, Any] = {}
+        for feature in self.features.values():
+            fields.update(feature.snapshot_fields())
+        return fields
 
     def _checkpoints(self) -> CheckpointSnapshot | None:
         """The checkpoint coordinator's counts when it runs here."""
