@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
@@ -64,10 +64,34 @@ def extension_modules() -> list:
         _fail(f"mypy found errors (listed above, exit status {exc.code})")
 
 
+def named_extensions() -> list[Extension]:
+    """The extension modules mypycify makes, by name only, until build_ext runs it.
+
+    mypycify type-checks the compiled modules with mypy and writes their C code (several seconds),
+    and a build runs setup.py once per step: pip asks for the build requirements, then for the
+    metadata (whose file list finalizes build_ext), then builds the wheel. Only build_ext's run
+    compiles; every other step needs only the extensions' names (a wheel with extension modules is
+    tagged for this CPython and platform, never py3-none-any). So mypy runs once per build.
+    """
+    if os.environ.get(PURE_PYTHON_ENV):
+        return extension_modules()  # none, with the note saying so
+    names = [_COMPILED["GROUP_NAME"] + "__mypyc", *_COMPILED["COMPILED_MODULES"]]
+    return [Extension(name, sources=[]) for name in names]
+
+
 class BuildExtOrFail(build_ext):
-    """build_ext whose C compiler failure names its cause and the way to build pure Python."""
+    """build_ext that has mypyc make the extension modules it compiles (see ``named_extensions``),
+    and whose C compiler failure names its cause and the way to build pure Python."""
 
     def run(self) -> None:
+        if self.extensions and not any(ext.sources for ext in self.extensions):
+            made = {ext.name: ext for ext in extension_modules()}
+            if made.keys() != {ext.name for ext in self.extensions}:
+                _fail(f"mypyc made the extension modules {sorted(made)}, not the ones named before")
+            # finalize_options set the build's own attributes on the named ones (full name, file
+            # name); mypycify's sources, include dirs and flags go into the same objects
+            for ext in self.extensions:
+                vars(ext).update(vars(made[ext.name]))
         try:
             super().run()
         except Exception as exc:
@@ -77,4 +101,4 @@ class BuildExtOrFail(build_ext):
             _fail(f"compiling mypyc's C code failed ({exc}; it needs a C compiler and the Python headers)")
 
 
-setup(ext_modules=extension_modules(), cmdclass={"build_ext": BuildExtOrFail})
+setup(ext_modules=named_extensions(), cmdclass={"build_ext": BuildExtOrFail})

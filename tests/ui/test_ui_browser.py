@@ -20,7 +20,6 @@ from tests.fault.harness import stateful_wordcount_config
 from tests.helpers import child_pythonpath, eventually
 from tests.ui.topologies import HOT_WORDS, IMG_KEY, LONG_KEY, SCRIPT_KEY, slow_wordcount
 from tests.worker.conftest import ROOT, Mesh, start_mesh
-from tuplemesh.launcher import stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.v1 import admin_pb2
@@ -32,8 +31,12 @@ SCREENSHOT = ROOT / "docs" / "images" / "ui-wordcount.png"
 def stop_slow(mesh: Mesh) -> None:
     """Stop a mesh running the slow bolt without waiting out its drain: the bolt's backlog takes
     its workers half a minute each to work off (a batch of words at 50 ms each runs to its end),
-    and these tests look at pages, not at the drain (the fault tests do)."""
-    stop_processes(mesh.procs, 5)
+    and these tests look at pages, not at the drain (the fault tests do). So SIGKILL at once: a
+    SIGTERM first only waited out a timeout for a drain that could not end in it, per worker."""
+    for proc in mesh.procs:
+        proc.kill()
+    for proc in mesh.procs:
+        proc.wait(10)
 
 
 @pytest.fixture(scope="module")
