@@ -72,13 +72,21 @@ def _pct_ms(value: float) -> float:
     return round(value, 3)
 
 
+#: the half-rate run's baseline: every batch its own stream message (messaging.coalesce.ms 0)
+UNCOALESCED = {"TUPLEMESH_MESSAGING_COALESCE_MS": "0"}
+
+
 def latency(seconds: float, runs: int) -> Record:
-    """Full load beside half the max rate, alternating; medians over ``runs``."""
+    """Full load beside half the max rate, alternating, and the half rate again without
+    coalescing (what a busy link's pacing buys); medians over ``runs``."""
     full: list[dict[str, Any]] = []
     half: list[dict[str, Any]] = []
+    half_uncoalesced: list[dict[str, Any]] = []
     for _ in range(runs):
         full.append(e2e.measure("grpc", seconds))
-        half.append(e2e.measure("grpc", seconds, rate=full[-1]["rate"] / 2 / 2))  # two spout tasks
+        rate = full[-1]["rate"] / 2 / 2  # two spout tasks
+        half.append(e2e.measure("grpc", seconds, rate=rate))
+        half_uncoalesced.append(e2e.measure("grpc", seconds, rate=rate, env=UNCOALESCED))
 
     def median(results: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in results)
@@ -90,6 +98,11 @@ def latency(seconds: float, runs: int) -> Record:
         extra[f"{name} cross-worker emit-to-execute ms, full load"] = _pct_ms(f)
         extra[f"{name} cross-worker emit-to-execute ms, half rate"] = _pct_ms(h)
         extra[f"{name} full load / half rate"] = round(f / h, 2) if h else None
+    for key in ("p50_ms", "p99_ms"):
+        name = key.removesuffix("_ms")
+        h, u = median(half, key), median(half_uncoalesced, key)
+        extra[f"{name} cross-worker ms, half rate, messaging.coalesce.ms 0"] = _pct_ms(u)
+        extra[f"{name} half rate: coalescing on / off"] = round(h / u, 2) if u else None
     extra["latency samples, full load / half rate"] = (
         f"{sum(r['latency_samples'] for r in full)} / {sum(r['latency_samples'] for r in half)}"
     )
