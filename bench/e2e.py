@@ -59,9 +59,11 @@ def measure(
         time.sleep(seconds)
         end_count, end = _executed(cluster), time.monotonic()
         latencies: list[float] = []
+        coalesced = 0
         for status in cluster.statuses(include_reports=True):
             for report in json.loads(status.reports_json).get("null", {}).values():
                 latencies.extend(report["latencies"])
+            coalesced += sum(peer.coalesced_batches for peer in status.peers)
         rss = [_rss_mb(p.pid) for p in cluster.procs]
     finally:
         cluster.stop()
@@ -78,6 +80,7 @@ def measure(
         "p99_ms": pct(0.99),
         "p999_ms": pct(0.999),
         "latency_samples": len(latencies),
+        "coalesced_batches": coalesced,
         "max_rss_mb": max(rss),
     }
 

@@ -98,6 +98,10 @@ def latency(seconds: float, runs: int) -> Record:
         extra[f"{name} cross-worker emit-to-execute ms, full load"] = _pct_ms(f)
         extra[f"{name} cross-worker emit-to-execute ms, half rate"] = _pct_ms(h)
         extra[f"{name} full load / half rate"] = round(f / h, 2) if h else None
+    extra["batches coalesced, half rate / messaging.coalesce.ms 0"] = (
+        f"{sum(r['coalesced_batches'] for r in half)} / "
+        f"{sum(r['coalesced_batches'] for r in half_uncoalesced)}"
+    )
     for key in ("p50_ms", "p99_ms"):
         name = key.removesuffix("_ms")
         h, u = median(half, key), median(half_uncoalesced, key)

@@ -25,6 +25,12 @@ def test_latency_at_full_load_beside_half_rate():
         assert isinstance(extra[f"{q} full load / half rate"], float)
     full, half = (int(n) for n in extra["latency samples, full load / half rate"].split(" / "))
     assert full > 0 and half > 0  # both runs sampled tuples that crossed workers
+    for q in ("p50", "p99"):
+        assert isinstance(extra[f"{q} cross-worker ms, half rate, messaging.coalesce.ms 0"], float)
+        assert isinstance(extra[f"{q} half rate: coalescing on / off"], float)
+    # the baseline's workers really ran without coalescing: not one batch joined another
+    _, uncoalesced = extra["batches coalesced, half rate / messaging.coalesce.ms 0"].split(" / ")
+    assert uncoalesced == "0"
 
 
 def test_checkpoints_at_full_load_beside_paced(tmp_path: Path):
