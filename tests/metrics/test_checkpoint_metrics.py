@@ -83,7 +83,11 @@ def test_a_clean_run_counts_every_committed_checkpoint_and_every_stored_part(clu
     # two count tasks store a part of every committed checkpoint (and of one still under way)
     count = alignment_totals(snapshots, "count")
     assert 2 * checkpoints.committed <= count["parts_stored"] <= 2 * (checkpoints.committed + 1)
-    assert count["parts_failed"] == count["stale_dropped"] == count["alignments_given_up"] == 0
+    assert count["parts_failed"] == count["alignments_given_up"] == 0
+    # a first tick that saw one worker started rolls back again once the other starts: tuples
+    # of the first attempt still on their way are then stale, dropped (and replayed: the counts
+    # above are exact); with one rollback there is no earlier attempt to drop from
+    assert count["stale_dropped"] == 0 or checkpoints.rollbacks == 2
     # split aligns (it forwards barriers) but keeps no state; spouts and the coordinator do not align
     assert alignment_totals(snapshots, "split")["parts_stored"] == 0
     assert all(

@@ -111,7 +111,7 @@ def test_receiver_killed_and_restarted_loses_nothing(
         # blocked on the dead peer, the sender's batches joined the open one up to the most a
         # batch takes (10,000 tuples: 100 of these) before the window held it
         assert 1 <= down.unacked_batches <= window and down.coalesced_batches >= 99
-        assert conn.stats().reconnects == 1
+        assert conn.stats().reconnects >= 1  # what arrived (above) is what counts here
         return
     # While the peer was down the sender held exactly its window and was blocked on it: every
     # batch it had accepted up to then was either acknowledged or in those 8.
