@@ -113,8 +113,10 @@ class ExecutorView(Protocol):
 
     @property
     def tasks(self) -> Mapping[int, Spout | Bolt]:
-        """Its tasks' components (task id -> the task's own spout or bolt instance), not yet
-        opened or prepared: a feature may keep those of its own types to read their counts."""
+        """Its tasks' components (task id -> the task's own spout or bolt instance; a spout of a
+        checkpointed topology inside its ``CheckpointedSpout``), not yet opened or prepared: a
+        feature may keep those of its own types to read their counts, or hand them what they
+        need before they open or prepare."""
         ...
 
     @property
