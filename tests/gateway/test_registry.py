@@ -17,19 +17,37 @@ from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.gateway.worker_feature import GatewayFeature
 from tuplemesh.serialization import load_serializer
-from tuplemesh.topology import TopologyBuilder
+from tuplemesh.state import KeyValueState, StatefulBolt
+from tuplemesh.state.spout import CheckpointedSpout
+from tuplemesh.topology import OutputFieldsDeclarer, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.plan import WorkerPlan
 
 
-class Run:
-    """One run of worker 0 of a one-worker IngestSpout -> ExportBolt topology, its executors
-    built as the worker builds them, with the Gateway feature or without any feature."""
+class Seen(StatefulBolt):
+    """Makes the topology checkpointed (an ExportBolt alone does not)."""
 
-    def __init__(self, with_gateway: bool = True) -> None:
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["line"])
+
+    def init_state(self, state: KeyValueState) -> None:
+        pass
+
+    def execute(self, tup: Tuple) -> None:
+        pass
+
+
+class Run:
+    """One run of worker 0 of a one-worker IngestSpout -> ExportBolt topology (checkpointed: with
+    a StatefulBolt beside the ExportBolt), its executors built as the worker builds them, with
+    the Gateway feature or without any feature."""
+
+    def __init__(self, with_gateway: bool = True, checkpointed: bool = False) -> None:
         builder = TopologyBuilder("registry-test")
         builder.set_spout("rows", IngestSpout("rows", ["line"]))
         builder.set_bolt("out", ExportBolt("out", retention=10), tasks=2).shuffle_grouping("rows")
+        if checkpointed:
+            builder.set_bolt("seen", Seen()).shuffle_grouping("rows")
         self.conf = Config({"topology.acker.executors": 0})
         plan = WorkerPlan.build(builder.build(), 0, 1, self.conf)
         self.gateway = GatewayFeature(FeatureContext(plan.topology, self.conf, 0, "registry-test"))
@@ -55,6 +73,8 @@ class Run:
     @property
     def spout(self) -> IngestSpout:
         (spout,) = self.spouts.tasks.values()
+        if isinstance(spout, CheckpointedSpout):
+            spout = spout.spout
         assert isinstance(spout, IngestSpout)
         return spout
 
@@ -79,6 +99,19 @@ def test_tasks_register_with_their_own_workers_registry_and_a_new_run_has_its_ow
     assert second.gateway.registry.ingest_queues("rows") == [second.spout.queue]
     assert not second.spout.queue.closed
     second.gateway.stop()
+
+
+def test_a_checkpointed_topologys_ingest_spout_gets_the_registry_through_its_wrapper():
+    run = Run(checkpointed=True)
+    (wrapper,) = run.spouts.tasks.values()
+    assert isinstance(wrapper, CheckpointedSpout)  # what the executor runs, and the feature sees
+    assert run.spout.gateway_registry is run.gateway.registry
+    run.open()
+    assert run.gateway.registry.ingest_queues("rows") == [run.spout.queue]
+    info = run.gateway.registry.export("out")
+    assert info is not None and sorted(info.logs) == [0, 1]
+    assert run.bolts.first_error is None
+    run.gateway.stop()
 
 
 def test_a_component_run_without_the_gateway_feature_fails_naming_what_is_missing():
