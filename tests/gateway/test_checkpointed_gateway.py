@@ -11,10 +11,14 @@ from typing import Any
 
 import pytest
 
+from tuplemesh.config import Config
+from tuplemesh.core.feature import FeatureContext
 from tuplemesh.gateway.components import IngestSpout
 from tuplemesh.gateway.export_log import ExportLog
-from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
+from tuplemesh.gateway.worker_feature import GatewayFeature
+from tuplemesh.state.spout import CheckpointedSpout
+from tuplemesh.topology import TopologyBuilder
 
 _names = itertools.count()
 
@@ -114,14 +118,21 @@ class Collector:
 @pytest.fixture
 def ingest() -> Iterator[tuple[IngestSpout, Collector]]:
     topology = f"ingest-{next(_names)}"
-    registry = GatewayRegistry.attach(topology, 0)
     spout = IngestSpout("rows", ["row"], capacity=4, per_call=3)
+    builder = TopologyBuilder(topology)
+    builder.set_spout("rows", spout)
+    conf = Config({"topology.acker.executors": 1})
+    gateway = GatewayFeature(FeatureContext(builder.build(), conf, 0, topology))
+    # as the worker's executor offers it: a checkpointed topology's spout inside its wrapper
+    executor = SimpleNamespace(component="rows", is_bolt=False, tasks={1: CheckpointedSpout(spout)})
+    gateway.attach(executor)  # type: ignore[arg-type]
     collector = Collector()
     context = SimpleNamespace(topology_name=topology, worker_index=0)
-    spout.open({"topology.acker.executors": 1}, context, collector)  # type: ignore[arg-type]
+    spout.open(conf, context, collector)  # type: ignore[arg-type]
+    assert gateway.registry.ingest_queues("rows") == [spout.queue]
     spout.rewind(None)  # the runtime's first rollback: the topology is checkpointed
     yield spout, collector
-    registry.close()
+    gateway.stop()
 
 
 def publish(spout: IngestSpout, *rows: str) -> PublishTicket:

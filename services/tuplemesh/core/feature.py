@@ -30,7 +30,10 @@ it knows only the types here. A feature may
 (g) serve gRPC calls on the worker process's one server (``serve``: e.g. the Gateway service),
     release what waits on callers from outside as the worker begins to stop (``stopping``: e.g.
     an export log waiting for a reader), and fill fields of the worker's snapshot that predate
-    features (``snapshot_fields``). A feature with nothing to do there does nothing.
+    features (``snapshot_fields``): a feature with nothing to do there does nothing;
+(h) hand the tasks of its own component types what they need from it (``ExecutorView.tasks``:
+    e.g. the Gateway's registry to its IngestSpout and ExportBolt tasks), when attached, before
+    they open or prepare: no process-global lookup, so two runs in one process share nothing.
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -113,8 +116,10 @@ class ExecutorView(Protocol):
 
     @property
     def tasks(self) -> Mapping[int, Spout | Bolt]:
-        """Its tasks' components (task id -> the task's own spout or bolt instance), not yet
-        opened or prepared: a feature may keep those of its own types to read their counts."""
+        """Its tasks' components (task id -> the task's own spout or bolt instance; a spout of a
+        checkpointed topology inside its ``CheckpointedSpout``), not yet opened or prepared: a
+        feature may keep those of its own types to read their counts, or hand them what they
+        need before they open or prepare."""
         ...
 
     @property

@@ -14,7 +14,7 @@ from typing import Any
 from tuplemesh.acking.settings import AckingSettings
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestEntry, IngestQueue
-from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.gateway.registry import GatewayTask
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.state.base import KeyValueState
 from tuplemesh.state.components import ReplayableSpout, StatefulBolt
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 _LOG_KEY = "log"
 
 
-class IngestSpout(ReplayableSpout):
+class IngestSpout(ReplayableSpout, GatewayTask):
     """Emits the rows Gateway ``Publish`` puts into its bounded queue (one queue per task).
 
     ``name`` is what producers put in ``PublishRequest.component`` (use the component's name).
@@ -56,6 +56,7 @@ class IngestSpout(ReplayableSpout):
         declarer.declare(self.fields)
 
     def open(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
+        registry = self._registry(self.name)  # first: nothing else happens without one
         self.emit = collector.emit
         # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
@@ -66,7 +67,7 @@ class IngestSpout(ReplayableSpout):
         self._uncommitted: list[IngestEntry] = []
         self._base = 0  # the sequence number of _uncommitted[0]
         self._cursor = 0  # the sequence number of the next row to emit
-        GatewayRegistry.of(context.topology_name, context.worker_index).register_ingest(self.name, self.queue)
+        registry.register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
         if self.checkpointed:
@@ -147,7 +148,7 @@ class IngestSpout(ReplayableSpout):
         return report
 
 
-class ExportBolt(StatefulBolt):
+class ExportBolt(StatefulBolt, GatewayTask):
     """Keeps its input in a bounded in-memory log per task (= partition) with offsets.
 
     With acking on, a record is acked once it is in the log (so a Gateway producer's rows count
@@ -175,6 +176,7 @@ class ExportBolt(StatefulBolt):
         self.lost = 0
 
     def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
+        registry = self._registry(self.name)  # first: nothing else happens without one
         fields = list(context.fields_of(*context.sources()[0]))
         schema = self.schema or ", ".join(f"{f} STRING" for f in fields)
         self.log = ExportLog(self.retention)
@@ -187,7 +189,7 @@ class ExportBolt(StatefulBolt):
         self.collector = collector
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.where = f"{self.name} task {context.task_id}"
-        GatewayRegistry.of(context.topology_name, context.worker_index).register_export(
+        registry.register_export(
             self.name,
             context.task_index,
             self.log,

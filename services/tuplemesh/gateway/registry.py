@@ -1,10 +1,10 @@
 """`GatewayRegistry`: one worker's ingest queues and export logs, where its Gateway finds them.
 
-The worker's Gateway feature (`GatewayFeature`) owns its registry and closes it as the worker
-begins to stop. Tasks register when they open or prepare (on their executor thread) and see only
-their `TopologyContext`, so the process keeps a directory from (topology, worker index) to the
-live registry: a later run of the same topology in the same process (local mode, tests) gets a
-fresh registry and never sees a stopped run's queues.
+The worker's Gateway feature (`GatewayFeature`) owns its registry, hands it to each of its tasks
+that registers there (a `GatewayTask`: IngestSpout, ExportBolt) as it attaches to the task's
+executor, before the task opens or prepares, and closes it as the worker begins to stop. Nothing
+is process-global: a later run of the same topology in the same process (local mode, tests) has
+its own feature, hence its own registry, and never sees a stopped run's queues.
 """
 
 from __future__ import annotations
@@ -15,12 +15,7 @@ from dataclasses import dataclass, field
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 
-__all__ = ["ExportInfo", "GatewayRegistry"]
-
-WorkerKey = tuple[str, int]  # (topology name, worker index)
-
-_live_lock = threading.Lock()
-_live: dict[WorkerKey, GatewayRegistry] = {}
+__all__ = ["ExportInfo", "GatewayRegistry", "GatewayTask"]
 
 
 @dataclass
@@ -36,32 +31,11 @@ class ExportInfo:
 class GatewayRegistry:
     """The ingest queues and export logs of one worker's tasks, by component name. Thread-safe."""
 
-    def __init__(self, topology: str, worker: int) -> None:
-        self.key: WorkerKey = (topology, worker)
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._ingest: dict[str, list[IngestQueue]] = {}
         self._exports: dict[str, ExportInfo] = {}
         self.closed = False
-
-    @classmethod
-    def attach(cls, topology: str, worker: int) -> GatewayRegistry:
-        """A fresh registry for worker ``worker`` of ``topology``, the one its tasks will find."""
-        registry = cls(topology, worker)
-        with _live_lock:
-            _live[registry.key] = registry
-        return registry
-
-    @staticmethod
-    def of(topology: str, worker: int) -> GatewayRegistry:
-        """The live registry of that worker (for its tasks); LookupError when no worker runs."""
-        with _live_lock:
-            registry = _live.get((topology, worker))
-        if registry is None:
-            raise LookupError(
-                f"no worker {worker} of topology {topology!r} runs in this process: "
-                "IngestSpout and ExportBolt only run inside a tuplemesh worker"
-            )
-        return registry
 
     def register_ingest(self, name: str, queue: IngestQueue) -> None:
         with self._lock:
@@ -91,7 +65,7 @@ class GatewayRegistry:
     def close(self) -> None:
         """The worker stops: refuse new rows, stop export logs waiting for room, forget everything.
 
-        Idempotent. The process directory forgets this registry (unless a newer run replaced it).
+        Idempotent.
         """
         with self._lock:
             self.closed = True
@@ -103,6 +77,22 @@ class GatewayRegistry:
             queue.close()
         for log in logs:
             log.close()
-        with _live_lock:
-            if _live.get(self.key) is self:
-                del _live[self.key]
+
+
+class GatewayTask:
+    """A task component that registers with its worker's `GatewayRegistry` (IngestSpout,
+    ExportBolt). The worker's Gateway feature sets ``gateway_registry`` when it attaches to the
+    task's executor, before the task opens or prepares; the task reads it once, there."""
+
+    #: set by the worker's Gateway feature; None: the task runs in no worker with a Gateway
+    gateway_registry: GatewayRegistry | None = None
+
+    def _registry(self, component: str) -> GatewayRegistry:
+        """The registry the feature handed this task; a clear error when none did."""
+        if self.gateway_registry is None:
+            raise RuntimeError(
+                f"{type(self).__name__} {component!r} has no Gateway registry: it runs only in a "
+                "tuplemesh worker with the gateway feature (tuplemesh.gateway:feature), which "
+                "hands the registry to it before it opens or prepares"
+            )
+        return self.gateway_registry

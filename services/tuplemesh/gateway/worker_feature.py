@@ -13,8 +13,9 @@ from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.gateway.components import ExportBolt
-from tuplemesh.gateway.registry import GatewayRegistry
+from tuplemesh.gateway.registry import GatewayRegistry, GatewayTask
 from tuplemesh.gateway.service import GatewayServicer
+from tuplemesh.state.spout import CheckpointedSpout
 from tuplemesh.v1 import gateway_pb2_grpc
 
 __all__ = ["GatewayFeature"]
@@ -29,13 +30,17 @@ class GatewayFeature:
     def __init__(self, context: FeatureContext) -> None:
         self.worker = context.worker
         self.conf = context.conf
-        # Tasks see only their TopologyContext, so they find the registry through the process
-        # directory (topology, worker index); attached now, before any task opens or prepares.
-        self.registry = GatewayRegistry.attach(context.topology.name, context.worker)
+        # this worker's alone: handed to its tasks in ``attach``, before any opens or prepares
+        self.registry = GatewayRegistry()
         #: this worker's ExportBolt tasks by component, in executor order (their ``lost`` counts)
         self.exports: dict[str, list[ExportBolt]] = {}
 
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        for task in executor.tasks.values():
+            # a checkpointed topology runs each spout inside the checkpoint protocol's wrapper
+            user = task.spout if isinstance(task, CheckpointedSpout) else task
+            if isinstance(user, GatewayTask):
+                user.gateway_registry = self.registry  # the executor opens or prepares it later
         if executor.is_bolt:
             bolts = [task for task in executor.tasks.values() if isinstance(task, ExportBolt)]
             if bolts:
