@@ -369,7 +369,9 @@ def test_traced_items_and_a_batch_behind_the_open_one_close_it():
     assert window.coalesced == 0
 
 
-def test_the_open_batch_is_held_until_the_pace_passes_or_something_closes_it():
+def _held_sender() -> tuple[SendWindow, threading.Thread, list[tuple[int, Any] | None]]:
+    """A window with an open batch, and a sending thread that holds it (the pace ends in ten
+    minutes) and puts what it takes in the list."""
     window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
     window.add_packed(_packed((1, b"a")), 1, 1 << 20)
     got: list[tuple[int, Any] | None] = []
@@ -377,6 +379,11 @@ def test_the_open_batch_is_held_until_the_pace_passes_or_something_closes_it():
     sender = threading.Thread(target=lambda: got.append(window.next_to_send(1, lambda: True, None, far)))
     sender.start()
     sender.join(0.2)
+    return window, sender, got
+
+
+def test_the_open_batch_is_held_until_the_pace_passes_or_something_closes_it():
+    window, sender, got = _held_sender()
     assert sender.is_alive()  # held: the link sent a message less than the pace ago
     window.add_packed(_packed((2, b"b")), 1, 1 << 20)  # joins while held
     window.add(lambda seq: "behind", 1, 1)  # a batch behind it: the held one goes at once
@@ -390,13 +397,7 @@ def test_the_open_batch_is_held_until_the_pace_passes_or_something_closes_it():
 
 
 def test_draining_sends_a_held_batch_at_once():
-    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
-    window.add_packed(_packed((1, b"a")), 1, 1 << 20)
-    got: list[tuple[int, Any] | None] = []
-    far = time.monotonic() + 600
-    sender = threading.Thread(target=lambda: got.append(window.next_to_send(1, lambda: True, None, far)))
-    sender.start()
-    sender.join(0.2)
+    window, sender, got = _held_sender()
     assert sender.is_alive()
     drained = threading.Thread(target=window.drain, args=(30.0,), daemon=True)
     drained.start()
