@@ -276,6 +276,9 @@ def _drain_and_check(mesh: Mesh, settle: float) -> int:
     then the counts must be exactly those of the sentences before each spout's position: every
     sentence counted once across the rescale. The sentences counted."""
     for index in range(len(mesh.ports)):
+        # the worker that joined may still be swapping the server it waited with (Admin refuses
+        # Drain there) for its own, the port closed in between: drain it once it serves
+        wait_serving(mesh, index, timeout=settle)
         mesh.admin(index).Drain(admin_pb2.DrainRequest(), timeout=30)
     wait_settled(mesh, settle, drained=True)
     merged = reports(mesh)

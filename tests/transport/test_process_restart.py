@@ -38,10 +38,13 @@ def start_peer(plugin: str, port: int, out: Path, secret: str = "") -> subproces
 
 
 def read(out: Path) -> list[int]:
+    # Only whole lines count: the kill can cut the last one anywhere, even between two digits
+    # ("1 483" of "1 4839"), and what follows the last newline is what it cut.
+    *whole, _cut = out.read_text().split("\n")
     values = []
-    for line in out.read_text().splitlines():
+    for line in whole:
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():  # a line cut by the kill is ignored
+        if len(parts) == 2 and parts[1].isdigit():
             values.append(int(parts[1]))
     return values
 
