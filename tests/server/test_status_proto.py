@@ -6,14 +6,21 @@ from __future__ import annotations
 import itertools
 import typing
 from collections.abc import Iterator
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass, replace
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
+from tests.worker.wiring import wire
+from tuplemesh.config import Config
+from tuplemesh.core.feature import load_features
+from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import HistogramSnapshot, WorkerSnapshot, field_paths
+from tuplemesh.gateway.components import ExportBolt, IngestSpout
 from tuplemesh.server.status_proto import field_pairs, snapshot_from_proto, snapshot_to_proto, spouts_quiet
+from tuplemesh.topology import TopologyBuilder
 from tuplemesh.v1 import admin_pb2
+from tuplemesh.worker.executor import BoltExecutor
 
 
 def filled(cls: type[Any], numbers: Iterator[int]) -> Any:
@@ -123,3 +130,20 @@ def test_unset_optional_fields_read_back_as_their_senders_meant():
     assert spouts_quiet(status) is True and back.spouts_quiet is True
     assert back.binding.broadcast_messages is None and back.checkpoints is None
     assert back.executors[0].alignment is None and back.executors[1].alignment is not None
+
+
+def test_the_fields_registered_features_fill_go_through_the_same_table():
+    builder = TopologyBuilder("features")
+    builder.set_spout("rows", IngestSpout("rows", ["line"]))
+    builder.set_bolt("out", ExportBolt("out", retention=10), tasks=2).fields_grouping("rows", ["line"])
+    conf = Config({"topology.hotkeys.enabled": True})
+    wired = wire(builder.build(), conf, lambda context: (make(context) for make in load_features(FEATURES)))
+    # every registered one (batch tracing only where a tracer provider is set)
+    assert {f.name for f in wired.features} >= {"ticks", "hotkeys", "sampling", "gateway"}
+    BoltExecutor(wired.spec("out"), wired.wiring)  # attached: the Gateway counts its exports
+    filled_by_features = {name: value for f in wired.features for name, value in f.snapshot_fields().items()}
+    assert filled_by_features == {"export_lost": {"out": 0}}  # the Gateway's
+    mapped = {snapshot for snapshot, _ in field_pairs() if snapshot is not None}
+    assert set(filled_by_features) <= mapped
+    snapshot = replace(filled(WorkerSnapshot, itertools.count(1)), **filled_by_features)
+    assert snapshot_from_proto(snapshot_to_proto(snapshot)) == snapshot
