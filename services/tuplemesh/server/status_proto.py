@@ -12,7 +12,6 @@ them, so the two directions cannot drift apart. The fields features fill
 
 from __future__ import annotations
 
-import functools
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -231,10 +230,14 @@ class _Parts:
         return self.cls(**{k: v.build() if isinstance(v, _Parts) else v for k, v in self.values.items()})
 
 
-@functools.cache
+#: Field types by snapshot dataclass, read once (a reader converts a status every interval).
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    """``cls``'s field types, read once (a reader converts a status every interval)."""
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _attribute(value: Any, path: str) -> Any:
