@@ -21,17 +21,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from tests.worker.wiring import wire
 from tuplemesh import tracing
 from tuplemesh.config import Config
-from tuplemesh.core.feature import FeatureContext, FeatureFactory, load_features
+from tuplemesh.core.feature import FeatureFactory, load_features
 from tuplemesh.core.markers import Batch
 from tuplemesh.core.registry import FEATURES
-from tuplemesh.disruptor import RingBuffer
 from tuplemesh.sampling import Sampling
-from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
-from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.executor import BoltExecutor
 
 BATCH = 100
 BATCHES = 2_000  # 200k tuples per run
@@ -61,20 +59,8 @@ def _executor(features: list[FeatureFactory], conf: Config) -> BoltExecutor:
     builder = TopologyBuilder("feature-cost")
     builder.set_spout("words", Words())
     builder.set_bolt("count", Count()).fields_grouping("words", ["word"])
-    plan = WorkerPlan.build(builder.build(), 0, 1, conf)
-    context = FeatureContext(plan.topology, conf, 0, "feature-cost")
-    built = tuple(f for f in (make(context) for make in features) if f is not None)
-    inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(1024) for t in plan.local_tasks}
-    wiring = ExecutorWiring(
-        plan,
-        inboxes,
-        RingBuffer.single_producer(1024),
-        lambda: load_serializer("msgpack"),
-        None,
-        features=built,
-    )
-    spec = next(e for e in plan.executors if e.component == "count")
-    executor = BoltExecutor(spec, wiring)
+    wired = wire(builder.build(), conf, lambda context: (make(context) for make in features), slots=1024)
+    executor = BoltExecutor(wired.spec("count"), wired.wiring)
     executor.on_start()
     return executor
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.worker.wiring import wire
 from tuplemesh.config import Config
 from tuplemesh.core.feature import (
     BatchRun,
@@ -21,11 +22,9 @@ from tuplemesh.core.feature import (
     load_features,
 )
 from tuplemesh.core.markers import Batch
-from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
-from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.executor import BoltExecutor
 
 FIELDS = Fields(["word", "n"])
 
@@ -131,20 +130,11 @@ def sink_executor(every: int, *more: Any) -> tuple[BoltExecutor, Recording]:
     builder = TopologyBuilder("features")
     builder.set_spout("words", Words())
     builder.set_bolt("sink", Sink()).fields_grouping("words", ["word"]).shuffle_grouping("words", "other")
-    conf = Config({})
-    plan = WorkerPlan.build(builder.build(), 0, 1, conf)
-    recording = Recording(FeatureContext(plan.topology, conf, 0, "features"), every)
-    inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(64) for t in plan.local_tasks}
-    wiring = ExecutorWiring(
-        plan,
-        inboxes,
-        RingBuffer.single_producer(64),
-        lambda: load_serializer("msgpack"),
-        None,
-        features=(recording, *more),
-    )
-    executor = BoltExecutor(next(e for e in plan.executors if e.component == "sink"), wiring)
+    wired = wire(builder.build(), Config({}), lambda context: (Recording(context, every), *more))
+    executor = BoltExecutor(wired.spec("sink"), wired.wiring)
     executor.on_start()
+    recording = wired.features[0]
+    assert isinstance(recording, Recording)
     return executor, recording
 
 

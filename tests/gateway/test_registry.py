@@ -3,25 +3,20 @@ open or prepare, cleared and closed when the worker stops."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from tests.worker.wiring import wire
 from tuplemesh.config import Config
-from tuplemesh.core.feature import FeatureContext
-from tuplemesh.disruptor import RingBuffer
 from tuplemesh.gateway.components import ExportBolt, IngestSpout
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue
 from tuplemesh.gateway.registry import GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.gateway.worker_feature import GatewayFeature
-from tuplemesh.serialization import load_serializer
 from tuplemesh.state import KeyValueState, StatefulBolt
 from tuplemesh.state.spout import CheckpointedSpout
 from tuplemesh.topology import OutputFieldsDeclarer, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
-from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.executor import BoltExecutor, SpoutExecutor
 
 
 class Seen(StatefulBolt):
@@ -49,26 +44,23 @@ class Run:
         if checkpointed:
             builder.set_bolt("seen", Seen()).shuffle_grouping("rows")
         self.conf = Config({"topology.acker.executors": 0})
-        plan = WorkerPlan.build(builder.build(), 0, 1, self.conf)
-        self.gateway = GatewayFeature(FeatureContext(plan.topology, self.conf, 0, "registry-test"))
-        inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(64) for t in plan.local_tasks}
-        wiring = ExecutorWiring(
-            plan,
-            inboxes,
-            RingBuffer.single_producer(64),
-            lambda: load_serializer("msgpack"),
-            None,
-            features=(self.gateway,) if with_gateway else (),
+        self.wired = wire(
+            builder.build(), self.conf, lambda context: [GatewayFeature(context)] if with_gateway else []
         )
-        specs = {e.component: e for e in plan.executors}
-        self.spouts = SpoutExecutor(specs["rows"], wiring)
-        self.bolts = BoltExecutor(specs["out"], wiring)
+        self.spouts = SpoutExecutor(self.wired.spec("rows"), self.wired.wiring)
+        self.bolts = BoltExecutor(self.wired.spec("out"), self.wired.wiring)
 
     def open(self) -> None:
         """What the executor threads do first: the spout opens, the bolts prepare."""
         for task, spout in self.spouts.tasks.items():
             spout.open(self.conf, self.spouts.contexts[task], self.spouts.collectors[task])
         self.bolts.on_start()
+
+    @property
+    def gateway(self) -> GatewayFeature:
+        (gateway,) = self.wired.features
+        assert isinstance(gateway, GatewayFeature)
+        return gateway
 
     @property
     def spout(self) -> IngestSpout:
