@@ -3,10 +3,11 @@ waits for its own build's result, then checks it exactly as it would a build it 
 
 Each build (a fresh venv, pip and mypyc, gcc compiling the generated C: minutes of one core) used to
 run inside its test, while the rest of the suite mostly keeps one of the machine's cores busy. Run
-early, the builds use the core the suite leaves idle. They run niced, so the suite's own processes
-keep the CPU they had. A build that fails fails its test: the test re-raises what the build raised
-(the same assertion, with the same output). Whatever a build still runs when the session ends (a
-`-x` stop, Ctrl-C) is stopped, with its process group.
+early, the builds use the core the suite leaves idle: one build at a time, so the builds and the
+suite together keep both cores busy without crowding either. (Not niced: on a machine busy with
+other work a niced build starves past its own timeouts.) A build that fails fails its test: the
+test re-raises what the build raised (the same assertion, with the same output). Whatever a build
+still runs when the session ends (a `-x` stop, Ctrl-C) is stopped, with its process group.
 """
 
 from __future__ import annotations
@@ -25,10 +26,8 @@ import pytest
 
 T = TypeVar("T")
 
-#: the builds' priority: the suite's tests go first, the builds take what CPU they leave
-NICE = 10
-#: two at a time: the machine has two cores, and niced builds only fill what the suite leaves idle
-WORKERS = 2
+#: one at a time: the suite keeps one of the two cores busy, a build (mostly one process) the other
+WORKERS = 1
 
 _lock = threading.Lock()
 _running: set[subprocess.Popen[str]] = set()
@@ -91,12 +90,6 @@ def _stop(proc: subprocess.Popen[str]) -> None:
             continue
 
 
-def _lower_priority() -> None:
-    # Linux keeps the nice value per thread, and a process inherits the one of the thread that
-    # started it: this lowers the builds' subprocesses, never the test process itself.
-    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
-
-
 def builds_of(items: Iterable[pytest.Item]) -> list[Build[Any]]:
     """The builds of the test modules these items are in, in the order of their first test."""
     found: dict[int, Build[Any]] = {}
@@ -116,7 +109,7 @@ def started(items: Iterable[pytest.Item], factory: pytest.TempPathFactory) -> It
         yield
         return
     _stopping.clear()
-    executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="packaging-build", initializer=_lower_priority)
+    executor = ThreadPoolExecutor(WORKERS, thread_name_prefix="packaging-build")
     try:
         for build in builds:
             build.start(executor, factory)
