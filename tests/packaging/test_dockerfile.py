@@ -10,10 +10,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.packaging import early
 from tests.packaging.test_wheel import ROOT, clean_env, fresh_venv, pip
 from tuplemesh._compiled import COMPILED_MODULES
 
@@ -79,7 +82,16 @@ def copy_into(workdir: Path, copy_arg: str, ignore) -> None:
             shutil.copy2(origin, target / origin.name)
 
 
-def test_the_image_build_stage_installs_the_compiled_package(tmp_path: Path):
+@dataclass
+class BuildStage:
+    tmp_path: Path
+    prefix: Path  # what the stage's pip installed into (its /install)
+    final: list[tuple[str, str]]  # the final stage's instructions
+    ignore: Callable[[str, list[str]], set[str]]
+
+
+def run_the_build_stage(tmp_path: Path) -> BuildStage:
+    """The build stage's COPY lines and its pip install (run early: tests/packaging/early.py)."""
     build, final = stages(DOCKERFILE.read_text())
     assert build[0][1].endswith(" AS build") and ("WORKDIR", "/src") in build
     patterns = [
@@ -105,7 +117,15 @@ def test_the_image_build_stage_installs_the_compiled_package(tmp_path: Path):
     args.remove("--no-cache-dir")
     python = fresh_venv(tmp_path / "venv")  # the base image's Python: pip, and nothing else
     pip(python, "install", *args, cwd=workdir, timeout=800)
+    return BuildStage(tmp_path, prefix, final, ignore)
 
+
+BUILD_STAGE = early.Build("image", run_the_build_stage)
+
+
+def test_the_image_build_stage_installs_the_compiled_package():
+    built = BUILD_STAGE.result()
+    tmp_path, prefix, final, ignore = built.tmp_path, built.prefix, built.final, built.ignore
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     site_packages = prefix / "lib" / f"python{version}" / "site-packages"
     env = {**clean_env(), "PYTHONPATH": str(site_packages)}

@@ -12,10 +12,12 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.packaging import early
 from tests.packaging.test_wheel import NOT_SOURCES, ROOT
 from tuplemesh._compiled import COMPILED_MODULES, GROUP_NAME, PURE_PYTHON_ENV
 
@@ -33,19 +35,31 @@ def _normalized(name: str) -> str:
 
 def _make_run(source: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # the interpreter running this test plays the machine's python3
-    return subprocess.run(
-        ["make", "-C", str(source), f"PYTHON={sys.executable}", "run"],
-        env=env, capture_output=True, text=True, timeout=1100,
-    )  # fmt: skip
+    return early.run(["make", "-C", str(source), f"PYTHON={sys.executable}", "run"], env=env, timeout=1100)
 
 
-def test_make_run_on_a_fresh_checkout_compiles_and_runs_the_example(tmp_path: Path):
+@dataclass
+class FirstRun:
+    source: Path
+    env: dict[str, str]
+    first: subprocess.CompletedProcess[str]
+
+
+def first_make_run(tmp_path: Path) -> FirstRun:
+    """`make run` on a fresh copy of the checkout (run early: tests/packaging/early.py)."""
     source = tmp_path / "checkout"
     shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(*NOT_SOURCES))
     unwanted = ("PYTHONPATH", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", PURE_PYTHON_ENV)
     env = {k: v for k, v in os.environ.items() if k not in unwanted}
+    return FirstRun(source, env, _make_run(source, env))
 
-    first = _make_run(source, env)
+
+FIRST_RUN = early.Build("make-run", first_make_run)
+
+
+def test_make_run_on_a_fresh_checkout_compiles_and_runs_the_example():
+    made = FIRST_RUN.result()
+    source, env, first = made.source, made.env, made.first
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "RESULT OK: 66 distinct words, 356000 in total: all counts exact" in first.stdout
     assert "setup.py --quiet build_ext --inplace" in first.stdout  # it compiled on the way

@@ -15,12 +15,12 @@ import tarfile
 import textwrap
 import tomllib
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.packaging import early
 from tuplemesh._compiled import COMPILED_MODULES, GROUP_NAME, PURE_PYTHON_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,17 +146,15 @@ def source_copy(destination: Path) -> Path:
 
 def fresh_venv(path: Path) -> Path:
     """A venv made by this interpreter, as `python3 -m venv` makes one: its own pip, nothing else."""
-    _checked(
-        subprocess.run([sys.executable, "-m", "venv", str(path)], capture_output=True, text=True, timeout=120)
-    )
+    _checked(early.run([sys.executable, "-m", "venv", str(path)], timeout=120))
     return path / "bin" / "python"
 
 
 def pip(python: Path, *args: str, cwd: Path | None = None, timeout: float = 600) -> None:
     _checked(
-        subprocess.run(
+        early.run(
             [str(python), "-m", "pip", "--disable-pip-version-check", "--quiet", *args],
-            cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=timeout,
+            cwd=cwd, env=clean_env(), timeout=timeout,
         )
     )  # fmt: skip
 
@@ -177,9 +175,8 @@ def assert_compiled_wheel(wheel: Path) -> None:
         assert module.replace(".", "/") + ".py" in names
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
-    base = tmp_path_factory.mktemp("wheel")
+def build_and_install_the_wheel(base: Path) -> Installed:
+    """The sdist, the wheel pip builds from it, a venv it is installed in (run early: early.py)."""
     assert not base.is_relative_to(ROOT)
     dist, workdir = base / "dist", base / "work"
     workdir.mkdir()
@@ -187,7 +184,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     python = fresh_venv(base / "venv")
     pip(python, "install", "build")  # the PyPA front end a user makes an sdist with
     build = [str(python), "-m", "build", "--sdist", "--outdir", str(base / "sdist"), str(source)]
-    _checked(subprocess.run(build, env=clean_env(), capture_output=True, text=True, timeout=600))
+    _checked(early.run(build, env=clean_env(), timeout=600))
     [sdist] = (base / "sdist").glob("tuplemesh-*.tar.gz")
     pip(python, "wheel", "--no-deps", "-w", str(dist), str(sdist))
     [wheel] = dist.glob("tuplemesh-*.whl")
@@ -199,7 +196,15 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     pip(python, "install", *PROJECT["dependencies"])
     pip(python, "install", str(wheel))
     (workdir / "mytopo.py").write_text(textwrap.dedent(TOPOLOGY))
-    yield Installed(base / "venv", workdir, clean_env(), wheel, sdist)
+    return Installed(base / "venv", workdir, clean_env(), wheel, sdist)
+
+
+WHEEL = early.Build("wheel", build_and_install_the_wheel)
+
+
+@pytest.fixture(scope="module")
+def installed() -> Installed:
+    return WHEEL.result()
 
 
 def test_the_wheel_is_compiled_for_this_cpython(installed: Installed):
