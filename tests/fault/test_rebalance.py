@@ -34,7 +34,7 @@ from tests.fault.harness import (
     wait_rescaled,
     wait_settled,
 )
-from tests.fault.numbered import assert_each_once, read_outcome
+from tests.fault.numbered import assert_each_once
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
 from tuplemesh.launcher import stop_processes
@@ -208,49 +208,3 @@ def _without(argv: list[str], flag: str) -> list[str]:
 def scrape(mesh: Mesh) -> str:
     with urllib.request.urlopen(mesh.metrics_url(0), timeout=10) as response:
         return response.read().decode()
-
-
-def test_a_running_worker_that_missed_a_rescale_follows_the_peer_whose_batches_it_refuses(tmp_path: Path):
-    """Worker 1 runs alone at epoch 0 (no peer answered when it started); worker 0 then starts at
-    epoch 1, a rescale worker 1 never took part in. Worker 0's batches name epoch 1, so worker 1
-    refuses them (kept by worker 0, never delivered) and follows its peer to epoch 1: it drains
-    and starts again there. Both then route by epoch 1, and every number of every spout life at
-    epoch 1 reaches a sink once. Worker 1's life at epoch 0 is the one exception: what it sent
-    worker 0 was refused for its epoch and, acking off, ends with that life; none of it is
-    delivered twice or to a task that moved."""
-    config, out = numbered_config(tmp_path)
-    newer = tmp_path / "epoch1.yaml"
-    newer.write_text(config.read_text() + "topology.epoch: 1\n")
-    ports = free_ports(4)
-    mesh = Mesh(ports[:2], [None, None], ports[2:], [([], {}), ([], {})])  # type: ignore[list-item]
-    try:
-        harness.start_worker(mesh, "tests.fault.numbered:numbered", 1, 2, config)
-        eventually(
-            lambda: epoch_of(mesh, 1) is not None, timeout=60, interval=0.1, message="worker 1 answers"
-        )
-        assert epoch_of(mesh, 1).counter == 0  # type: ignore[union-attr]
-        harness.start_worker(mesh, "tests.fault.numbered:numbered", 0, 2, newer)
-        eventually(
-            lambda: epoch_of(mesh, 1) is not None and epoch_of(mesh, 1).counter == 1,  # type: ignore[union-attr]
-            timeout=90,
-            interval=0.2,
-            message="worker 1 follows worker 0 to epoch 1",
-        )
-        assert epoch_of(mesh, 0) == epoch_of(mesh, 1)
-        wait_serving(mesh, 0, timeout=60)
-        wait_serving(mesh, 1, timeout=60)
-        before = emitted(mesh, 2)
-        eventually(lambda: emitted(mesh, 2) >= before + 5_000, timeout=60, interval=0.2)
-        unknown = [s.unknown_task_messages for s in statuses(mesh)]
-        assert unknown == [0, 0], f"messages for tasks a worker does not own, per worker: {unknown}"
-    finally:
-        codes = mesh.stop()
-    assert codes == [0, 0]
-    emitted_by, seen = read_outcome(out)
-    expected = {(source, n) for source, count in emitted_by.items() for n in range(count)}
-    assert seen.keys() <= expected, "a sink saw numbers no spout emitted"
-    assert all(times == 1 for times in seen.values()), "a number delivered more than once"
-    short = {source for source, n in expected - seen.keys()}
-    # three spout tasks: worker 0's two, and worker 1's one in each of its two lives; only
-    # the one of worker 1's first life may fall short
-    assert len(short) <= 1 and len(emitted_by) == 4, (short, emitted_by)
