@@ -504,6 +504,14 @@ def _serve_epochs(
         )
         code = process.serve()
         successor = process.next_epoch
+        if successor is not None and code != 0:
+            log.error(
+                "worker %d: the stop before epoch %s was not clean (a thread did not end in time); "
+                "exiting with code %d instead of starting at it",
+                args.index,
+                successor,
+                code,
+            )
         if successor is None or code != 0 or signals.requested.is_set():
             return code  # stopped (a signal during a rescale's drain stops the worker too)
         if args.index >= successor.workers:

@@ -41,7 +41,7 @@ class NumberSpout(Spout):
     def next_tuple(self) -> None:
         for n in range(self.next, self.next + BURST):
             self.collector.emit([self.source, n])
-        self.next += BURST
+            self.next = n + 1  # counted as it goes: an emit may raise (a halted destination)
 
     def close(self) -> None:
         self.out.write_text(json.dumps({"source": self.source, "emitted": self.next}))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from tests.fault.harness import (
     wait_rescaled,
     wait_settled,
 )
-from tests.fault.numbered import assert_each_once
+from tests.fault.numbered import assert_each_once, read_outcome
 from tests.helpers import child_pythonpath, eventually
 from tests.worker.conftest import ROOT, Mesh, start_mesh, wait_serving
 from tuplemesh.launcher import stop_processes
@@ -42,7 +43,7 @@ from tuplemesh.netutil import free_ports
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.framing import pack_within
 from tuplemesh.transport.grpc_impl import EPOCH_METADATA
-from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
+from tuplemesh.v1 import admin_pb2, messages_pb2, transfer_pb2_grpc
 
 TARGET = "examples.stateful_wordcount:topology"
 MOST = 4  # the largest mesh of the test: every worker knows all four addresses
@@ -205,6 +206,75 @@ def _without(argv: list[str], flag: str) -> list[str]:
     return argv[:at] + argv[at + 2 :]
 
 
+def _spouts_held(mesh: Mesh, index: int) -> bool:
+    """Worker ``index``'s spouts emitted some and then nothing more for a second."""
+
+    def spouted() -> int:
+        status = mesh.admin(index).GetStatus(admin_pb2.GetStatusRequest(), timeout=10.0)
+        return sum(e.emitted for e in status.executors if e.spout)
+
+    before = spouted()
+    time.sleep(1.0)
+    return 0 < before == spouted()
+
+
 def scrape(mesh: Mesh) -> str:
     with urllib.request.urlopen(mesh.metrics_url(0), timeout=10) as response:
         return response.read().decode()
+
+
+def test_a_running_worker_that_missed_a_rescale_follows_the_peer_whose_batches_it_refuses(tmp_path: Path):
+    """Worker 1 runs alone at epoch 0 (no peer answered when it started) until its spouts are
+    held back by what waits for worker 0; worker 0 then starts at epoch 1, a rescale worker 1
+    never took part in. Worker 0's batches name epoch 1, so worker 1 refuses them (kept by worker
+    0, never delivered) and follows its peer to epoch 1: it drains and starts again there. Both
+    then route by epoch 1, and every number of every spout life at epoch 1 reaches a sink once.
+    Worker 1's life at epoch 0 is the one exception: what it sent worker 0 was refused for its
+    epoch and, acking off, ends with that life (abandoned when it follows); none of it is
+    delivered twice or to a task that moved."""
+    config, out = numbered_config(tmp_path)
+    newer = tmp_path / "epoch1.yaml"
+    newer.write_text(config.read_text() + "topology.epoch: 1\n")
+    ports = free_ports(4)
+    mesh = Mesh(ports[:2], [None, None], ports[2:], [([], {}), ([], {})])  # type: ignore[list-item]
+    try:
+        harness.start_worker(mesh, "tests.fault.numbered:numbered", 1, 2, config)
+        eventually(
+            lambda: epoch_of(mesh, 1) is not None, timeout=60, interval=0.1, message="worker 1 answers"
+        )
+        assert epoch_of(mesh, 1).counter == 0  # type: ignore[union-attr]
+        # worker 0 is down: what worker 1 sends it waits in the send window until that is full
+        # and worker 1's executors wait in emit. Those batches can never be delivered (worker 0
+        # comes up at the newer epoch and refuses them), and they once kept worker 1's drain
+        # from ending, so it never followed.
+        eventually(
+            lambda: _spouts_held(mesh, 1),
+            timeout=60,
+            interval=0.2,
+            message="worker 1's spouts are held back by what waits for worker 0",
+        )
+        harness.start_worker(mesh, "tests.fault.numbered:numbered", 0, 2, newer)
+        eventually(
+            lambda: epoch_of(mesh, 1) is not None and epoch_of(mesh, 1).counter == 1,  # type: ignore[union-attr]
+            timeout=90,
+            interval=0.2,
+            message="worker 1 follows worker 0 to epoch 1",
+        )
+        assert epoch_of(mesh, 0) == epoch_of(mesh, 1)
+        wait_serving(mesh, 0, timeout=60)
+        wait_serving(mesh, 1, timeout=60)
+        before = emitted(mesh, 2)
+        eventually(lambda: emitted(mesh, 2) >= before + 5_000, timeout=60, interval=0.2)
+        unknown = [s.unknown_task_messages for s in statuses(mesh)]
+        assert unknown == [0, 0], f"messages for tasks a worker does not own, per worker: {unknown}"
+    finally:
+        codes = mesh.stop()
+    assert codes == [0, 0]
+    emitted_by, seen = read_outcome(out)
+    expected = {(source, n) for source, count in emitted_by.items() for n in range(count)}
+    assert seen.keys() <= expected, "a sink saw numbers no spout emitted"
+    assert all(times == 1 for times in seen.values()), "a number delivered more than once"
+    short = {source for source, n in expected - seen.keys()}
+    # three spout tasks: worker 0's two, and worker 1's one in each of its two lives; only
+    # the one of worker 1's first life may fall short
+    assert len(short) <= 1 and len(emitted_by) == 4, (short, emitted_by)

@@ -468,6 +468,23 @@ class WorkerProcess:
                 down.append(peer)
         return down
 
+    def _abandon_sends_to_newer_epoch(self) -> None:
+        """A worker catching up with a rescale its peers made: they route by the newer epoch and
+        refuse every batch this life sends them (kept by the sender, never acknowledged). Once
+        such batches fill the send windows and the transfer queue, executors wait in ``emit``
+        forever, the spouts never return from ``next_tuple`` and the stop is not clean, so the
+        successor never starts. Nothing this life queued for a peer can be delivered, so the
+        transfer path halts first: what it held counts as lost (``tuplemesh_transfer_tuples_*``,
+        ``tuplemesh_peer_tuples_lost_on_close_total``; with acking on, the spouts replay it), and
+        executors blocked on it stop emitting remotely."""
+        log.warning(
+            "worker %d: catching up with epoch %s; its peers refuse what this epoch sends them, "
+            "so what is queued for them is abandoned",
+            self.worker.index,
+            self.next_epoch,
+        )
+        self.worker.transfer.halt()
+
     def drain(self) -> str:
         """Stop the spouts; health NOT_SERVING. Idempotent; returns the new state."""
         if self._state != "NOT_SERVING":
@@ -562,6 +579,8 @@ class WorkerProcess:
         """Drain, deliver what is in flight, stop the server. True when everything ended cleanly."""
         deadline = time.monotonic() + self.settings.shutdown_timeout_seconds
         self._stop.set()  # the background threads end (shutdown may be called without serve)
+        if self.next_epoch is not None and not self._with_mesh:
+            self._abandon_sends_to_newer_epoch()
         self.drain()
         # Batches from peers that still run are refused (never acknowledged): their senders keep
         # them for our successor. Peers that drain too are served until the mesh is idle.
