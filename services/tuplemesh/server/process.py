@@ -62,8 +62,13 @@ READINESS = ("", "tuplemesh.v1.Transfer")
 #: the port Prometheus exporters conventionally start at, and one more for each next worker port.
 METRICS_PORT_OFFSET = 2400
 
-#: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed).
-EPOCH_POLL_SECS = 0.5
+#: How often a worker asks its peers for their assignment epoch (to follow a rescale it missed)
+#: when nothing says it should sooner: a peer at a newer epoch that sends to it is refused, and
+#: that refusal (counted by the binding, looked at every `EPOCH_LOOK_SECS`) makes it ask at once.
+#: The asking is the costly part on a host of many workers (three unary calls each way per
+#: worker per poll), so it is rare; the look is a counter read.
+EPOCH_POLL_SECS = 5.0
+EPOCH_LOOK_SECS = 0.25
 #: Peers asked for their epoch on each poll, in turn. A worker that missed a rescale finds almost
 #: every peer at the new epoch, so a few suffice; asking all of them made the mesh's polls grow as
 #: N (N - 1): 8,000 calls a second for 64 workers, more than 2 cores could answer.
@@ -73,6 +78,10 @@ EPOCH_POLL_PEERS = 3
 #: the current epoch connected, so none is still restarting from the previous rescale), or
 #: after this long without (a pod of a scale-up that never started must not pin the mesh).
 FOLLOW_UNREADY_SECS = 30.0
+
+#: How often worker 0 looks again at the replicas it was told about while it waits to be ready
+#: (a change wakes it at once).
+REPLICAS_LOOK_SECS = 0.5
 
 #: Backoff between refused attempts to rescale to the replicas (a peer stopping or unreachable).
 FOLLOW_MIN_BACKOFF_SECS = 0.5
@@ -338,8 +347,15 @@ class WorkerProcess:
 
     def _follow_epoch(self) -> None:
         """A worker that missed a rescale (it started just before one, or was down during it)
-        sees its peers at a newer epoch and rescales itself to it."""
-        while not self._stop.wait(EPOCH_POLL_SECS):
+        sees its peers at a newer epoch and rescales itself to it: at once when a peer's batches
+        are refused for naming another epoch, every `EPOCH_POLL_SECS` otherwise."""
+        refused = self.worker.epoch_refused_batches()
+        next_poll = time.monotonic() + EPOCH_POLL_SECS
+        while not self._stop.wait(EPOCH_LOOK_SECS):
+            seen = self.worker.epoch_refused_batches()
+            if seen == refused and time.monotonic() < next_poll:
+                continue
+            refused, next_poll = seen, time.monotonic() + EPOCH_POLL_SECS
             asked = self.peer_admins.epochs(timeout=1.0, most=EPOCH_POLL_PEERS)
             epochs = [e for e in asked if e.code == self.epoch.code]
             newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
@@ -366,7 +382,7 @@ class WorkerProcess:
             ready = self._state == "SERVING" or time.monotonic() - started >= FOLLOW_UNREADY_SECS
             # 0 replicas: every pod is being removed, ordinal 0 too; their SIGTERMs stop the mesh
             if not wanted or wanted == self.epoch.workers or not ready:
-                changed.wait(EPOCH_POLL_SECS)
+                changed.wait(REPLICAS_LOOK_SECS)
                 changed.clear()
                 backoff = FOLLOW_MIN_BACKOFF_SECS
                 continue
@@ -420,7 +436,9 @@ class WorkerProcess:
         grace = self.settings.peer_grace_seconds
         down_since: dict[int, float] = {}
         ready = True
-        while not self._stop.wait(min(0.25, grace / 4)) and self._state == "SERVING":
+        # a look reads every peer link's stats: at most once a second (a mesh of 64 workers
+        # looked at 63 links four times a second, idle)
+        while not self._stop.wait(min(1.0, grace / 4)) and self._state == "SERVING":
             if self._drained_by_notice():
                 return
             now = time.monotonic()

@@ -227,6 +227,11 @@ class Worker:
         if self._binding is not None:
             self._binding.admit(admission)
 
+    def epoch_refused_batches(self) -> int:
+        """Batches refused so far for naming another assignment epoch than this worker's: a
+        peer that routes by a newer one sends them (the epoch follower looks at this count)."""
+        return 0 if self._binding is None else self._binding.stats().epoch_refused_batches
+
     def stopped_by_notice(self) -> bool:
         """True once a peer's shutdown notice stopped this worker receiving: for good, as Storm's
         receive thread ends on ``task == -1`` (the binding counts each notice it honoured)."""
