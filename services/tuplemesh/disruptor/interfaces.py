@@ -37,6 +37,12 @@ class WaitStrategy(Protocol):
         """Wake parked consumers. Called by producers after each publish; any thread."""
         ...
 
+    def park(self, sequence: int, cursor: Sequence, timeout: float) -> None:
+        """Return once ``sequence`` may be published or after ``timeout``, whichever comes first
+        (a consumer that polls, resting between polls). Woken by a publish where the strategy
+        parks consumers; a strategy whose producers never signal sleeps ``timeout``."""
+        ...
+
 
 class EventHandler(Protocol):
     """User code run by the processor thread. Optional hooks: ``on_start()``, ``on_shutdown()``,

@@ -23,6 +23,12 @@ class EventPoller:
         self.sequence = Sequence()
         self.release_slots = release_slots
 
+    def rest(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for an event this poller has not handled yet (returns at once
+        when one is there; a publish wakes it where the ring's wait strategy parks consumers)."""
+        sequencer = self.ring.sequencer
+        sequencer.wait_strategy.park(self.sequence.value + 1, sequencer.cursor, timeout)
+
     def poll(self, on_event: Callable[[Any, int, bool], None]) -> int:
         """Process what is available now; returns how many events were handled."""
         sequencer = self.ring.sequencer

@@ -35,6 +35,12 @@ def _available(cursor: Sequence, dependents: SeqOf[Sequence]) -> int:
     return minimum_sequence(dependents, cursor.value)
 
 
+def _sleep_unless_published(sequence: int, cursor: Sequence, timeout: float) -> None:
+    """``park`` of a strategy that never parks: producers do not signal it, so it sleeps."""
+    if cursor.value < sequence:
+        time.sleep(timeout)
+
+
 #: Polls between two GIL hand-overs of a busy spin. The interpreter forces a hand-over every
 #: switch interval, but a compiled loop never reaches that check: the spin must give it away.
 SPIN_POLLS_PER_GIL_RELEASE = 1000
@@ -62,6 +68,9 @@ class BusySpinWaitStrategy:
     def signal_all_when_blocking(self) -> None:
         return None
 
+    def park(self, sequence: int, cursor: Sequence, timeout: float) -> None:
+        _sleep_unless_published(sequence, cursor, timeout)
+
 
 class YieldingWaitStrategy:
     """Spin ``spin_tries`` times, then give the GIL and the core away on every poll."""
@@ -88,6 +97,9 @@ class YieldingWaitStrategy:
 
     def signal_all_when_blocking(self) -> None:
         return None
+
+    def park(self, sequence: int, cursor: Sequence, timeout: float) -> None:
+        _sleep_unless_published(sequence, cursor, timeout)
 
 
 class SleepingWaitStrategy:
@@ -119,6 +131,9 @@ class SleepingWaitStrategy:
 
     def signal_all_when_blocking(self) -> None:
         return None
+
+    def park(self, sequence: int, cursor: Sequence, timeout: float) -> None:
+        _sleep_unless_published(sequence, cursor, timeout)
 
 
 class BlockingWaitStrategy:
@@ -176,6 +191,17 @@ class BlockingWaitStrategy:
         if self.waiters:
             with self._cond:
                 self._cond.notify_all()
+
+    def park(self, sequence: int, cursor: Sequence, timeout: float) -> None:
+        # counted as a waiter before the cursor is read again: a producer that publishes after
+        # that read sees the waiter and wakes it (the same order as ``wait_for``)
+        with self._cond:
+            self.waiters += 1
+            try:
+                if cursor.value < sequence:
+                    self._cond.wait(timeout)
+            finally:
+                self.waiters -= 1
 
 
 class TimeoutBlockingWaitStrategy(BlockingWaitStrategy):

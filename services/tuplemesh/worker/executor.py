@@ -892,10 +892,12 @@ class SpoutExecutor(Executor):
                     outbox.flush()
                 if not callers and self.finished.is_set() and not len(tracker):
                     # every spout finished, none holds input and nothing is in flight: only a
-                    # control message (a stop, a rewind) can come, so the loop rests instead of
-                    # waking 1,000 times a second
+                    # control message (a stop, a rewind, a checkpoint's trigger) can come, so the
+                    # loop rests on its inbox instead of waking 1,000 times a second; a message
+                    # wakes it at once (a resting spout that slept held each trigger up to the
+                    # rest, and a checkpoint interval below it kept a mesh from ever going idle)
                     rest = min(max(rest * 2, self.spout_wait, 0.001), LONGEST_REST)
-                    sleep(rest)
+                    self.poller.rest(rest)
                     continue
                 rest = 0.0
                 sleep(self.spout_wait)
