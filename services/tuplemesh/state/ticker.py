@@ -1,4 +1,4 @@
-"""`CheckpointTicker`: the checkpoint coordinator's clock (run by `tuplemesh.state.feature`)."""
+"""`CheckpointTicker`: the checkpoint coordinator's clock (run by the checkpointing feature)."""
 
 from __future__ import annotations
 
