@@ -9,13 +9,13 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from examples.wordcount import SplitBolt
 from tests.helpers import eventually
+from tests.state.test_checkpointing import start
 from tests.worker.wiring import wire
 from tuplemesh.config import Config
 from tuplemesh.core.feature import DrainingFeature
@@ -83,15 +83,6 @@ def test_section_and_snapshot_fields_before_the_first_rollback():
     assert checkpoints.ticker is None
 
 
-@pytest.fixture
-def clusters() -> Iterator[list[LocalCluster]]:
-    """Started clusters; a test that stops one itself removes it."""
-    started: list[LocalCluster] = []
-    yield started
-    for cluster in started:
-        cluster.stop()
-
-
 def _checkpoints(worker: Worker) -> Checkpoints:
     found = worker.features["checkpoints"]
     assert isinstance(found, Checkpoints)
@@ -103,11 +94,7 @@ def _tickers() -> list[str]:
 
 
 def test_the_lifecycle_runs_through_the_feature_hooks_of_real_workers(clusters: list[LocalCluster]):
-    cluster = LocalCluster(
-        word_count(200), 2, {"messaging.transport": "local", "topology.state.checkpoint.interval.ms": 50}
-    )
-    clusters.append(cluster)
-    cluster.start()
+    cluster = start(clusters, word_count(200), **{"topology.state.checkpoint.interval.ms": 50})
     workers = cluster.workers
     name = workers[0].topology_id
     store = MemoryStore.from_conf({})
