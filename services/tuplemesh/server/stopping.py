@@ -9,7 +9,8 @@ idle: every worker idle (nothing queued, every send acknowledged, its spouts out
 with the same counters in two waves in a row, which no tuple in flight can fake (Mattern's
 double counting). A checkpointed mesh then takes a final checkpoint (the coordinator's worker
 asks for it and waits for its commit; the others wait for that worker to stop), so a restart
-resumes with nothing to replay.
+resumes with nothing to replay: what the drain waits for there (``final``) is whatever the
+worker's features handed back as it began to drain (`tuplemesh.core.feature.DrainWait`).
 A worker a scale-down removes never stops alone (it has no successor to take what its peers
 keep for it): it waits for the rest of the mesh, which the scale-down rescales, to drain with it.
 """
@@ -21,11 +22,12 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from tuplemesh.core.feature import DrainWait
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.server.status_proto import spouts_quiet
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["DrainOutcome", "FinalCheckpoint", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
+__all__ = ["DrainOutcome", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +58,8 @@ class PeerStatuses(Protocol):
 Wave = tuple[tuple[int, int, int], ...]
 
 
-class FinalCheckpoint(Protocol):
-    """The last checkpoint of a stopping checkpointed mesh (`tuplemesh.state.on_demand`)."""
-
-    def settled(self, gone: set[int]) -> bool:
-        """Asked on every idle wave (``gone``: peers that drained and stopped): True once the
-        final checkpoint is committed, or none is due."""
-        ...
-
-
 class NoFinalCheckpoint:
-    """A topology without state: nothing to checkpoint before stopping."""
+    """Nothing to wait for once the mesh is idle (no feature handed back a `DrainWait`)."""
 
     def settled(self, gone: set[int]) -> bool:
         return True
@@ -90,7 +83,7 @@ class MeshDrain:
         expected: set[int],
         snapshot: Callable[[], WorkerSnapshot],
         peers: PeerStatuses,
-        final: FinalCheckpoint | None = None,
+        final: DrainWait | None = None,
         *,
         removed: Callable[[], bool] | None = None,
         rescaling: str | None = None,
