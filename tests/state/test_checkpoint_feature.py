@@ -120,19 +120,18 @@ def test_the_lifecycle_runs_through_the_feature_hooks_of_real_workers(clusters: 
     # drain: every worker's clock pauses, and each hands back the final checkpoint's wait
     for worker in workers:
         assert worker.deactivate_spouts() is True
-    waits = [w.drain_wait() for w in workers]
-    assert all(isinstance(wait, StopCheckpoint) for wait in waits)
+    waits = [w.drain_waits() for w in workers]  # one each: checkpointing is the one drain feature
+    assert [len(found) for found in waits] == [1, 1]
+    assert all(isinstance(found[0], StopCheckpoint) for found in waits)
     injected = coordinating.injected
     time.sleep(0.3)  # deliberate: 30 tick periods of 10 ms, none of which may tick while paused
     assert coordinating.injected == injected
     # a peer of the coordinator's worker waits for that worker to be gone
-    other_wait = waits[1 - home]
-    assert other_wait is not None
+    (other_wait,) = waits[1 - home]
     assert other_wait.settled(set()) is False and other_wait.settled({home}) is True
     # the coordinator's worker asks for a checkpoint once (one request tuple, injected) and is
     # settled once one that began after the request is committed
-    wait = waits[home]
-    assert wait is not None
+    (wait,) = waits[home]
     before = store.last_committed(name)
     assert wait.settled(set()) is False
     assert coordinating.injected == injected + 1

@@ -272,7 +272,7 @@ class Feature(Protocol):
 
 class DrainWait(Protocol):
     """What a whole-mesh stop waits for once the mesh is idle, before the executors stop
-    (`tuplemesh.server.stopping.MeshDrain` asks it as its ``final``)."""
+    (`tuplemesh.server.stopping.MeshDrain` asks it among its ``finals``)."""
 
     def settled(self, gone: set[int]) -> bool:
         """Asked on every idle wave (``gone``: peers that drained and stopped) until True; it is

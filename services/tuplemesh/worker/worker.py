@@ -240,21 +240,18 @@ class Worker:
         else:  # not bound yet: nothing counts refusals; the log still says
             log.warning("%s: refused (%s): %s", where, reason, detail)
 
-    def drain_wait(self) -> DrainWait | None:
+    def drain_waits(self) -> list[DrainWait]:
         """What a whole-mesh stop waits for once the mesh is idle, before the executors stop
         (e.g. a checkpointed topology's final checkpoint): what the features that take part in
-        the drain handed back as ``deactivate_spouts`` began it; None: nothing."""
-        waits = self._drain_waits
-        if not waits:
-            return None
-        return waits[0] if len(waits) == 1 else _AllSettled(waits)
+        the drain handed back as ``deactivate_spouts`` began it."""
+        return list(self._drain_waits)
 
     def deactivate_spouts(self, timeout: float = 5.0) -> bool:
         """Stop the spouts' next_tuple calls and wait (up to ``timeout``) until each spout loop has
         seen it: afterwards every tuple they emit is already counted, so a drain that finds the
         counters still is not fooled by a next_tuple call under way. False when one did not
         return in time. The features that take part in the drain hear of it first (e.g. a
-        checkpoint clock pauses) and hand back what a whole-mesh stop waits for (`drain_wait`)."""
+        checkpoint clock pauses) and hand back what a whole-mesh stop waits for (`drain_waits`)."""
         self._drain_waits = [
             wait
             for feature in self.features.values()
@@ -494,15 +491,3 @@ def _alignment(executor: Executor) -> AlignmentSnapshot | None:
     """An executor's checkpoint alignment counts when it aligns barriers."""
     aligned = getattr(executor, "checkpoints", None)
     return None if aligned is None else aligned.snapshot()
-
-
-class _AllSettled:
-    """Several features' drain waits as one: settled once each has settled (each asked until it
-    settles, then no more, as `DrainWait` promises)."""
-
-    def __init__(self, waits: list[DrainWait]) -> None:
-        self._waiting = list(waits)
-
-    def settled(self, gone: set[int]) -> bool:
-        self._waiting = [wait for wait in self._waiting if not wait.settled(gone)]
-        return not self._waiting
