@@ -29,7 +29,6 @@ from tuplemesh.core.feature import (
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
-    AlignmentSnapshot,
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -365,7 +364,7 @@ class Worker:
                 delivered=e.outbox.delivered,
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
-                alignment=_alignment(e),
+                alignment=e.alignment(),
                 first_error=e.first_error,
                 **c,
             )
@@ -485,9 +484,3 @@ class Worker:
         for executor in self.executors:
             out.setdefault(executor.spec.component, {}).update(executor.final_reports)
         return out
-
-
-def _alignment(executor: Executor) -> AlignmentSnapshot | None:
-    """An executor's checkpoint alignment counts when it aligns barriers."""
-    aligned = getattr(executor, "checkpoints", None)
-    return None if aligned is None else aligned.snapshot()
