@@ -100,3 +100,26 @@ def test_a_worker_whose_own_spout_is_still_inside_next_tuple_does_not_stop_on_th
 
     drain = MeshDrain(0, {0, 1}, blocked_spout, peers)
     assert drain.wait(time.monotonic() + 1.0) == DrainOutcome.DEADLINE
+
+
+class Wait:
+    """A drain wait that settles on its ``settles_at``-th asking; counts the askings."""
+
+    def __init__(self, settles_at: int) -> None:
+        self.settles_at = settles_at
+        self.asked: list[set[int]] = []
+
+    def settled(self, gone: set[int]) -> bool:
+        self.asked.append(gone)
+        return len(self.asked) >= self.settles_at
+
+
+def test_a_whole_mesh_stop_waits_for_every_final_wait_asking_each_until_it_settles():
+    peers = Peers()
+    peers.state, peers.spouts_quiet = "NOT_SERVING", True
+    first, third = Wait(1), Wait(3)
+    drain = MeshDrain(0, {0, 1}, own_snapshot, peers, [first, third])
+    assert drain.wait(time.monotonic() + 10) == DrainOutcome.MESH_IDLE
+    # asked from the second still wave on: the first settles at once and is asked no more
+    assert first.asked == [set()] and third.asked == [set(), set(), set()]
+    assert peers.asked == 4

@@ -1,4 +1,4 @@
-"""Real state store servers for the state tests."""
+"""Real state store servers for the state tests, and the local clusters they start."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.state.redis_server import RedisServer
+from tuplemesh.worker.local_cluster import LocalCluster
 
 
 def _running(directory: Path, durable: bool = False) -> Iterator[RedisServer]:
@@ -30,3 +31,12 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 def own_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A durable redis-server of this test alone, for tests that stop, restart or pause it."""
     yield from _running(tmp_path, durable=True)
+
+
+@pytest.fixture
+def clusters() -> Iterator[list[LocalCluster]]:
+    """The clusters a test started, stopped after it (a test that stops one itself removes it)."""
+    started: list[LocalCluster] = []
+    yield started
+    for cluster in started:
+        cluster.stop()

@@ -7,7 +7,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -67,14 +67,6 @@ def word_count(repeat: int, count_bolt: Any = None) -> Topology:
         "split", ["word"]
     )
     return builder.build()
-
-
-@pytest.fixture
-def clusters() -> Iterator[list[LocalCluster]]:
-    started: list[LocalCluster] = []
-    yield started
-    for cluster in started:
-        cluster.stop()
 
 
 def start(clusters: list[LocalCluster], topology: Topology, workers: int = 2, **conf: Any) -> LocalCluster:

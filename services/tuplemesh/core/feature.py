@@ -10,7 +10,8 @@ it knows only the types here. A feature may
     and stream, hence the grouping's key: see `fields_keys`) and may time the call. The executor
     applies wrappers once, when it is built: an executor no feature wraps runs exactly the loop it
     would run without features (no per-tuple or per-batch check);
-(b) own background threads: ``start`` and ``stop`` run with the worker's; per executor,
+(b) own background threads: ``start`` runs as the worker starts, before its executors do, and
+    ``stop`` once they stopped; per executor,
     ``ExecutorHooks.on_start``/``on_stop`` run as that executor starts and stops, and
     ``ExecutorHooks.markers`` are handlers the executor thread runs when the feature's marker comes
     out of its inbox (a timer puts a marker in, the executor thread does the work);
@@ -33,7 +34,15 @@ it knows only the types here. A feature may
     features (``snapshot_fields``): a feature with nothing to do there does nothing;
 (h) hand the tasks of its own component types what they need from it (``ExecutorView.tasks``:
     e.g. the Gateway's registry to its IngestSpout and ExportBolt tasks), when attached, before
-    they open or prepare: no process-global lookup, so two runs in one process share nothing.
+    they open or prepare: no process-global lookup, so two runs in one process share nothing;
+(i) take part in the worker's drain (`DrainingFeature`, looked up on the features the registry
+    built: only a feature with a part in it implements it, e.g. checkpointing): when the worker
+    begins to drain (its spouts stop emitting) it stops what would keep an idle mesh from reading
+    idle (a checkpoint clock's ticks), and hands back what a whole-mesh stop must wait for once
+    the mesh is idle, before the executors stop (`DrainWait`: a final checkpoint's commit). A
+    narrow protocol of its own rather than a method every feature implements: the drain is the
+    one place that asks, and the other features have no part in it. Feeding tuples that count
+    as the worker's own (a clock's ticks) goes through ``FeatureContext.inject``.
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -43,7 +52,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
@@ -57,6 +66,8 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchObserver",
     "BatchRun",
+    "DrainWait",
+    "DrainingFeature",
     "ExecuteBatchFn",
     "ExecuteFn",
     "ExecutorHooks",
@@ -88,12 +99,20 @@ FlushObserver = Callable[[list[tuple[int, Any]]], None]
 @dataclass(frozen=True)
 class FeatureContext:
     """What a feature is built from: the worker's topology (with its system components), its
-    configuration and which worker of the mesh this is."""
+    configuration, which worker of the mesh this is and of how many, and how to deliver a tuple
+    to one of its tasks."""
 
     topology: Topology
     conf: Mapping[str, Any]
     worker: int
     topology_id: str
+    #: how many workers the mesh has at this worker's epoch
+    workers: int = 1
+    #: (local task, tuple): deliver the tuple to the task's inbox from outside the data path,
+    #: counted with the worker's injected tuples (as Admin.Emit's), so the mesh's delivered and
+    #: consumed counts still agree; blocks while the inbox is full, raises AlertError once the
+    #: task's executor stopped. None: built without a worker (a test wiring executors by hand).
+    inject: Callable[[int, Tuple], None] | None = None
 
 
 class ExecutorView(Protocol):
@@ -215,7 +234,9 @@ class Feature(Protocol):
         ...
 
     def start(self) -> None:
-        """The worker started (its executors run): start the feature's own threads."""
+        """The worker starts: called before any of its executors starts (no task has opened or
+        prepared yet), e.g. to count a new attempt every task's restore sees; start the
+        feature's own threads (what they put into inboxes waits there for the executors)."""
         ...
 
     def stopping(self) -> None:
@@ -246,6 +267,27 @@ class Feature(Protocol):
         feature fills, by field name: counts that Admin's status, /metrics and the UI read from
         the snapshot since before features. Any thread. A new count goes in ``section`` and
         ``metrics`` instead."""
+        ...
+
+
+class DrainWait(Protocol):
+    """What a whole-mesh stop waits for once the mesh is idle, before the executors stop
+    (`tuplemesh.server.stopping.MeshDrain` asks it among its ``finals``)."""
+
+    def settled(self, gone: set[int]) -> bool:
+        """Asked on every idle wave (``gone``: peers that drained and stopped) until True; it is
+        not asked again once it returned True."""
+        ...
+
+
+@runtime_checkable
+class DrainingFeature(Protocol):
+    """A feature with a part in the worker's drain (see the module docstring, (i))."""
+
+    def draining(self) -> DrainWait | None:
+        """The worker begins to drain (its spouts stop emitting): stop what would keep an idle
+        mesh from reading idle, and return what a whole-mesh stop waits for (None: nothing).
+        Any thread; returns promptly."""
         ...
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 __all__ = ["FEATURES"]
 
 FEATURES: tuple[str, ...] = (
+    # first: it starts first (a new attempt counted before anything else starts) and its clock
+    # stops before the other features hear the worker stop
+    "tuplemesh.state.feature:feature",
     "tuplemesh.ticks:feature",
     "tuplemesh.hotkeys:feature",
     "tuplemesh.sampling:feature",

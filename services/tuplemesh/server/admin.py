@@ -183,7 +183,9 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         snapshot = worker.snapshot()
         reports = ""
         if request.include_reports:
-            restoring = worker.restoring_tasks()
+            # the checkpointing feature's: tasks whose state is not restored yet (none without it)
+            checkpoints = worker.features.get("checkpoints")
+            restoring = [] if checkpoints is None else checkpoints.section()["restoring"]
             if restoring:  # their reports would be of the empty state a task starts with
                 context.abort(
                     grpc.StatusCode.UNAVAILABLE,

@@ -607,7 +607,7 @@ class WorkerProcess:
             self.worker.transfer.expected,
             self.worker.snapshot,
             self.peer_admins,
-            self.worker.stop_checkpoint(),
+            self.worker.drain_waits(),
             removed=self.removed,
             rescaling=str(self.epoch) if self._with_mesh else None,
         )

@@ -9,7 +9,8 @@ idle: every worker idle (nothing queued, every send acknowledged, its spouts out
 with the same counters in two waves in a row, which no tuple in flight can fake (Mattern's
 double counting). A checkpointed mesh then takes a final checkpoint (the coordinator's worker
 asks for it and waits for its commit; the others wait for that worker to stop), so a restart
-resumes with nothing to replay.
+resumes with nothing to replay: what the drain waits for there (``finals``) is whatever the
+worker's features handed back as it began to drain (`tuplemesh.core.feature.DrainWait`).
 A worker a scale-down removes never stops alone (it has no successor to take what its peers
 keep for it): it waits for the rest of the mesh, which the scale-down rescales, to drain with it.
 """
@@ -18,14 +19,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from tuplemesh.core.feature import DrainWait
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.server.status_proto import spouts_quiet
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["DrainOutcome", "FinalCheckpoint", "MeshDrain", "NoFinalCheckpoint", "PeerStatuses"]
+__all__ = ["DrainOutcome", "MeshDrain", "PeerStatuses"]
 
 log = logging.getLogger(__name__)
 
@@ -56,22 +58,6 @@ class PeerStatuses(Protocol):
 Wave = tuple[tuple[int, int, int], ...]
 
 
-class FinalCheckpoint(Protocol):
-    """The last checkpoint of a stopping checkpointed mesh (`tuplemesh.state.on_demand`)."""
-
-    def settled(self, gone: set[int]) -> bool:
-        """Asked on every idle wave (``gone``: peers that drained and stopped): True once the
-        final checkpoint is committed, or none is due."""
-        ...
-
-
-class NoFinalCheckpoint:
-    """A topology without state: nothing to checkpoint before stopping."""
-
-    def settled(self, gone: set[int]) -> bool:
-        return True
-
-
 class DrainOutcome:
     """How a drain ended (the values are what the log says)."""
 
@@ -90,7 +76,7 @@ class MeshDrain:
         expected: set[int],
         snapshot: Callable[[], WorkerSnapshot],
         peers: PeerStatuses,
-        final: FinalCheckpoint | None = None,
+        finals: Sequence[DrainWait] = (),
         *,
         removed: Callable[[], bool] | None = None,
         rescaling: str | None = None,
@@ -99,7 +85,9 @@ class MeshDrain:
         self.expected = set(expected) - {index}
         self._snapshot = snapshot
         self._peers = peers
-        self._final = final or NoFinalCheckpoint()
+        #: what a whole-mesh stop still waits for once the mesh is idle (e.g. a final
+        #: checkpoint's commit); each is asked on every idle wave until it settles, then no more
+        self._waiting = list(finals)
         #: True while a scale-down removes this worker: it never stops alone, since no successor
         #: takes what its running peers keep for it; it waits for the mesh that goes on to drain.
         self._removed = removed or (lambda: False)
@@ -124,6 +112,10 @@ class MeshDrain:
             f"worker {self.index} is draining; a batch from worker {sender}, "
             "not known to drain too, waits for its successor"
         )
+
+    def _settled(self, gone: set[int]) -> bool:
+        self._waiting = [final for final in self._waiting if not final.settled(gone)]
+        return not self._waiting
 
     def wait(self, deadline: float) -> str:
         """Poll until this worker may stop its executors; a `DrainOutcome` value."""
@@ -174,7 +166,7 @@ class MeshDrain:
             else:
                 time.sleep(POLL_SECS)
                 continue
-            if idle and (not whole_mesh or (wave == last_wave and self._final.settled(gone))):
+            if idle and (not whole_mesh or (wave == last_wave and self._settled(gone))):
                 return DrainOutcome.MESH_IDLE if whole_mesh else DrainOutcome.QUEUES_EMPTY
             if wave != last_wave:
                 last_wave, moved_at = wave, time.monotonic()

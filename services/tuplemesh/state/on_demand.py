@@ -33,7 +33,7 @@ class CheckpointRequest:
 
 
 class StopCheckpoint:
-    """The final checkpoint of a whole-mesh stop, as `tuplemesh.server.stopping.FinalCheckpoint`.
+    """The final checkpoint of a whole-mesh stop (a `tuplemesh.core.feature.DrainWait`).
 
     On the coordinator's worker the first idle wave asks for a checkpoint (the mesh is idle, so
     it holds everything processed) and the drain ends once it is committed; on every other worker

@@ -28,7 +28,7 @@ from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.feature import BatchObserver, BatchRun, ExecutorHooks, Feature, FlushObserver
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
-from tuplemesh.core.stats import ErrorSnapshot
+from tuplemesh.core.stats import AlignmentSnapshot, ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
@@ -193,6 +193,11 @@ class Executor:
     @property
     def executed(self) -> int:
         return self.counters.executed
+
+    def alignment(self) -> AlignmentSnapshot | None:
+        """Its barrier alignment counts now: a bolt executor's of a checkpointed topology (see
+        BoltExecutor); None here. Any thread."""
+        return None
 
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
@@ -409,6 +414,10 @@ class BoltExecutor(Executor):
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
+
+    def alignment(self) -> AlignmentSnapshot | None:
+        """Its barrier alignment counts when its component aligns barriers, else None."""
+        return None if self.checkpoints is None else self.checkpoints.snapshot()
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")

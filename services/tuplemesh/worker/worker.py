@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.congestion import CongestionMap, congested_tasks
 from tuplemesh.core.feature import (
+    DrainingFeature,
+    DrainWait,
     Feature,
     FeatureContext,
     FeatureFactory,
@@ -27,8 +29,6 @@ from tuplemesh.core.feature import (
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
-    AlignmentSnapshot,
-    CheckpointSnapshot,
     ExecutorSnapshot,
     HistogramSnapshot,
     PeerSnapshot,
@@ -41,9 +41,6 @@ from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
 from tuplemesh.disruptor import RingBuffer, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.serialization import Serializer, load_serializer
-from tuplemesh.state.coordinator import CoordinatorBolt
-from tuplemesh.state.on_demand import StopCheckpoint
-from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.topology.user_metrics import UserMetrics
@@ -143,8 +140,12 @@ class Worker:
             self.transfer.on_congestion = self.congestion.report
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
+        self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
+        self._inject_lock = threading.Lock()
         # the features (tuplemesh.core.registry): built here, each offered every executor below
-        feature_context = FeatureContext(plan.topology, conf, index, self.topology_id)
+        feature_context = FeatureContext(
+            plan.topology, conf, index, self.topology_id, num_workers, inject=self.inject
+        )
         built = (
             make(feature_context) for make in (load_features(FEATURES) if features is None else features)
         )
@@ -168,11 +169,10 @@ class Worker:
         ]
         self._binding: Binding | None = None
         self._flusher: threading.Thread | None = None
-        self._checkpoint_ticker: CheckpointTicker | None = None
+        #: what a whole-mesh stop waits for, from the features that take part in the drain
+        self._drain_waits: list[DrainWait] = []
         self._stopping = threading.Event()
         self.started_at: float | None = None
-        self.injected = 0  # tuples put into inboxes by Admin.Emit (count as deliveries)
-        self._inject_lock = threading.Lock()
         #: Where the peers were found (its counts go into ``snapshot``); set by the worker process.
         self.directory: PeerDirectory | None = None
 
@@ -191,8 +191,8 @@ class Worker:
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
         """Bind, connect to peers, start every thread. Returns once executors run."""
-        # before any task runs: counts this start as a new attempt (a rollback for a running mesh)
-        self._checkpoint_ticker = CheckpointTicker.start_for(self)
+        for feature in self.features.values():
+            feature.start()  # before any task runs (e.g. a new attempt counted before restores)
         congestion = None
         if self.congestion is not None and self.context.capabilities.reports_congestion:
             congestion = congested_tasks(self.local_inbox_of_task, self.queue_settings.backpressure_watermark)
@@ -208,8 +208,6 @@ class Worker:
             spout_executor.start()
         self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
         self._flusher.start()
-        for feature in self.features.values():
-            feature.start()
         self.started_at = time.monotonic()
 
     @property
@@ -217,7 +215,8 @@ class Worker:
         return 0.0 if self.started_at is None else time.monotonic() - self.started_at
 
     def inject(self, task: int, tup: Any) -> None:
-        """Deliver ``tup`` to local ``task`` as if an upstream executor had (Admin.Emit). Any thread."""
+        """Deliver ``tup`` to local ``task`` as if an upstream executor had (Admin.Emit, a
+        feature's own tuples). Any thread."""
         with self._inject_lock:
             self.injected += 1
         self.local_inbox_of_task[task].put([(task, tup)])
@@ -245,22 +244,23 @@ class Worker:
         else:  # not bound yet: nothing counts refusals; the log still says
             log.warning("%s: refused (%s): %s", where, reason, detail)
 
-    def stop_checkpoint(self) -> StopCheckpoint | None:
-        """The final checkpoint of a whole-mesh stop; None when the topology keeps no state."""
-        plan = self.plan.checkpointing
-        if plan is None:
-            return None
-        coordinator_worker = self.assignment.worker_of_task()[plan.coordinator_task]
-        ticker = self._checkpoint_ticker if coordinator_worker == self.index else None
-        return StopCheckpoint(self.conf, plan.topology, coordinator_worker, ticker)
+    def drain_waits(self) -> list[DrainWait]:
+        """What a whole-mesh stop waits for once the mesh is idle, before the executors stop
+        (e.g. a checkpointed topology's final checkpoint): what the features that take part in
+        the drain handed back as ``deactivate_spouts`` began it."""
+        return list(self._drain_waits)
 
     def deactivate_spouts(self, timeout: float = 5.0) -> bool:
         """Stop the spouts' next_tuple calls and wait (up to ``timeout``) until each spout loop has
         seen it: afterwards every tuple they emit is already counted, so a drain that finds the
         counters still is not fooled by a next_tuple call under way. False when one did not
-        return in time."""
-        if self._checkpoint_ticker is not None:
-            self._checkpoint_ticker.pause()
+        return in time. The features that take part in the drain hear of it first (e.g. a
+        checkpoint clock pauses) and hand back what a whole-mesh stop waits for (`drain_waits`)."""
+        self._drain_waits = [
+            wait
+            for feature in self.features.values()
+            if isinstance(feature, DrainingFeature) and (wait := feature.draining()) is not None
+        ]
         for executor in self.spout_executors:
             executor.deactivate()
         deadline = time.monotonic() + timeout
@@ -278,8 +278,6 @@ class Worker:
         clean = True
         self._stopping.set()
         self.flush_timer.stop()
-        if self._checkpoint_ticker is not None:
-            self._checkpoint_ticker.stop()
         for feature in self.features.values():
             feature.stopping()  # e.g. no new rows from outside, and nothing waits for outside readers
         for spout_executor in self.spout_executors:
@@ -371,7 +369,7 @@ class Worker:
                 delivered=e.outbox.delivered,
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
-                alignment=_alignment(e),
+                alignment=e.alignment(),
                 first_error=e.first_error,
                 **c,
             )
@@ -425,7 +423,6 @@ class Worker:
                 ceiling_wait_seconds=self.transfer_budget.wait_seconds,
             ),
             discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
-            checkpoints=self._checkpoints(),
             consumed=consumed,
             delivered=delivered,
             injected=injected,
@@ -467,23 +464,6 @@ class Worker:
             fields.update(feature.snapshot_fields())
         return fields
 
-    def _checkpoints(self) -> CheckpointSnapshot | None:
-        """The checkpoint coordinator's counts when it runs here."""
-        for executor in self.bolt_executors:
-            for bolt in executor.bolts.values():
-                if isinstance(bolt, CoordinatorBolt):
-                    return bolt.snapshot()
-        return None
-
-    def restoring_tasks(self) -> list[int]:
-        """Stateful tasks of this worker whose checkpointed state is not restored yet."""
-        out: list[int] = []
-        for executor in self.executors:
-            checkpoints = getattr(executor, "checkpoints", None)  # bolts of a checkpointed topology
-            if checkpoints is not None:
-                out.extend(checkpoints.restoring())
-        return sorted(out)
-
     def peers_connected(self) -> bool:
         """Every other worker has a connection that is up."""
         connections = self.transfer.connections
@@ -509,9 +489,3 @@ class Worker:
         for executor in self.executors:
             out.setdefault(executor.spec.component, {}).update(executor.final_reports)
         return out
-
-
-def _alignment(executor: Executor) -> AlignmentSnapshot | None:
-    """An executor's checkpoint alignment counts when it aligns barriers."""
-    aligned = getattr(executor, "checkpoints", None)
-    return None if aligned is None else aligned.snapshot()

@@ -1,0 +1,133 @@
+"""Checkpointing as a worker feature: the worker names none of it (tuplemesh.core.registry does).
+
+For a checkpointed topology (one with the coordinator component ``with_checkpointing`` adds), on
+every worker of the mesh, the feature
+
+- counts the worker process's start as a new attempt in the store (``start``, which runs before
+  any executor starts: every task's restore sees it), and, on the worker that runs the
+  coordinator task, starts the coordinator's clock (`CheckpointTicker`), whose ticks go into the
+  coordinator's inbox counted as the worker's injected tuples;
+- pauses that clock as the worker drains (its ticks would keep an idle mesh from reading idle)
+  and hands the drain the final checkpoint of a whole-mesh stop (`StopCheckpoint`): the drain
+  asks through `tuplemesh.core.feature.DrainingFeature`, a narrow protocol only a feature with a
+  part in the drain implements, rather than a method of every feature or a call of the worker's
+  that names checkpointing; the clock stops as the worker begins to stop (``stopping``);
+- fills the snapshot's ``checkpoints`` (the coordinator's counts, on its worker only: Admin's
+  status, ``/metrics`` and the UI read them there) and serves in its section the stateful tasks
+  of this worker whose state is not restored yet (``restoring``: Admin refuses their reports).
+
+Barrier alignment itself stays in the bolt executor (its ``checkpoints``, read here for the
+tasks being restored): it sits between the inbox and the tasks, below every feature's wrappers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tuplemesh.core.feature import (
+    ExecutorHooks,
+    ExecutorView,
+    FeatureContext,
+    FeatureMetric,
+    FeatureServer,
+)
+from tuplemesh.state.alignment import AlignedInput
+from tuplemesh.state.coordinator import CoordinatorBolt, register_attempt
+from tuplemesh.state.on_demand import StopCheckpoint
+from tuplemesh.state.protocol import COORDINATOR, CheckpointPlan
+from tuplemesh.state.ticker import CheckpointTicker
+from tuplemesh.topology.assignment import Assignment
+
+__all__ = ["Checkpoints", "feature"]
+
+
+class Checkpoints:
+    """One worker's part in checkpointing a topology (see the module docstring)."""
+
+    name = "checkpoints"
+
+    def __init__(self, context: FeatureContext, plan: CheckpointPlan, coordinator_worker: int) -> None:
+        self._context = context
+        self.plan = plan
+        #: the worker running the coordinator task (the final checkpoint is asked for there)
+        self.coordinator_worker = coordinator_worker
+        #: the coordinator task when this worker runs it (its counts are the snapshot's)
+        self.coordinator: CoordinatorBolt | None = None
+        #: bolt executors whose tasks align barriers (their alignment tells who is restoring)
+        self._aligning: list[ExecutorView] = []
+        #: the coordinator's clock, on its worker once started
+        self.ticker: CheckpointTicker | None = None
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        coordinator = executor.tasks.get(self.plan.coordinator_task)
+        if isinstance(coordinator, CoordinatorBolt):
+            self.coordinator = coordinator
+        if executor.is_bolt and executor.component in self.plan.aligned:
+            self._aligning.append(executor)
+        return None  # alignment is the executor's own (see the module docstring)
+
+    def start(self) -> None:
+        # before any task runs: counts this start as a new attempt (a rollback for a running mesh)
+        register_attempt(self._context.conf, self.plan.topology)
+        if self.coordinator is None:
+            return
+        inject = self._context.inject
+        if inject is None:
+            raise TypeError(
+                f"worker {self._context.worker} runs the checkpoint coordinator but was built "
+                "without a way to deliver its ticks (FeatureContext.inject is None)"
+            )
+        self.ticker = CheckpointTicker(
+            self._context.worker, inject, self.plan.coordinator_task, self.plan.settings.tick_seconds
+        )
+        self.ticker.start()
+
+    def draining(self) -> StopCheckpoint:
+        """Pause the clock; the final checkpoint a whole-mesh stop waits for."""
+        if self.ticker is not None:
+            self.ticker.pause()
+        return StopCheckpoint(self._context.conf, self.plan.topology, self.coordinator_worker, self.ticker)
+
+    def stopping(self) -> None:
+        if self.ticker is not None:
+            self.ticker.stop()  # before the spouts stop: no tick for an executor about to end
+
+    def stop(self) -> None:
+        self.stopping()  # idempotent: the clock stopped in ``stopping`` already
+
+    def serve(self, where: FeatureServer) -> None:
+        pass  # no gRPC service of its own: Admin's status carries the counts
+
+    def restoring(self) -> list[int]:
+        """The stateful tasks of this worker whose checkpointed state is not restored yet. Any
+        thread."""
+        out: list[int] = []
+        for executor in self._aligning:
+            # the executor builds its alignment after the features attach: read it now
+            aligned: AlignedInput | None = getattr(executor, "checkpoints", None)
+            if aligned is not None:
+                out.extend(aligned.restoring())
+        return sorted(out)
+
+    def section(self) -> Mapping[str, Any]:
+        return {"restoring": self.restoring()}
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        return ()  # its counts are the snapshot's ``checkpoints``, exported with the worker's own
+
+    def snapshot_fields(self) -> Mapping[str, Any]:
+        """``checkpoints``: the coordinator's counts, on the worker that runs it."""
+        return {} if self.coordinator is None else {"checkpoints": self.coordinator.snapshot()}
+
+
+def feature(context: FeatureContext) -> Checkpoints | None:
+    """The registry's factory: None when the topology is not checkpointed."""
+    if COORDINATOR not in context.topology.components:
+        return None  # not checkpointed: no assignment to compute
+    # the assignment every worker computes for this epoch (`tuplemesh.worker.plan.WorkerPlan`)
+    assignment = Assignment.compute(context.topology, context.workers)
+    plan = CheckpointPlan.of(context.topology, assignment, context.conf)
+    if plan is None:
+        return None
+    return Checkpoints(context, plan, assignment.worker_of_task()[plan.coordinator_task])
