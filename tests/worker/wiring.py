@@ -42,7 +42,8 @@ def wire(
     context (None: a feature with nothing to do here, as a registry factory returns), an inbox
     of ``slots`` per task and a transfer ring of as many; msgpack, no congestion reports."""
     plan = WorkerPlan.build(topology, 0, 1, conf)
-    built = tuple(f for f in features(FeatureContext(plan.topology, conf, 0, topology.name)) if f is not None)
+    context = FeatureContext(plan.topology, conf, 0, topology.name, plan.assignment)
+    built = tuple(f for f in features(context) if f is not None)
     inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(slots) for t in plan.local_tasks}
     wiring = ExecutorWiring(
         plan,

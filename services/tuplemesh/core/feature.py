@@ -58,6 +58,7 @@ from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology import Bolt, Spout, Topology, Tuple
+from tuplemesh.topology.assignment import Assignment
 from tuplemesh.topology.groupings import FieldsGrouping
 
 if TYPE_CHECKING:
@@ -99,15 +100,16 @@ FlushObserver = Callable[[list[tuple[int, Any]]], None]
 @dataclass(frozen=True)
 class FeatureContext:
     """What a feature is built from: the worker's topology (with its system components), its
-    configuration, which worker of the mesh this is and of how many, and how to deliver a tuple
-    to one of its tasks."""
+    configuration, which worker of the mesh this is and its assignment, and how to deliver a
+    tuple to one of its tasks."""
 
     topology: Topology
     conf: Mapping[str, Any]
     worker: int
     topology_id: str
-    #: how many workers the mesh has at this worker's epoch
-    workers: int = 1
+    #: the worker's assignment at its epoch (which worker runs which task), as its plan has it;
+    #: None: built without a worker plan (a test building one feature by hand)
+    assignment: Assignment | None = None
     #: (local task, tuple): deliver the tuple to the task's inbox from outside the data path,
     #: counted with the worker's injected tuples (as Admin.Emit's), so the mesh's delivered and
     #: consumed counts still agree; blocks while the inbox is full, raises AlertError once the

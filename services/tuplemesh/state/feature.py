@@ -37,7 +37,6 @@ from tuplemesh.state.coordinator import CoordinatorBolt, register_attempt
 from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.protocol import COORDINATOR, CheckpointPlan
 from tuplemesh.state.ticker import CheckpointTicker
-from tuplemesh.topology.assignment import Assignment
 
 __all__ = ["Checkpoints", "feature"]
 
@@ -123,10 +122,9 @@ class Checkpoints:
 
 def feature(context: FeatureContext) -> Checkpoints | None:
     """The registry's factory: None when the topology is not checkpointed."""
-    if COORDINATOR not in context.topology.components:
-        return None  # not checkpointed: no assignment to compute
-    # the assignment every worker computes for this epoch (`tuplemesh.worker.plan.WorkerPlan`)
-    assignment = Assignment.compute(context.topology, context.workers)
+    assignment = context.assignment
+    if COORDINATOR not in context.topology.components or assignment is None:
+        return None  # not checkpointed, or no worker plan to take part with
     plan = CheckpointPlan.of(context.topology, assignment, context.conf)
     if plan is None:
         return None

@@ -144,7 +144,7 @@ class Worker:
         self._inject_lock = threading.Lock()
         # the features (tuplemesh.core.registry): built here, each offered every executor below
         feature_context = FeatureContext(
-            plan.topology, conf, index, self.topology_id, num_workers, inject=self.inject
+            plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
         )
         built = (
             make(feature_context) for make in (load_features(FEATURES) if features is None else features)
