@@ -17,7 +17,6 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tuplemesh import build_info
@@ -466,22 +465,24 @@ def _serve_epochs(
 ) -> int:
     """Serve the worker at its epoch, and at every next one a rescale moves it to; the exit code."""
     from tuplemesh.server import WorkerProcess
-    from tuplemesh.server.joining import JoiningServer, choose_epoch
+    from tuplemesh.server.joining import AskedEpochs, JoiningServer, choose_epoch
     from tuplemesh.server.peer_admin import PeerAdmins
     from tuplemesh.topology.assignment import Epoch
     from tuplemesh.ui.mesh import EpochHistory
 
     # the epochs this process routes by, kept across rescales (each epoch has its own WorkerProcess)
     history = EpochHistory()
+    rescaled = False  # a rescale's successor starts at the epoch the rescale agreed on
     while True:
         # the mesh may have been rescaled since this worker's flags were written: join its epoch
         peers = PeerAdmins(conf, args.index, directory.snapshot)
         own = Epoch.of(topology, args.workers, conf["topology.epoch"])
         waiting = JoiningServer(conf, topology, args.index, own, args.port)  # serves while it waits
+        asked = AskedEpochs(peers)
         epoch = choose_epoch(
             args.index,
             own,
-            partial(peers.epochs, timeout=1.0),
+            asked,
             signals.requested,
             start_alone=replicas is None or args.index == 0,
             on_wait=waiting.wait,
@@ -501,6 +502,8 @@ def _serve_epochs(
             signals=signals,
             replicas=replicas,
             epoch_history=history,
+            # no peer answered: maybe they are between two epochs (their ports change hands)
+            epoch_confirmed=rescaled or asked.agreed_on(epoch),
         )
         code = process.serve()
         successor = process.next_epoch
@@ -521,6 +524,7 @@ def _serve_epochs(
         # state comes from the store). Only a clean stop gets here: every thread of the old one
         # ended. Not re-executing the interpreter keeps imports out of the pause.
         args.workers = successor.workers
+        rescaled = True
         conf = conf.with_overrides(
             {"topology.workers": successor.workers, "topology.epoch": successor.counter}
         )

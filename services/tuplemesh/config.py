@@ -646,6 +646,17 @@ KEYS: dict[str, ConfigKey] = {
             unit="secs",
         ),
         ConfigKey(
+            "worker.epoch.confirm.secs",
+            float,
+            5.0,
+            "A worker that starts while no peer answers (a new mesh starting, or peers between "
+            "two epochs of a rescale) holds its spouts until a peer says which assignment epoch "
+            "the mesh routes by, or this long: at a newer one it follows first, so nothing is "
+            "sent by an epoch its peers refuse.",
+            _positive,
+            unit="secs",
+        ),
+        ConfigKey(
             "metrics.enabled",
             bool,
             True,

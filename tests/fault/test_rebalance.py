@@ -279,3 +279,43 @@ def test_a_running_worker_that_missed_a_rescale_follows_the_peer_whose_batches_i
     # three spout tasks: worker 0's two, and worker 1's one in each of its two lives; only
     # the one of worker 1's first life may fall short
     assert len(short) <= 1 and len(emitted_by) == 4, (short, emitted_by)
+
+
+def test_a_worker_that_starts_while_no_peer_answers_follows_their_newer_epoch_before_it_emits(
+    tmp_path: Path,
+):
+    """Worker 2 starts for a 3-worker mesh at epoch 0 while no peer answers, as when it starts
+    during a rescale and its peers' ports are changing hands; they then come up at epoch 1 of 3.
+    Had it emitted at epoch 0, its peers would have refused every batch and, when it followed,
+    that life's tuples would have been lost (acking off). It holds its spouts until a peer
+    answers, follows them to epoch 1 first, and every number reaches a sink exactly once."""
+    config, out = numbered_config(tmp_path, **{"worker.epoch.confirm.secs": 120})
+    newer = tmp_path / "epoch1.yaml"
+    newer.write_text(config.read_text() + "topology.epoch: 1\n")
+    ports = free_ports(6)
+    mesh = Mesh(ports[:3], [None] * 3, ports[3:], [([], {})] * 3)  # type: ignore[list-item]
+    target = "tests.fault.numbered:numbered"
+    try:
+        harness.start_worker(mesh, target, 2, 3, config)
+        eventually(lambda: epoch_of(mesh, 2) is not None, timeout=60, interval=0.1, message="2 answers")
+        assert epoch_of(mesh, 2).counter == 0  # type: ignore[union-attr]
+        time.sleep(1.0)  # its spouts would have emitted by now
+        [status] = [mesh.admin(2).GetStatus(admin_pb2.GetStatusRequest(), timeout=10.0)]
+        assert sum(e.emitted for e in status.executors if e.spout) == 0, "spouts emitted unconfirmed"
+        for index in (0, 1):
+            harness.start_worker(mesh, target, index, 3, newer)
+        eventually(
+            lambda: epoch_of(mesh, 2) is not None and epoch_of(mesh, 2).counter == 1,  # type: ignore[union-attr]
+            timeout=90,
+            interval=0.2,
+            message="worker 2 follows its peers to epoch 1",
+        )
+        for index in range(3):
+            wait_serving(mesh, index, timeout=60)
+        eventually(lambda: emitted(mesh, 3) >= 20_000, timeout=60, interval=0.2)
+    finally:
+        codes = stop_processes([proc for proc in mesh.procs if proc is not None], 30)
+    assert codes == [0, 0, 0]
+    produced = assert_each_once(out)
+    # worker 2's life at epoch 0 emitted nothing; three spout tasks at epoch 1
+    assert sorted(int(source.split(":")[2]) for source in produced if produced[source]) == [1] * 3, produced

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from tuplemesh.server.joining import choose_epoch
+from tuplemesh.server.joining import AskedEpochs, choose_epoch
 from tuplemesh.topology.assignment import Epoch
 
 CODE = "0123456789abcdef"
@@ -77,3 +77,32 @@ def test_each_wait_is_announced_with_the_epoch_the_mesh_runs_so_the_worker_can_s
     assert waits == [old, None]  # the mesh restarting at its next epoch: no peer answers
     assert choose_epoch(1, old, answers([old]), threading.Event(), on_wait=waits.append) == old
     assert waits == [old, None]  # included at once: no wait, nothing served ahead of the worker
+
+
+class _Peers:
+    """PeerAdmins' ``epochs``: answers each ask with the next round, then the last forever."""
+
+    def __init__(self, *rounds: list[Epoch]) -> None:
+        self.rounds = list(rounds)
+        self.timeouts: list[float] = []
+
+    def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]:
+        self.timeouts.append(timeout)
+        return self.rounds.pop(0) if len(self.rounds) > 1 else self.rounds[0]
+
+
+def test_a_worker_that_chose_its_own_epoch_because_no_peer_answered_is_not_agreed_on():
+    own = Epoch(3, CODE, 0)
+    asked = AskedEpochs(_Peers([]))
+    assert choose_epoch(2, own, asked, threading.Event()) == own
+    assert not asked.agreed_on(own)
+
+
+def test_an_epoch_a_peer_answered_with_is_agreed_on_and_another_topologys_answer_is_not():
+    own = Epoch(3, CODE, 0)
+    peers = _Peers([Epoch(3, "fedcba9876543210", 5)], [own])
+    asked = AskedEpochs(peers)
+    assert asked() == [Epoch(3, "fedcba9876543210", 5)]
+    assert not asked.agreed_on(own)  # a worker of another topology says nothing of this mesh
+    assert choose_epoch(2, own, asked, threading.Event()) == own
+    assert asked.agreed_on(own) and peers.timeouts == [1.0, 1.0]

@@ -69,3 +69,56 @@ def test_deactivating_spouts_waits_for_the_next_tuple_under_way_and_nothing_is_e
     finally:
         release.set()
         cluster.stop()
+
+
+class CountingSpout(Spout):
+    """Emits one number per next_tuple call; counts its calls (none while the worker holds it)."""
+
+    calls = 0
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["n"])
+
+    def open(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def next_tuple(self) -> None:
+        CountingSpout.calls += 1
+        self.collector.emit([CountingSpout.calls])
+
+
+def _held_cluster(name: str) -> LocalCluster:
+    b = TopologyBuilder(name)
+    b.set_spout("s", CountingSpout())
+    b.set_bolt("sink", Sink()).shuffle_grouping("s")
+    cluster = LocalCluster(b.build(), 1, Config({"messaging.transport": "local"}))
+    CountingSpout.calls = 0
+    cluster.workers[0].start(hold_spouts=True)
+    return cluster
+
+
+def test_held_spouts_are_opened_but_not_called_until_released():
+    cluster = _held_cluster("held")
+    try:
+        worker = cluster.workers[0]
+        spout = worker.spout_executors[0]
+        threading.Event().wait(0.3)  # deliberate: time for a spout that were called to emit
+        assert CountingSpout.calls == 0 and spout.counters.emitted == 0
+        assert worker.snapshot().spouts_quiet is False  # held, not deactivated: it may emit soon
+        worker.release_spouts()
+        eventually(lambda: spout.counters.emitted >= 100, timeout=30)
+    finally:
+        cluster.stop()
+
+
+def test_a_held_spout_that_is_deactivated_is_quiet_and_is_not_called_when_released():
+    cluster = _held_cluster("held-then-deactivated")
+    try:
+        worker = cluster.workers[0]
+        assert worker.deactivate_spouts(timeout=30) is True
+        assert worker.snapshot().spouts_quiet is True
+        worker.release_spouts()  # a late confirmation must not wake a drained spout
+        threading.Event().wait(0.3)  # deliberate: time for a spout that were called to emit
+        assert CountingSpout.calls == 0
+    finally:
+        cluster.stop()

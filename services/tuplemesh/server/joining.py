@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -25,7 +25,7 @@ from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
-__all__ = ["WAITING_TO_JOIN", "JoiningServer", "choose_epoch"]
+__all__ = ["WAITING_TO_JOIN", "AskedEpochs", "JoiningServer", "choose_epoch"]
 
 #: The serving state (Admin ``GetStatus``) of a worker waiting to be included in the mesh.
 WAITING_TO_JOIN = "WAITING_TO_JOIN"
@@ -34,6 +34,29 @@ log = logging.getLogger(__name__)
 
 #: Between two asks while a worker waits for the mesh to grow to include it.
 WAIT_SECS = 0.25
+
+
+class PeerEpochs(Protocol):
+    def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]: ...
+
+
+class AskedEpochs:
+    """`choose_epoch`'s ``peer_epochs``: asks every peer for its epoch (1 s each) and keeps the
+    last answers, so the caller knows whether a peer took part in the choice."""
+
+    def __init__(self, peers: PeerEpochs) -> None:
+        self._peers = peers
+        self.last: list[Epoch] = []
+
+    def __call__(self) -> list[Epoch]:
+        self.last = self._peers.epochs(timeout=1.0)
+        return self.last
+
+    def agreed_on(self, epoch: Epoch) -> bool:
+        """A peer of ``epoch``'s topology answered the last ask. False when the worker chose its
+        own epoch because no peer answered: nothing says the mesh routes by it (its peers may be
+        between two epochs of a rescale, their ports changing hands)."""
+        return any(e.code == epoch.code for e in self.last)
 
 
 def choose_epoch(

@@ -118,7 +118,13 @@ class WorkerProcess:
         signals: TerminationSignals | None = None,
         replicas: ReplicaSource | None = None,
         epoch_history: EpochHistory | None = None,
+        epoch_confirmed: bool = True,
     ) -> None:
+        """``epoch_confirmed=False``: no peer has said which epoch the mesh routes by (none
+        answered when this worker chose it: a new mesh starting, or peers between two epochs of
+        a rescale, their ports changing hands). The spouts are held until one answers, and a
+        newer epoch is followed before anything is sent: what this worker sent by an epoch its
+        peers then refuse would be lost. At most ``worker.epoch.confirm.secs``."""
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
@@ -134,6 +140,7 @@ class WorkerProcess:
         self._rescale_lock = threading.Lock()
         #: Set by a rescale every worker of this epoch takes part in (they all drain together).
         self._with_mesh = False
+        self._epoch_confirmed = epoch_confirmed or num_workers == 1  # alone: it sends to no one
         settings = self.settings = ServerSettings.from_config(self.conf)
         tune_gc(self.conf)
         return_large_buffers_to_system()
@@ -261,7 +268,8 @@ class WorkerProcess:
                     f"{exc.strerror or exc}; set metrics.port (TUPLEMESH_METRICS_PORT) to a free port, or 0"
                 ) from exc
         try:
-            self.worker.start()  # registers Transfer on the shared server before it starts
+            # registers Transfer on the shared server before it starts
+            self.worker.start(hold_spouts=not self._epoch_confirmed)
             self.server.start()
         except BaseException:
             self.abort()
@@ -349,6 +357,8 @@ class WorkerProcess:
         """A worker that missed a rescale (it started just before one, or was down during it)
         sees its peers at a newer epoch and rescales itself to it: at once when a peer's batches
         are refused for naming another epoch, every `EPOCH_POLL_SECS` otherwise."""
+        if not self._epoch_confirmed and not self._confirm_epoch():
+            return
         refused = self.worker.epoch_refused_batches()
         next_poll = time.monotonic() + EPOCH_POLL_SECS
         while not self._stop.wait(EPOCH_LOOK_SECS):
@@ -360,13 +370,42 @@ class WorkerProcess:
             epochs = [e for e in asked if e.code == self.epoch.code]
             newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
             if newest.counter > self.epoch.counter:
-                try:
-                    self.rebalance(newest.workers, str(newest), catching_up=True)
-                except RescaleRefusedError as exc:
-                    log.warning(
-                        "worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc
-                    )
+                self._follow(newest)
                 return
+
+    def _confirm_epoch(self) -> bool:
+        """Ask every peer for its epoch until one answers, with the spouts held: at a newer
+        epoch, follow it (nothing was sent by this one); otherwise release the spouts. After
+        ``worker.epoch.confirm.secs`` without an answer they are released anyway (a mesh whose
+        other workers are not up yet). False when this worker follows a newer epoch or stops."""
+        deadline = time.monotonic() + self.settings.epoch_confirm_seconds
+        while not self._stop.wait(EPOCH_LOOK_SECS):
+            epochs = [e for e in self.peer_admins.epochs(timeout=1.0) if e.code == self.epoch.code]
+            newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
+            if newest.counter > self.epoch.counter:
+                self._follow(newest)
+                return False
+            if epochs:
+                log.info("worker %d: a peer answers at epoch %s: spouts released", self.worker.index, newest)
+            elif time.monotonic() >= deadline:
+                log.warning(
+                    "worker %d: no peer answered within %.0fs; its spouts start at epoch %s unconfirmed",
+                    self.worker.index,
+                    self.settings.epoch_confirm_seconds,
+                    self.epoch,
+                )
+            else:
+                continue
+            self.worker.release_spouts()
+            return True
+        return False
+
+    def _follow(self, newest: Epoch) -> None:
+        """Rescale this worker alone to ``newest``, the epoch its peers route by."""
+        try:
+            self.rebalance(newest.workers, str(newest), catching_up=True)
+        except RescaleRefusedError as exc:
+            log.warning("worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc)
 
     def _follow_replicas(self) -> None:
         """Worker 0 rescales the mesh to the replicas its StatefulSet asks for (``kubectl scale``,

@@ -25,6 +25,7 @@ class ServerSettings:
     shutdown_timeout_seconds: float
     log_interval_seconds: float
     peer_grace_seconds: float  # a peer unreachable this long turns readiness NOT_SERVING
+    epoch_confirm_seconds: float  # spouts held this long at most while no peer answers
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> ServerSettings:
@@ -40,4 +41,5 @@ class ServerSettings:
             shutdown_timeout_seconds=conf.seconds("topology.shutdown.timeout.secs"),
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
             peer_grace_seconds=conf.seconds("worker.peer.grace.secs"),
+            epoch_confirm_seconds=conf.seconds("worker.epoch.confirm.secs"),
         )

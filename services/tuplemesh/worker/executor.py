@@ -726,6 +726,9 @@ class SpoutExecutor(Executor):
         self.finished = threading.Event()  # every task's is_finished(), no open tree, emits flushed
         self._running = False
         self._active = True
+        #: Set until the worker's epoch is confirmed (`hold`): the spouts are open and active but
+        #: next_tuple is not called, so nothing is emitted by an epoch its peers may refuse.
+        self._held = False
         #: Set by the loop once it saw ``_active`` cleared: no next_tuple call that began before
         #: `deactivate` is still under way (a drain must not count a spout quiet that is not).
         self._quiet = threading.Event()
@@ -744,6 +747,15 @@ class SpoutExecutor(Executor):
         self._loop_thread.start()
         self._started.wait()
         self._start_features()
+
+    def hold(self) -> None:
+        """Before `start`: do not call next_tuple (not even for accepted input) until `release`.
+        A hold is not a deactivation: a drain that deactivates a held spout finds it quiet."""
+        self._held = True
+
+    def release(self) -> None:
+        """End a `hold`: next_tuple is called from the loop's next turn on. Any thread."""
+        self._held = False
 
     def deactivate(self) -> None:
         """Stop calling next_tuple, except on spouts whose ``pending()`` input must go out. Any thread."""
@@ -865,7 +877,9 @@ class SpoutExecutor(Executor):
                 poll(self._on_control)
                 if tracker.acked_at_once or len(tracker):
                     self._settle(monotonic())
-                if self._active and not self.finished.is_set():
+                if self._held and self._active:
+                    callers = []  # the worker's epoch is not confirmed yet: emit nothing
+                elif self._active and not self.finished.is_set():
                     callers = [c for c in next_tuples if may_emit(c[0])] if len(tracker) else next_tuples
                 else:  # deactivated: only spouts still holding accepted input keep emitting
                     if not self._quiet.is_set():
@@ -889,6 +903,7 @@ class SpoutExecutor(Executor):
                         continue
                 if (
                     self._active
+                    and not self._held
                     and not self.finished.is_set()
                     and not len(tracker)
                     and not tracker.acked_at_once

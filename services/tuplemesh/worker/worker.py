@@ -189,8 +189,11 @@ class Worker:
         return [e for e in self.executors if isinstance(e, BoltExecutor)]
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Bind, connect to peers, start every thread. Returns once executors run."""
+    def start(self, *, hold_spouts: bool = False) -> None:
+        """Bind, connect to peers, start every thread. Returns once executors run.
+
+        ``hold_spouts``: the spouts open but emit nothing until `release_spouts` (a worker whose
+        assignment epoch no peer has confirmed yet must not send what they may refuse)."""
         for feature in self.features.values():
             feature.start()  # before any task runs (e.g. a new attempt counted before restores)
         congestion = None
@@ -205,6 +208,8 @@ class Worker:
         for executor in self.bolt_executors:
             executor.start()
         for spout_executor in self.spout_executors:
+            if hold_spouts:
+                spout_executor.hold()
             spout_executor.start()
         self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
         self._flusher.start()
@@ -249,6 +254,11 @@ class Worker:
         (e.g. a checkpointed topology's final checkpoint): what the features that take part in
         the drain handed back as ``deactivate_spouts`` began it."""
         return list(self._drain_waits)
+
+    def release_spouts(self) -> None:
+        """End the hold `start` put on the spouts: they emit from now on. Any thread."""
+        for executor in self.spout_executors:
+            executor.release()
 
     def deactivate_spouts(self, timeout: float = 5.0) -> bool:
         """Stop the spouts' next_tuple calls and wait (up to ``timeout``) until each spout loop has
