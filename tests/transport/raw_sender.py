@@ -117,7 +117,9 @@ class ZmqRawSender:
     def read_acks(self) -> list[tuple[int, bool]]:
         """Every ack received so far (reads what arrived since the last call)."""
         while self._socket.poll(0):
-            sequence, _credit, _unknown, _duplicates, _congested, gap = msgpack.unpackb(self._socket.recv())
+            sequence, _credit, _unknown, _duplicates, _congested, gap, _granted = msgpack.unpackb(
+                self._socket.recv()
+            )
             self.acks.append((sequence, gap))
         return self.acks
 

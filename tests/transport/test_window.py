@@ -406,3 +406,105 @@ def test_draining_sends_a_held_batch_at_once():
     window.ack(1)
     drained.join(5)
     assert not drained.is_alive()
+
+
+def test_the_receivers_byte_grant_lowers_the_byte_limit_and_one_batch_always_fits():
+    window = SendWindow(batches=10, max_bytes=100, address="peer")
+    assert (window.granted_bytes, window.byte_limit) == (0, 100)  # no grant heard yet
+    window.add(lambda seq: "a", 10)
+    window.ack(0, granted_bytes=15)  # no batch acknowledged; the receiver's room shrank
+    assert (window.granted_bytes, window.byte_limit) == (15, 15)
+    assert window.full  # another batch of 10 would pass 15: the sender asks for an ack at once
+    blocked = _add_in_thread(window, "b", 10)  # 10 + 10 > 15
+    blocked.join(0.2)
+    assert blocked.is_alive()
+    window.ack(1, granted_bytes=1)  # a full receiver: a batch at a time, whatever its size
+    blocked.join(5)
+    assert not blocked.is_alive() and window.unacked_bytes == 10
+    window.ack(2, granted_bytes=1000)  # more than the window's own bytes: those bound it
+    assert window.byte_limit == 100 and not window.full
+    window.ack(2)  # a receiver that grants nothing (no ceiling): the window's bytes again
+    assert (window.granted_bytes, window.byte_limit) == (0, 100)
+
+
+def test_a_granted_limit_keeps_batches_from_joining_the_open_one_past_it():
+    window = SendWindow(batches=10, max_bytes=1 << 20, address="peer")
+    window.add(lambda seq: "a", 10)
+    window.ack(1, granted_bytes=30)
+    first = _packed((1, b"x" * 10))
+    assert window.add_packed(first, 1, 1 << 20) == 2
+    assert window.add_packed(first, 1, 1 << 20) == 2  # joins: within the grant
+    joined = window.unacked_bytes
+    blocked = threading.Thread(
+        target=window.add_packed, args=(_packed((2, b"y" * 30)), 1, 1 << 20), daemon=True
+    )
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive() and window.unacked_bytes == joined  # neither joined nor added
+    window.ack(2, granted_bytes=30)
+    blocked.join(5)
+    assert not blocked.is_alive()
+
+
+class SlowReceiver:
+    """on_batch that takes 10 ms a batch, as executors that fall behind; keeps the payloads."""
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+
+    def __call__(self, batch: list[Any]) -> list[int]:
+        time.sleep(0.01)  # deliberate: a receiver slower than its sender
+        self.payloads.extend(payload for _, payload in batch)
+        return []
+
+
+def _most_in_flight(transport: str, grant: int | None) -> tuple[int, int, list[bytes]]:
+    """Send 60 batches of 10 kB to a slow receiver that grants ``grant`` bytes to each sender
+    (None: no grant); (most unacknowledged bytes seen once the first ack came, the grant the
+    sender last heard, what the receiver got)."""
+    from tuplemesh.netutil import free_ports
+    from tuplemesh.transport import make_context
+
+    conf = Config(
+        {
+            "messaging.transport": transport,
+            "messaging.window.batches": 32,
+            "topology.receiver.buffer.size": 32,
+            "messaging.coalesce.ms": 0,
+            "storm.messaging.netty.min_wait_ms": 20,
+        }
+    )
+    server, client = make_context(transport), make_context(transport)
+    server.prepare(conf)
+    client.prepare(conf)
+    port = free_ports(1)[0]
+    receiver = SlowReceiver()
+    try:
+        server.bind("grant", port, receiver, None, None if grant is None else (lambda senders: grant))
+        connection = client.connect("grant", "127.0.0.1", port)
+        connection.send([(1, b"0" + b"-" * 10_000)])
+        eventually(lambda: connection.stats().unacked_batches == 0, timeout=30)  # the first ack
+        most = 0
+        for n in range(1, 60):
+            connection.send([(1, str(n).encode() + b"-" * 10_000)])
+            most = max(most, connection.stats().unacked_bytes)
+        eventually(lambda: len(receiver.payloads) == 60, timeout=60)
+        heard = connection.stats().granted_bytes
+        connection.close()
+        return most, heard, receiver.payloads
+    finally:
+        client.term()
+        server.term()
+
+
+@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+def test_a_sender_keeps_no_more_bytes_in_flight_than_its_receiver_grants(transport: str):
+    grant = 25_000  # two of these batches, not three
+    most, heard, payloads = _most_in_flight(transport, grant)
+    assert heard == grant
+    assert 10_000 < most <= grant, most
+    assert [int(p.split(b"-")[0]) for p in payloads] == list(range(60))  # all of it, in order
+    # the control: granting nothing, the same sender runs further ahead of the same receiver
+    ungranted, heard, payloads = _most_in_flight(transport, None)
+    assert heard == 0 and len(payloads) == 60
+    assert ungranted > grant, ungranted

@@ -149,6 +149,12 @@ EXPORTS: dict[str, Export] = {
         "messaging.window.target.ms (0: not sized by time, or not measured yet).",
         "gauge",
     ),
+    "peers.connection.granted_bytes": Export(
+        "tuplemesh_peer_granted_bytes",
+        "Unacknowledged bytes the peer lets this worker have in flight to it now: its share of "
+        "the room under its topology.receive.max.bytes (0: it grants none).",
+        "gauge",
+    ),
     "peers.connection.window_waits": Export(
         "tuplemesh_peer_window_waits_total",
         "Batches that waited for room in the peer's send window (batches, bytes or its credit).",

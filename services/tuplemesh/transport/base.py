@@ -29,6 +29,7 @@ __all__ = [
     "CongestedTasks",
     "Connection",
     "Context",
+    "GrantedBytes",
     "OnBatch",
     "OnCongestion",
     "SharedServerContext",
@@ -53,6 +54,11 @@ Admission = Callable[[int], str | None]
 
 #: Receiving side: the tasks whose inboxes are congested right now (per-task backpressure).
 CongestedTasks = Callable[[], list[int]]
+
+#: Receiving side: the unacknowledged bytes each of ``senders`` senders may have in flight to
+#: it now (0: no grant): its share of the room under the receiver's ceiling on held bytes.
+#: Asked for every acknowledgement, on the receive thread.
+GrantedBytes = Callable[[int], int]
 
 #: Sending side: hears (the connection, the peer's congested tasks) from every acknowledgement.
 OnCongestion = Callable[[Any, list[int]], None]
@@ -127,10 +133,16 @@ class Context(Protocol):
         ...
 
     def bind(
-        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+        self,
+        topology_id: str,
+        port: int,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> Binding:
         """Receive batches for ``topology_id`` on ``port``; each is passed to ``on_batch``.
-        ``congestion`` is asked for the congested tasks (used when ``reports_congestion``)."""
+        ``congestion`` is asked for the congested tasks (used when ``reports_congestion``),
+        ``grant`` for the bytes each sender may have in flight (network transports)."""
         ...
 
     def connect(

@@ -64,6 +64,7 @@ from tuplemesh.transport.base import (
     Admission,
     Capabilities,
     CongestedTasks,
+    GrantedBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -156,6 +157,7 @@ def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
         unknown_tasks=ack.unknown_tasks,
         duplicates=ack.duplicates,
         congested_tasks=ack.congested_tasks,
+        credit_bytes=ack.credit_bytes,
     )
 
 
@@ -403,7 +405,7 @@ class GrpcConnection(WindowedConnection):
             yield message
 
     def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
-        self.window.ack(ack.sequence, ack.credit)
+        self.window.ack(ack.sequence, ack.credit, ack.credit_bytes)
         if self.on_congestion is not None:
             self.on_congestion(self, list(ack.congested_tasks))
         if ack.unknown_tasks:
@@ -531,10 +533,15 @@ class GrpcContext:
         self._shared_server = server
 
     def bind(
-        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+        self,
+        topology_id: str,
+        port: int,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> GrpcBinding:
         settings = self.settings
-        session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion)
+        session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant)
         servicer = _TransferServicer(session)
         if self._shared_server is not None:
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, self._shared_server)

@@ -20,6 +20,7 @@ from tuplemesh.transport.base import (
     Admission,
     Capabilities,
     CongestedTasks,
+    GrantedBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -220,9 +221,15 @@ class LocalContext:
             return box
 
     def bind(
-        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+        self,
+        topology_id: str,
+        port: int,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> _LocalBinding:
-        """``congestion`` is not asked: a full inbox blocks the sender here (no reports needed)."""
+        """``congestion`` and ``grant`` are not asked: a full inbox blocks the sender here (no
+        reports needed, nothing in flight between the two)."""
         key = (topology_id, port)
         mailbox = self._mailbox(key)
         with self._lock:

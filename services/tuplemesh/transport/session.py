@@ -40,7 +40,14 @@ from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.security import REPLAY_CACHE_ENTRIES, TRANSFER, ProofVerifier
 from tuplemesh.serialization import tuples_in
-from tuplemesh.transport.base import Admission, CongestedTasks, OnBatch, TaskMessage, split_shutdown
+from tuplemesh.transport.base import (
+    Admission,
+    CongestedTasks,
+    GrantedBytes,
+    OnBatch,
+    TaskMessage,
+    split_shutdown,
+)
 from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
@@ -83,6 +90,8 @@ class Ack:
     congested_tasks: list[int] = field(default_factory=list)
     #: The batch came after a missing one: resend from the oldest unacknowledged batch.
     gap: bool = False
+    #: How many unacknowledged bytes the sender may have in flight (0: no grant).
+    credit_bytes: int = 0
 
 
 class StreamState:
@@ -114,6 +123,7 @@ class ReceiverSession:
         index: int = -1,
         max_skew: float = 300.0,
         replay_cache_entries: int = REPLAY_CACHE_ENTRIES,
+        grant: GrantedBytes | None = None,
     ) -> None:
         self.topology_id = topology_id
         #: The mesh secret every stream must prove (b"": none needed).
@@ -135,6 +145,8 @@ class ReceiverSession:
         # An ack per batch costs a stream message per batch, measured as the transport's limit.
         self.ack_every = max(1, credit // 4)
         self.congestion: CongestedTasks = congestion or list
+        #: Asked for the bytes each sender may have in flight, on every ack (None: no grant).
+        self.grant = grant
         self.filter = DuplicateFilter()
         #: Set by ``close`` or a shutdown notice: every batch is refused (not acknowledged).
         self.stopping = False
@@ -161,6 +173,7 @@ class ReceiverSession:
         on_batch: OnBatch,
         settings: TransportSettings,
         congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> ReceiverSession:
         """The session a network transport binds: credit, log interval and epoch from ``settings``."""
         return cls(
@@ -176,7 +189,13 @@ class ReceiverSession:
             settings.worker_index,
             settings.mesh_max_skew_seconds,
             settings.mesh_replay_cache_entries,
+            grant,
         )
+
+    def granted(self) -> int:
+        """The bytes each sender may have unacknowledged now: the receiver's share for each
+        other worker of the mesh (0: no grant; every sender is granted alike)."""
+        return 0 if self.grant is None else self.grant(max(1, self.workers - 1))
 
     def refuse(self, reason: str, where: str, detail: str) -> None:
         """Count (by ``reason``, one of `REFUSALS`) and log (rate-limited) a refused stream or batch."""
@@ -270,7 +289,8 @@ class ReceiverSession:
                 if stream.gap_reported == already:
                     return None  # the sender was told; it is resending
                 stream.gap_reported = already
-                return Ack(last or 0, self.credit, duplicates=stream.duplicates, gap=True)
+                duplicates, granted = stream.duplicates, self.granted()
+                return Ack(last or 0, self.credit, duplicates=duplicates, gap=True, credit_bytes=granted)
             deliver, shutdown = split_shutdown(messages)
             unknown = self.on_batch(deliver) if deliver else []
             self.filter.delivered(key, sequence)
@@ -309,7 +329,14 @@ class ReceiverSession:
         congested = self.congestion() if congested is None else congested
         stream.reported = congested
         stream.unacked_tuples = 0
-        return Ack(sequence, self.credit, unknown[:UNKNOWN_REPORTED], stream.duplicates, congested)
+        return Ack(
+            sequence,
+            self.credit,
+            unknown[:UNKNOWN_REPORTED],
+            stream.duplicates,
+            congested,
+            credit_bytes=self.granted(),
+        )
 
     def stats(self) -> BindingStats:
         with self._lock:

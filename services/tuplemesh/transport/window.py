@@ -2,6 +2,10 @@
 
 Sequence numbers start at 1. ``add`` blocks while the window is full (count, bytes, the
 receiver's credit, or the tuples `InFlightTimeLimit` allows): backpressure instead of a drop.
+The receiver's credit is in batches and in bytes: each acknowledgement grants the bytes this
+sender may have unacknowledged, its share of the room left under the receiver's ceiling on
+bytes it holds (``topology.receive.max.bytes``). A receiver whose executors fall behind grants
+less, so senders hold their batches instead of filling the transport's buffers between them.
 ``ack`` releases everything up to a sequence. A stream (or socket) thread walks the window with
 ``next_to_send``; after a reconnect it starts again at ``oldest`` so every unacknowledged batch
 is resent, in order.
@@ -139,6 +143,9 @@ class SendWindow:
         self._bytes = 0
         self._tuples = 0
         self._credit = batches
+        #: The bytes the receiver's last acknowledgement let this sender have unacknowledged
+        #: (0: it grants none; ``max_bytes`` alone bounds the window).
+        self.granted_bytes = 0
         #: Sizes the tuples in flight to a time (None: ``target_seconds`` 0, slots and bytes only).
         self.time_limit = InFlightTimeLimit(target_seconds) if target_seconds > 0 else None
         self._waited = False  # an ``add`` waited since the last acknowledgement
@@ -177,12 +184,23 @@ class SendWindow:
         return 0 if limit >= MAX_IN_FLIGHT_TUPLES else limit
 
     @property
+    def byte_limit(self) -> int:
+        """Unacknowledged bytes allowed now: the window's bytes, or less when the receiver grants
+        less (a batch still goes out alone whatever its size)."""
+        granted = self.granted_bytes
+        return granted if 0 < granted < self.max_bytes else self.max_bytes
+
+    @property
     def full(self) -> bool:
-        """``add`` would wait for an acknowledgement now by count or the receiver's credit (what
-        a sender asks the receiver to acknowledge at once for: receivers acknowledge every
-        credit/4 batches). The tuple limit needs no asking: it is never below the tuples after
-        which a receiver acknowledges anyway (ACK_TUPLES)."""
-        return len(self._items) >= min(self.batches, self._credit)
+        """``add`` would wait for an acknowledgement now by count or the receiver's credit, in
+        batches or in bytes (another batch the size of the newest would not fit): what a sender
+        asks the receiver to acknowledge at once for (receivers acknowledge every credit/4
+        batches). The tuple limit needs no asking: it is never below the tuples after which a
+        receiver acknowledges anyway (ACK_TUPLES)."""
+        items = self._items
+        if len(items) >= min(self.batches, self._credit):
+            return True
+        return bool(items) and self._bytes + items[-1][2] > self.byte_limit
 
     @property
     def oldest(self) -> int:
@@ -226,7 +244,7 @@ class SendWindow:
                 if (
                     held + size <= most_bytes
                     and held_tuples + tuples <= MOST_COALESCED_TUPLES
-                    and self._bytes + size <= self.max_bytes
+                    and self._bytes + size <= self.byte_limit
                     and self._tuples < self.tuple_limit
                 ):
                     joined = join_packed(item, packed)
@@ -243,7 +261,8 @@ class SendWindow:
 
     def _must_wait(self, size: int, tuples: int) -> bool:
         """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
-        batch would pass the count, the receiver's credit or the bytes, or what is in flight
+        batch would pass the count, the receiver's credit, the bytes (the window's or the
+        receiver's grant), or what is in flight
         already reaches the tuples the time limit allows (held by ``cond``). The tuple limit
         lets the batch that crosses it go: a limit below one large batch must not turn the
         link into stop-and-wait, each batch sent only once the previous one is acknowledged."""
@@ -252,13 +271,14 @@ class SendWindow:
             and bool(self._items)
             and (
                 len(self._items) >= min(self.batches, self._credit)
-                or self._bytes + size > self.max_bytes
+                or self._bytes + size > self.byte_limit
                 or self._tuples >= self.tuple_limit
             )
         )
 
-    def ack(self, sequence: int, credit: int = 0) -> int:
-        """Release every batch up to ``sequence``; returns how many were released."""
+    def ack(self, sequence: int, credit: int = 0, granted_bytes: int = 0) -> int:
+        """Release every batch up to ``sequence``; returns how many were released. ``credit`` (0:
+        unchanged) and ``granted_bytes`` (0: no grant) are what the receiver allows from now on."""
         released = 0
         released_tuples = 0
         newest_added = 0.0
@@ -271,6 +291,7 @@ class SendWindow:
                 released += 1
             if credit:
                 self._credit = credit
+            self.granted_bytes = granted_bytes
             if released and self.time_limit is not None:
                 now = time.monotonic()
                 self.time_limit.acknowledged(released_tuples, now - newest_added, self._waited, now)
@@ -410,6 +431,7 @@ class WindowedConnection:
             window_waits=self.window.waits,
             window_wait_seconds=self.window.wait_seconds,
             window_limit_tuples=self.window.time_limited_tuples,
+            granted_bytes=self.window.granted_bytes,
             resent_batches=self.resent_batches,
             reconnects=self.reconnects,
             retargets=self.retargets,

@@ -35,7 +35,7 @@ too (the sender resends them). Every receiver drops frames whose ``sender`` is n
 mesh, so only members' batches, shutdown notices and broadcasts are taken.
 ``packed`` is msgpack ``[[task, payload], ...]`` (the grpc plugin's framing).
 A broadcast's task is nil and the shutdown notice is task -1, as on every transport.
-Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap]``
+Acks: msgpack ``[sequence, credit, unknown_tasks, duplicates, congested_tasks, gap, credit_bytes]``
 (``congested_tasks`` is per-task backpressure, as in grpc's TransferAck; ``gap`` true means the
 receiver is missing the batch after ``sequence``, so the sender resends from its oldest
 unacknowledged batch at once; 4- and 5-element acks are still read).
@@ -66,6 +66,7 @@ from tuplemesh.transport.base import (
     Admission,
     Capabilities,
     CongestedTasks,
+    GrantedBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -103,9 +104,10 @@ class ZmqBinding:
         port: int,
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> None:
         settings = context.settings
-        self.session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion)
+        self.session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant)
         self.address = f"tcp://{settings.bind_host}:{port + settings.zmq_port_offset}"
         self._where = f"zmq receive on {self.address}"
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
@@ -250,7 +252,15 @@ class ZmqBinding:
     def _ack(self, sock: Any, identity: bytes, ack: Ack) -> None:
         try:
             frame = _pack(
-                [ack.sequence, ack.credit, ack.unknown_tasks, ack.duplicates, ack.congested_tasks, ack.gap]
+                [
+                    ack.sequence,
+                    ack.credit,
+                    ack.unknown_tasks,
+                    ack.duplicates,
+                    ack.congested_tasks,
+                    ack.gap,
+                    ack.credit_bytes,
+                ]
             )
             sock.send_multipart([identity, frame], zmq.NOBLOCK)
         except zmq.ZMQError as exc:
@@ -409,7 +419,8 @@ class ZmqConnection(WindowedConnection):
             except (ValueError, TypeError, msgpack.UnpackException):
                 self._log.log("zmq: malformed acknowledgement from %s ignored", self.address)
                 continue
-            if self.window.ack(sequence, credit):
+            granted = rest[2] if len(rest) > 2 and isinstance(rest[2], int) else 0
+            if self.window.ack(sequence, credit, granted):
                 progressed = True
             gap = gap or (len(rest) > 1 and rest[1] is True)
             if self.on_congestion is not None:
@@ -479,9 +490,14 @@ class ZmqContext:
         self.zmq = zmq.Context(io_threads=self.settings.zmq_io_threads)
 
     def bind(
-        self, topology_id: str, port: int, on_batch: OnBatch, congestion: CongestedTasks | None = None
+        self,
+        topology_id: str,
+        port: int,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None = None,
+        grant: GrantedBytes | None = None,
     ) -> ZmqBinding:
-        binding = ZmqBinding(self, topology_id, port, on_batch, congestion)
+        binding = ZmqBinding(self, topology_id, port, on_batch, congestion, grant)
         with self._lock:
             self._bindings.append(binding)
         return binding

@@ -44,15 +44,17 @@ class TransferBatch(_message.Message):
     def __init__(self, topology_id: _Optional[str] = ..., sender: _Optional[int] = ..., sequence: _Optional[int] = ..., messages: _Optional[_Iterable[_Union[TaskMessage, _Mapping]]] = ..., packed: _Optional[bytes] = ..., session: _Optional[int] = ..., ack_requested: _Optional[bool] = ..., trace_context: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class TransferAck(_message.Message):
-    __slots__ = ("sequence", "credit", "unknown_tasks", "duplicates", "congested_tasks")
+    __slots__ = ("sequence", "credit", "unknown_tasks", "duplicates", "congested_tasks", "credit_bytes")
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     UNKNOWN_TASKS_FIELD_NUMBER: _ClassVar[int]
     DUPLICATES_FIELD_NUMBER: _ClassVar[int]
     CONGESTED_TASKS_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     sequence: int
     credit: int
     unknown_tasks: _containers.RepeatedScalarFieldContainer[int]
     duplicates: int
     congested_tasks: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., unknown_tasks: _Optional[_Iterable[int]] = ..., duplicates: _Optional[int] = ..., congested_tasks: _Optional[_Iterable[int]] = ...) -> None: ...
+    credit_bytes: int
+    def __init__(self, sequence: _Optional[int] = ..., credit: _Optional[int] = ..., unknown_tasks: _Optional[_Iterable[int]] = ..., duplicates: _Optional[int] = ..., congested_tasks: _Optional[_Iterable[int]] = ..., credit_bytes: _Optional[int] = ...) -> None: ...

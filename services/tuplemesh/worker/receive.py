@@ -257,6 +257,17 @@ class ReceivePath:
                     del self._published[key]
             return self.held_bytes
 
+    def granted_bytes(self, senders: int) -> int:
+        """The bytes each of ``senders`` peers may have in flight to this worker now (its ack's
+        ``credit_bytes``): an equal share of the room left under the ceiling, so what they send
+        meanwhile fits it and the receive thread seldom waits on it (that wait holds every task
+        fed by the stream). At least 1: a sender always has one batch in flight. 0 without a
+        ceiling: no grant."""
+        ceiling = self.max_held_bytes
+        if not ceiling:
+            return 0
+        return max(1, (ceiling - self.reclaim()) // max(1, senders))
+
     def _admit(self, nbytes: int) -> None:
         """Hold ``nbytes`` more, first waiting while that would pass the ceiling (backpressure: the
         transport stops reading meanwhile). Nothing held admits any batch: no size can stall."""

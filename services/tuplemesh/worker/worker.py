@@ -203,7 +203,9 @@ class Worker:
             # thread (it would stall every task on the stream). Without reports (the local
             # transport) a blocking put is the only backpressure, and stays.
             self.receive.overflow_limit = self.queue_settings.receive_buffer_batches
-        self._binding = self.context.bind(self.topology_id, self.port, self.receive.on_batch, congestion)
+        self._binding = self.context.bind(
+            self.topology_id, self.port, self.receive.on_batch, congestion, self.receive.granted_bytes
+        )
         self.transfer.start()
         for executor in self.bolt_executors:
             executor.start()
