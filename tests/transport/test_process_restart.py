@@ -93,6 +93,9 @@ def test_receiver_killed_and_restarted_loses_nothing(
         for start in range(0, total, per_batch):
             conn.send([(1, str(i).encode()) for i in range(start, start + per_batch)])
             if start == total // 3:
+                # killed mid-stream: once it has taken some (on a loaded machine the stream may
+                # not have reached it yet, and the first peer it reached would be the restarted one)
+                eventually(lambda: read(first), timeout=30, message="the first peer took some batches")
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
                 restarter.start()

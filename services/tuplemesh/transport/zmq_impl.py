@@ -317,6 +317,7 @@ class ZmqConnection(WindowedConnection):
         self._socket.setsockopt(zmq.LINGER, settings.zmq_linger_millis)
         self._socket.setsockopt(zmq.RECONNECT_IVL, settings.reconnect_min_wait_millis)
         self._socket.setsockopt(zmq.RECONNECT_IVL_MAX, settings.reconnect_max_wait_millis)
+        self._connection_lost = False  # a DISCONNECTED came since the last CONNECTED
         self._monitor = self._socket.get_monitor_socket(zmq.EVENT_CONNECTED | zmq.EVENT_DISCONNECTED)
         self._socket.connect(self.address)
         self._thread = threading.Thread(target=self._loop, name=f"zmq-send-{self.address}", daemon=True)
@@ -394,11 +395,17 @@ class ZmqConnection(WindowedConnection):
                 return position
             if event["event"] == zmq.EVENT_CONNECTED:
                 self.channel_state = self.state = "READY"
-                if self.sent_batches:  # a reconnect: resend everything not acknowledged, in order
+                if self._connection_lost:
+                    # a reconnect: the old connection's pipe went with what it still held, so
+                    # everything not acknowledged goes again, in order. The first connection
+                    # carries what was queued before it (counting it, as once, was wrong when
+                    # batches were queued before the monitor reported it: a loaded machine)
+                    self._connection_lost = False
                     self.reconnects += 1
                     position = self._rewind(position)
             elif event["event"] == zmq.EVENT_DISCONNECTED:
                 self.channel_state = self.state = "RECONNECTING"
+                self._connection_lost = True
                 self._new_proof()  # the next connection proves itself afresh
 
     def _rewind(self, position: int) -> int:
