@@ -374,13 +374,16 @@ class WorkerProcess:
                 return
 
     def _confirm_epoch(self) -> bool:
-        """Ask every peer for its epoch until one answers, with the spouts held: at a newer
+        """Ask peers for their epoch until one answers, with the spouts held: at a newer
         epoch, follow it (nothing was sent by this one); otherwise release the spouts. After
         ``worker.epoch.confirm.secs`` without an answer they are released anyway (a mesh whose
         other workers are not up yet). False when this worker follows a newer epoch or stops."""
         deadline = time.monotonic() + self.settings.epoch_confirm_seconds
         while not self._stop.wait(EPOCH_LOOK_SECS):
-            epochs = [e for e in self.peer_admins.epochs(timeout=1.0) if e.code == self.epoch.code]
+            # a few peers in turn: one answer settles it, and a large mesh starting all at once
+            # must not ask N (N - 1) times a look
+            asked = self.peer_admins.epochs(timeout=1.0, most=EPOCH_POLL_PEERS)
+            epochs = [e for e in asked if e.code == self.epoch.code]
             newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
             if newest.counter > self.epoch.counter:
                 self._follow(newest)
