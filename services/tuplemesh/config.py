@@ -438,7 +438,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "messaging.window.target.ms",
             int,
-            100,
+            30,
             "Queueing a sender's unacknowledged tuples to one peer may add: the window is sized "
             "to the throughput its acknowledgements show times the round trip plus this (never "
             "below 1024 tuples), within messaging.window.batches and messaging.window.bytes. "
