@@ -80,15 +80,15 @@ def test_each_wait_is_announced_with_the_epoch_the_mesh_runs_so_the_worker_can_s
 
 
 class _Peers:
-    """PeerAdmins' ``epochs``: answers each ask with the next round, then the last forever."""
+    """PeerAdmins' ``epochs`` over `answers`: each round in turn; records the timeouts asked."""
 
     def __init__(self, *rounds: list[Epoch]) -> None:
-        self.rounds = list(rounds)
+        self.ask = answers(*rounds)
         self.timeouts: list[float] = []
 
     def epochs(self, timeout: float, most: int | None = None) -> list[Epoch]:
         self.timeouts.append(timeout)
-        return self.rounds.pop(0) if len(self.rounds) > 1 else self.rounds[0]
+        return self.ask()
 
 
 def test_a_worker_that_chose_its_own_epoch_because_no_peer_answered_is_not_agreed_on():

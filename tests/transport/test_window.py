@@ -14,8 +14,10 @@ from tuplemesh.config import Config
 from tuplemesh.core.stats import BindingStats, PeerSnapshot, ReceiveSnapshot, TransferTotals, WorkerSnapshot
 from tuplemesh.errors import TransportError
 from tuplemesh.metrics import WorkerCollector
+from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.topology.user_metrics import UserMetrics
+from tuplemesh.transport import make_context
 from tuplemesh.transport.framing import pack_within, unpack_batch
 from tuplemesh.transport.session import ACK_TUPLES
 from tuplemesh.transport.settings import TransportSettings
@@ -462,9 +464,6 @@ def _most_in_flight(transport: str, grant: int | None) -> tuple[int, int, list[b
     """Send 60 batches of 10 kB to a slow receiver that grants ``grant`` bytes to each sender
     (None: no grant); (most unacknowledged bytes seen once the first ack came, the grant the
     sender last heard, what the receiver got)."""
-    from tuplemesh.netutil import free_ports
-    from tuplemesh.transport import make_context
-
     conf = Config(
         {
             "messaging.transport": transport,

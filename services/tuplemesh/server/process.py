@@ -366,11 +366,7 @@ class WorkerProcess:
             if seen == refused and time.monotonic() < next_poll:
                 continue
             refused, next_poll = seen, time.monotonic() + EPOCH_POLL_SECS
-            asked = self.peer_admins.epochs(timeout=1.0, most=EPOCH_POLL_PEERS)
-            epochs = [e for e in asked if e.code == self.epoch.code]
-            newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
-            if newest.counter > self.epoch.counter:
-                self._follow(newest)
+            if self._follow_newer(self._peer_epochs()):
                 return
 
     def _confirm_epoch(self) -> bool:
@@ -380,16 +376,11 @@ class WorkerProcess:
         other workers are not up yet). False when this worker follows a newer epoch or stops."""
         deadline = time.monotonic() + self.settings.epoch_confirm_seconds
         while not self._stop.wait(EPOCH_LOOK_SECS):
-            # a few peers in turn: one answer settles it, and a large mesh starting all at once
-            # must not ask N (N - 1) times a look
-            asked = self.peer_admins.epochs(timeout=1.0, most=EPOCH_POLL_PEERS)
-            epochs = [e for e in asked if e.code == self.epoch.code]
-            newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
-            if newest.counter > self.epoch.counter:
-                self._follow(newest)
+            epochs = self._peer_epochs()
+            if self._follow_newer(epochs):
                 return False
             if epochs:
-                log.info("worker %d: a peer answers at epoch %s: spouts released", self.worker.index, newest)
+                log.info("worker %d: a peer answers at %s: spouts released", self.worker.index, epochs[0])
             elif time.monotonic() >= deadline:
                 log.warning(
                     "worker %d: no peer answered within %.0fs; its spouts start at epoch %s unconfirmed",
@@ -403,12 +394,24 @@ class WorkerProcess:
             return True
         return False
 
-    def _follow(self, newest: Epoch) -> None:
-        """Rescale this worker alone to ``newest``, the epoch its peers route by."""
+    def _peer_epochs(self) -> list[Epoch]:
+        """The epochs of this worker's topology the next `EPOCH_POLL_PEERS` peers answer with (a
+        few in turn: a worker that missed a rescale finds almost every peer at the new epoch, and
+        a mesh of N must not ask N (N - 1) times a look)."""
+        asked = self.peer_admins.epochs(timeout=1.0, most=EPOCH_POLL_PEERS)
+        return [e for e in asked if e.code == self.epoch.code]
+
+    def _follow_newer(self, epochs: list[Epoch]) -> bool:
+        """Rescale this worker alone to the newest of ``epochs`` when it is newer than its own
+        (its peers route by it); True when it tried."""
+        newest = max(epochs, key=lambda e: e.counter, default=self.epoch)
+        if newest.counter <= self.epoch.counter:
+            return False
         try:
             self.rebalance(newest.workers, str(newest), catching_up=True)
         except RescaleRefusedError as exc:
             log.warning("worker %d: cannot follow the mesh to epoch %s: %s", self.worker.index, newest, exc)
+        return True
 
     def _follow_replicas(self) -> None:
         """Worker 0 rescales the mesh to the replicas its StatefulSet asks for (``kubectl scale``,
