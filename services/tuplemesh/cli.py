@@ -476,7 +476,7 @@ def _serve_epochs(
     while True:
         # the mesh may have been rescaled since this worker's flags were written: join its epoch
         peers = PeerAdmins(conf, args.index, directory.snapshot)
-        own = Epoch.of(topology, args.workers, conf["topology.epoch"])
+        own = Epoch.configured(topology, args.workers, conf)
         waiting = JoiningServer(conf, topology, args.index, own, args.port)  # serves while it waits
         asked = AskedEpochs(peers)
         epoch = choose_epoch(
@@ -494,7 +494,7 @@ def _serve_epochs(
             return 0  # stopped while waiting to be included
         process = WorkerProcess(
             topology,
-            conf.with_overrides({"topology.epoch": epoch.counter}),
+            conf,
             index=args.index,
             num_workers=epoch.workers,
             port=args.port,
@@ -504,6 +504,7 @@ def _serve_epochs(
             epoch_history=history,
             # no peer answered: maybe they are between two epochs (their ports change hands)
             epoch_confirmed=rescaled or asked.agreed_on(epoch),
+            epoch=epoch,
         )
         code = process.serve()
         successor = process.next_epoch

@@ -389,13 +389,6 @@ KEYS: dict[str, ConfigKey] = {
             unit="rescales",
         ),
         ConfigKey(
-            "worker.epoch",
-            str,
-            "",
-            "The assignment epoch the worker routes by (counter/workers/code), set by the worker "
-            "process and named on every Transfer stream; empty: not checked.",
-        ),
-        ConfigKey(
             "worker.bind.host",
             str,
             "127.0.0.1",

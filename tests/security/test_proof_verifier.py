@@ -153,7 +153,7 @@ def test_each_grpc_stream_opens_with_a_new_proof_for_its_receiver():
     from tuplemesh.config import Config
 
     settings = TransportSettings.from_config(Config({"mesh.secret": "s3cret", "worker.index": 0}))
-    one, two = dict(handshake(settings, TOPOLOGY, 1)), dict(handshake(settings, TOPOLOGY, 1))
+    one, two = dict(handshake(settings, TOPOLOGY, 1, "")), dict(handshake(settings, TOPOLOGY, 1, ""))
     assert one[AUTH_METADATA] != two[AUTH_METADATA]
     assert one[AUTH_METADATA].split(".")[0] == "1"
 

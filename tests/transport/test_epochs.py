@@ -26,13 +26,12 @@ def contexts() -> Iterator[list[Context]]:
         ctx.term()
 
 
-def _context(transport: str, epoch: str, made: list[Context]) -> Context:
+def _context(transport: str, made: list[Context]) -> Context:
     ctx = make_context(transport)
     ctx.prepare(
         Config(
             {
                 "messaging.transport": transport,
-                "worker.epoch": epoch,
                 "storm.messaging.netty.min_wait_ms": 20,
                 "storm.messaging.netty.max_wait_ms": 200,
             }
@@ -47,9 +46,9 @@ def test_a_batch_of_another_epoch_waits_with_its_sender_until_the_epochs_agree(
     transport: str, port: int, contexts: list[Context]
 ):
     refusing = Receiver()
-    receiver = _context(transport, NEW, contexts)
-    binding = receiver.bind(TOPO, port, refusing)
-    conn = _context(transport, OLD, contexts).connect(TOPO, "127.0.0.1", port)
+    receiver = _context(transport, contexts)
+    binding = receiver.bind(TOPO, port, refusing, epoch=NEW)
+    conn = _context(transport, contexts).connect(TOPO, "127.0.0.1", port, epoch=OLD)
     conn.send([(1, b"a"), (2, b"b")])
     # offered again and again, refused every time, never delivered
     eventually(lambda: binding.stats().epoch_refused_batches >= 2, timeout=15, message="refused twice")
@@ -61,7 +60,7 @@ def test_a_batch_of_another_epoch_waits_with_its_sender_until_the_epochs_agree(
     receiver.term()
     contexts.remove(receiver)
     taking = Receiver()
-    binding = _context(transport, OLD, contexts).bind(TOPO, port, taking)
+    binding = _context(transport, contexts).bind(TOPO, port, taking, epoch=OLD)
     taking.wait_for(2, 15)
     eventually(lambda: conn.stats().unacked_batches == 0, timeout=15, message="acknowledged")
     assert taking.messages == [(1, b"a"), (2, b"b")]

@@ -74,7 +74,13 @@ class _HeldContext:
         raise AssertionError("the transfer path never binds")
 
     def connect(
-        self, topology_id: str, host: str, port: int, on_congestion: Any = None, receiver: int = -1
+        self,
+        topology_id: str,
+        host: str,
+        port: int,
+        on_congestion: Any = None,
+        receiver: int = -1,
+        epoch: str = "",
     ) -> _HeldConnection:
         return self.connection
 

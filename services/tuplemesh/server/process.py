@@ -119,19 +119,20 @@ class WorkerProcess:
         replicas: ReplicaSource | None = None,
         epoch_history: EpochHistory | None = None,
         epoch_confirmed: bool = True,
+        epoch: Epoch | None = None,
     ) -> None:
         """``epoch_confirmed=False``: no peer has said which epoch the mesh routes by (none
         answered when this worker chose it: a new mesh starting, or peers between two epochs of
         a rescale, their ports changing hands). The spouts are held until one answers, and a
         newer epoch is followed before anything is sent: what this worker sent by an epoch its
-        peers then refuse would be lost. At most ``worker.epoch.confirm.secs``."""
+        peers then refuse would be lost. At most ``worker.epoch.confirm.secs``. ``epoch``: the
+        one the process chose to route by (None: the configured one, ``topology.epoch``)."""
         # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
         self.conf = conf.with_overrides(
             {**topology.conf, "worker.index": index, "topology.workers": num_workers}
         )
-        # every Transfer stream names the epoch it routes by; a receiver refuses another one
-        self.epoch = Epoch.of(topology, num_workers, self.conf["topology.epoch"])
-        self.conf = self.conf.with_overrides({"worker.epoch": str(self.epoch)})
+        if epoch is not None:  # components read the counter they run at from their conf
+            self.conf = self.conf.with_overrides({"topology.epoch": epoch.counter})
         #: Set by a rescale: the epoch this worker's successor starts at.
         self.next_epoch: Epoch | None = None
         #: The epochs this process routed by (shown by the UI); the process's, passed from one
@@ -169,8 +170,18 @@ class WorkerProcess:
         #: The worker count the mesh follows (a StatefulSet's replicas); None: fixed.
         self.replicas = replicas
         self.worker = Worker(
-            topology, index, num_workers, self.conf, self.context, port=port, peers=directory.snapshot()
+            topology,
+            index,
+            num_workers,
+            self.conf,
+            self.context,
+            port=port,
+            peers=directory.snapshot(),
+            epoch=epoch,
         )
+        #: The assignment epoch this worker routes by (its plan's): every Transfer stream names
+        #: it, and a receiver refuses another one.
+        self.epoch = self.worker.epoch
         directory.subscribe(self.worker.transfer.update_peers)
         self.worker.directory = directory  # its counts go into the worker's snapshot
         # a forwarded rescale proves this worker a member, as its Transfer streams do: a fresh

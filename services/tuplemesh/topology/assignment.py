@@ -13,7 +13,9 @@ different maps never deliver each other's tuples to the wrong task.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, is_dataclass
+from typing import Any
 
 from tuplemesh.topology.builder import Topology
 
@@ -59,6 +61,11 @@ class Epoch:
     @classmethod
     def of(cls, topology: Topology, workers: int, counter: int = 0) -> Epoch:
         return cls(workers, code_hash(topology), counter)
+
+    @classmethod
+    def configured(cls, topology: Topology, workers: int, conf: Mapping[str, Any]) -> Epoch:
+        """The epoch a worker starts at by its configuration: ``topology.epoch``'s counter."""
+        return cls.of(topology, workers, int(conf.get("topology.epoch", 0)))
 
     @classmethod
     def parse(cls, text: str) -> Epoch:

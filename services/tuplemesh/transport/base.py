@@ -139,10 +139,13 @@ class Context(Protocol):
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> Binding:
         """Receive batches for ``topology_id`` on ``port``; each is passed to ``on_batch``.
         ``congestion`` is asked for the congested tasks (used when ``reports_congestion``),
-        ``grant`` for the bytes each sender may have in flight (network transports)."""
+        ``grant`` for the bytes each sender may have in flight (network transports).
+        ``epoch``: the assignment epoch this worker routes by (``counter/workers/code``); a
+        stream or batch naming another is refused (network transports; empty: not checked)."""
         ...
 
     def connect(
@@ -152,11 +155,13 @@ class Context(Protocol):
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> Connection:
         """A connection to the worker bound at ``host:port``. It need not be up yet.
         ``on_congestion`` hears the peer's congested tasks (used when ``reports_congestion``).
         ``receiver`` is that worker's index: with a mesh secret each stream's proof names it,
-        and a worker takes only proofs made for it (-1, unknown: refused by a worker with one)."""
+        and a worker takes only proofs made for it (-1, unknown: refused by a worker with one).
+        ``epoch``: the assignment epoch the sender routes by, named on every stream (empty: none)."""
         ...
 
     def term(self) -> None:

@@ -143,11 +143,13 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
 EPOCH_METADATA = "tuplemesh-epoch"
 
 
-def handshake(settings: TransportSettings, topology_id: str, receiver: int) -> tuple[tuple[str, str], ...]:
+def handshake(
+    settings: TransportSettings, topology_id: str, receiver: int, epoch: str
+) -> tuple[tuple[str, str], ...]:
     """The metadata a sender opens every stream to worker ``receiver`` with: its epoch, its worker
     id and a fresh proof (a receiver takes each proof once: made again for every stream)."""
-    epoch = ((EPOCH_METADATA, settings.epoch),) if settings.epoch else ()
-    return epoch + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index, receiver)
+    named = ((EPOCH_METADATA, epoch),) if epoch else ()
+    return named + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index, receiver)
 
 
 def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
@@ -323,6 +325,7 @@ class GrpcConnection(WindowedConnection):
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> None:
         conf = context.conf
         settings = context.settings
@@ -338,6 +341,7 @@ class GrpcConnection(WindowedConnection):
         self._settings = settings
         self._options = channel_options(settings)
         self.receiver = receiver  # the worker at the other end, named in each stream's proof
+        self.epoch = epoch  # the assignment epoch this sender routes by, named on each stream
         self._channel = secure_channel(self.address, conf, self._options)
         self._stream = _stream_callable(self._channel)
         self._encoder = TransferBatchEncoder(self.topology_id, self.sender, self.session)
@@ -426,7 +430,7 @@ class GrpcConnection(WindowedConnection):
         while not self._closed:
             attempt = _Attempt()
             try:
-                metadata = handshake(self._settings, self.topology_id, self.receiver)
+                metadata = handshake(self._settings, self.topology_id, self.receiver, self.epoch)
                 call = self._stream(self._requests(attempt), wait_for_ready=True, metadata=metadata)
                 self._call = call
                 if self._closed:
@@ -539,9 +543,10 @@ class GrpcContext:
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> GrpcBinding:
         settings = self.settings
-        session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant)
+        session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant, epoch)
         servicer = _TransferServicer(session)
         if self._shared_server is not None:
             transfer_pb2_grpc.add_TransferServicer_to_server(servicer, self._shared_server)
@@ -563,10 +568,11 @@ class GrpcContext:
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> GrpcConnection:
         if self._terminated:
             raise TransportError("grpc transport was terminated")
-        conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver)
+        conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
         with self._lock:
             self._connections.append(conn)
         return conn

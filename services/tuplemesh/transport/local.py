@@ -227,9 +227,11 @@ class LocalContext:
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> _LocalBinding:
         """``congestion`` and ``grant`` are not asked: a full inbox blocks the sender here (no
-        reports needed, nothing in flight between the two)."""
+        reports needed, nothing in flight between the two). ``epoch`` is not checked: the
+        workers of one process share one plan."""
         key = (topology_id, port)
         mailbox = self._mailbox(key)
         with self._lock:
@@ -251,6 +253,7 @@ class LocalContext:
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> _LocalConnection:
         """``on_congestion`` is never called: this transport does not report congestion."""
         return _LocalConnection(self, topology_id, port)

@@ -174,15 +174,17 @@ class ReceiverSession:
         settings: TransportSettings,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> ReceiverSession:
-        """The session a network transport binds: credit, log interval and epoch from ``settings``."""
+        """The session a network transport binds: credit, log interval and the mesh's identity
+        from ``settings``; ``epoch`` the assignment epoch this worker routes by (bind's)."""
         return cls(
             topology_id,
             on_batch,
             settings.window_batches,
             settings.log_interval_seconds,
             congestion,
-            settings.epoch,
+            epoch,
             settings.mesh_secret,
             settings.workers,
             settings.tls_enabled,

@@ -21,7 +21,6 @@ class TransportSettings:
     """
 
     worker_index: int  # the sender named on every batch
-    epoch: str  # the assignment epoch named on every stream ("": none)
     bind_host: str
     max_message_bytes: int
     window_batches: int
@@ -65,7 +64,6 @@ class TransportSettings:
         conf = as_config(conf)
         return cls(
             worker_index=conf["worker.index"],
-            epoch=conf["worker.epoch"],
             bind_host=conf["worker.bind.host"],
             max_message_bytes=conf["messaging.max.message.bytes"],
             window_batches=conf["messaging.window.batches"],

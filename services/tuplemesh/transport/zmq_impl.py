@@ -105,9 +105,10 @@ class ZmqBinding:
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> None:
         settings = context.settings
-        self.session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant)
+        self.session = ReceiverSession.bound_with(topology_id, on_batch, settings, congestion, grant, epoch)
         self.address = f"tcp://{settings.bind_host}:{port + settings.zmq_port_offset}"
         self._where = f"zmq receive on {self.address}"
         self._log = RateLimitedLog(log, settings.log_interval_seconds)
@@ -291,13 +292,14 @@ class ZmqConnection(WindowedConnection):
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> None:
         settings = context.settings
         super().__init__(
             settings, topology_id, f"tcp://{host}:{port + settings.zmq_port_offset}", on_congestion
         )
         self.resend_after = settings.reconnect_max_wait_seconds
-        self._epoch = settings.epoch
+        self._epoch = epoch
         # the proof of the mesh secret every header carries (none without a secret), for the
         # connection of the moment: made again after a disconnect and every half skew window
         self.receiver = receiver
@@ -503,8 +505,9 @@ class ZmqContext:
         on_batch: OnBatch,
         congestion: CongestedTasks | None = None,
         grant: GrantedBytes | None = None,
+        epoch: str = "",
     ) -> ZmqBinding:
-        binding = ZmqBinding(self, topology_id, port, on_batch, congestion, grant)
+        binding = ZmqBinding(self, topology_id, port, on_batch, congestion, grant, epoch)
         with self._lock:
             self._bindings.append(binding)
         return binding
@@ -516,9 +519,10 @@ class ZmqContext:
         port: int,
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
+        epoch: str = "",
     ) -> ZmqConnection:
         try:
-            conn = ZmqConnection(self, topology_id, host, port, on_congestion, receiver)
+            conn = ZmqConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
         except zmq.ZMQError as exc:
             raise TransportError(f"cannot connect to {host}:{port}: {exc}") from exc
         with self._lock:

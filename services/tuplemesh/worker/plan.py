@@ -1,7 +1,10 @@
 """`WorkerPlan`: what one worker runs and where every tuple goes, computed once and never changed.
 
 A pure function of (topology, worker index, number of workers, conf): every worker computes the
-plan of its own index, and executors are built from it instead of reading the Worker.
+plan of its own index, and executors are built from it instead of reading the Worker. The plan
+holds the assignment epoch the worker routes by: the one place it is derived from the
+configuration (``topology.epoch``, the counter) unless the process chose it already (a worker
+that joins a running mesh takes the epoch its peers route by).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from tuplemesh.core.stream_plan import StreamPlan
 from tuplemesh.state.protocol import CheckpointPlan
 from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
+from tuplemesh.topology.assignment import Epoch
 from tuplemesh.topology.groupings import Grouping
 from tuplemesh.worker.settings import QueueSettings, WorkerSettings
 
@@ -35,6 +39,9 @@ class WorkerPlan:
     worker_settings: WorkerSettings
     acking_settings: AckingSettings
     assignment: Assignment
+    #: the assignment epoch this worker routes by, named on every Transfer stream it opens and
+    #: required of every stream it takes
+    epoch: Epoch
     stream_ids: Mapping[tuple[str, str], int]
     #: stream id -> (component, stream, fields): how a received payload is read
     stream_info: Mapping[int, tuple[str, str, Fields]]
@@ -49,9 +56,22 @@ class WorkerPlan:
     checkpointing: CheckpointPlan | None
 
     @classmethod
-    def build(cls, topology: Topology, index: int, num_workers: int, conf: Mapping[str, Any]) -> WorkerPlan:
+    def build(
+        cls,
+        topology: Topology,
+        index: int,
+        num_workers: int,
+        conf: Mapping[str, Any],
+        epoch: Epoch | None = None,
+    ) -> WorkerPlan:
+        """``epoch``: the one the process chose (None: ``topology.epoch``'s counter at
+        ``num_workers`` workers)."""
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
+        if epoch is None:
+            epoch = Epoch.configured(topology, num_workers, conf)
+        elif epoch.workers != num_workers or epoch.code != Epoch.of(topology, num_workers).code:
+            raise ValueError(f"epoch {epoch} is not one of this topology at {num_workers} worker(s)")
         acking_settings = AckingSettings.from_config(conf)
         topology = with_acker(with_checkpointing(topology), acking_settings.acker_executors)
         assignment = Assignment.compute(topology, num_workers)
@@ -74,6 +94,7 @@ class WorkerPlan:
             worker_settings=WorkerSettings.from_config(conf),
             acking_settings=acking_settings,
             assignment=assignment,
+            epoch=epoch,
             stream_ids=MappingProxyType(stream_ids),
             stream_info=MappingProxyType(
                 {

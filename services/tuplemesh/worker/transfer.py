@@ -68,10 +68,12 @@ class TransferPath:
         metrics_enabled: bool = True,
         budget: ByteBudget | None = None,
         queue_target_seconds: float = 0.0,
+        epoch: str = "",
     ) -> None:
         self.ring = ring
         self.context = context
         self.topology_id = topology_id
+        self.epoch = epoch  # the assignment epoch every connection names on its streams
         self.peers = dict(peers)
         self.expected = expected  # the other workers of the assignment
         self.batch_size = batch_size
@@ -144,7 +146,7 @@ class TransferPath:
     def _connect(self, worker: int, address: tuple[str, int]) -> Connection:
         # per-task backpressure reports from acks (plugins that report congestion); the worker
         # index: a mesh secret's proofs are made for one receiver
-        return self.context.connect(self.topology_id, *address, self.on_congestion, worker)
+        return self.context.connect(self.topology_id, *address, self.on_congestion, worker, self.epoch)
 
     def _connection(self, worker: int) -> Connection | None:
         """The connection to ``worker``, waiting (backpressure) until discovery has found it."""

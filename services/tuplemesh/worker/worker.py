@@ -75,9 +75,11 @@ class Worker:
         peers: Mapping[int, tuple[str, int]],
         topology_id: str | None = None,
         features: Sequence[FeatureFactory] | None = None,
+        epoch: Epoch | None = None,
     ) -> None:
-        """``features``: the factories of the features to run (None: every registered one)."""
-        plan = WorkerPlan.build(topology, index, num_workers, conf)
+        """``features``: the factories of the features to run (None: every registered one);
+        ``epoch``: the assignment epoch the process chose (None: the configured one)."""
+        plan = WorkerPlan.build(topology, index, num_workers, conf, epoch)
         self.plan = plan
         self.topology = plan.topology  # with the ackers
         self.index = index
@@ -87,7 +89,7 @@ class Worker:
         self.topology_id = topology_id or topology.name
         self.assignment = plan.assignment
         #: The assignment this worker routes by, as every Transfer stream names it.
-        self.epoch = Epoch.of(topology, num_workers, int(conf.get("topology.epoch", 0)))
+        self.epoch = plan.epoch
         self.stream_ids = plan.stream_ids
         self.stream_info = plan.stream_info
         queues = self.queue_settings = plan.queue_settings
@@ -133,6 +135,7 @@ class Worker:
             settings.metrics_enabled,
             self.transfer_budget,
             queues.queue_target_seconds,
+            str(plan.epoch),
         )
         # Per-task backpressure (tuplemesh.core.congestion): what peers report, and what we report.
         self.congestion = CongestionMap() if queues.backpressure_enabled else None
@@ -204,7 +207,12 @@ class Worker:
             # transport) a blocking put is the only backpressure, and stays.
             self.receive.overflow_limit = self.queue_settings.receive_buffer_batches
         self._binding = self.context.bind(
-            self.topology_id, self.port, self.receive.on_batch, congestion, self.receive.granted_bytes
+            self.topology_id,
+            self.port,
+            self.receive.on_batch,
+            congestion,
+            self.receive.granted_bytes,
+            str(self.epoch),
         )
         self.transfer.start()
         for executor in self.bolt_executors:
