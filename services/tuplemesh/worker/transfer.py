@@ -69,6 +69,7 @@ class TransferPath:
         budget: ByteBudget | None = None,
         queue_target_seconds: float = 0.0,
         epoch: str = "",
+        on_congestion: OnCongestion | None = None,
     ) -> None:
         self.ring = ring
         self.context = context
@@ -102,8 +103,8 @@ class TransferPath:
         self.queue_limit = (
             QueueTimeLimit(ring.sequencer, queue_target_seconds) if queue_target_seconds > 0 else None
         )
-        #: Given to every connection that reports congested tasks (set before ``start``).
-        self.on_congestion: OnCongestion | None = None
+        #: Given to every connection that reports congested tasks.
+        self.on_congestion = on_congestion
 
     def stats(self) -> TransferStats:
         """A snapshot of the counters. Any thread."""

@@ -115,10 +115,18 @@ class Worker:
         # With per-task backpressure a full inbox must not block the shared receive thread.
         #: Storm's flush timer, resting while nothing is pending (executors and the receive path wake it)
         self.flush_timer = FlushTimer(queues.flush_interval_seconds)
+        # Per-task backpressure (tuplemesh.core.congestion): what peers report, and what we report.
+        self.congestion = CongestionMap() if queues.backpressure_enabled else None
+        #: Senders hear about full inboxes (a transport that reports congestion), so a full one
+        #: need not block the receive thread (it would stall every task on the stream): past it,
+        #: batches wait in a bounded overflow. Without reports (the local transport) a blocking
+        #: put is the only backpressure, and stays.
+        self.reports_congestion = self.congestion is not None and context.capabilities.reports_congestion
         self.receive = ReceivePath(
             index,
             self.local_inbox_of_task,
             log_interval,
+            overflow_limit=queues.receive_buffer_batches if self.reports_congestion else 0,
             max_held_bytes=queues.receive_max_bytes,
             on_overflow=self.flush_timer.wake,
         )
@@ -136,11 +144,8 @@ class Worker:
             self.transfer_budget,
             queues.queue_target_seconds,
             str(plan.epoch),
+            self.congestion.report if self.congestion is not None else None,
         )
-        # Per-task backpressure (tuplemesh.core.congestion): what peers report, and what we report.
-        self.congestion = CongestionMap() if queues.backpressure_enabled else None
-        if self.congestion is not None:
-            self.transfer.on_congestion = self.congestion.report
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
         self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
@@ -200,12 +205,8 @@ class Worker:
         for feature in self.features.values():
             feature.start()  # before any task runs (e.g. a new attempt counted before restores)
         congestion = None
-        if self.congestion is not None and self.context.capabilities.reports_congestion:
+        if self.reports_congestion:
             congestion = congested_tasks(self.local_inbox_of_task, self.queue_settings.backpressure_watermark)
-            # Senders hear about full inboxes, so a full one need not block the receive
-            # thread (it would stall every task on the stream). Without reports (the local
-            # transport) a blocking put is the only backpressure, and stays.
-            self.receive.overflow_limit = self.queue_settings.receive_buffer_batches
         self._binding = self.context.bind(
             self.topology_id,
             self.port,
