@@ -452,6 +452,20 @@ KEYS: dict[str, ConfigKey] = {
             unit="millis",
         ),
         ConfigKey(
+            "messaging.grpc.sender",
+            str,
+            "auto",
+            "How a worker's gRPC streams to its peers run: 'threads' (three threads per peer, gRPC's "
+            "synchronous API: the least CPU per message), 'event-loop' (every peer's stream on one "
+            "asyncio thread, grpc.aio: idle links cost next to nothing, so many workers fit on one "
+            "host), or 'auto': threads up to 16 workers, the event loop above.",
+            lambda v: (
+                None
+                if v in ("auto", "threads", "event-loop")
+                else "must be 'auto', 'threads' or 'event-loop'"
+            ),
+        ),
+        ConfigKey(
             "messaging.grpc.server.threads",
             int,
             32,

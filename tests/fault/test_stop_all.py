@@ -14,6 +14,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from examples.wordcount import CORPUS
 from tests.fault.harness import numbered_config, reports, statuses, write_config
 from tests.fault.numbered import assert_each_once
@@ -42,8 +44,13 @@ def sigterm_all(mesh: Mesh) -> list[tuple[int, float]]:
     return ended
 
 
-def test_sigterm_to_every_worker_under_full_load_ends_in_time_with_nothing_lost(tmp_path: Path):
-    config, out = numbered_config(tmp_path, **{"topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT})
+@pytest.mark.parametrize("sender", ["threads", "event-loop"])
+def test_sigterm_to_every_worker_under_full_load_ends_in_time_with_nothing_lost(tmp_path: Path, sender: str):
+    """Over grpc, with the links on threads (what ``auto`` picks for 3 workers) and on the event
+    loop (what it picks above 16)."""
+    config, out = numbered_config(
+        tmp_path, **{"topology.shutdown.timeout.secs": SHUTDOWN_TIMEOUT, "messaging.grpc.sender": sender}
+    )
     mesh = start_mesh("tests.fault.numbered:numbered", WORKERS, config)
     try:
         # every queue on the path fills: the spouts are only held back by backpressure

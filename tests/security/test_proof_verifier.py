@@ -17,7 +17,7 @@ from tuplemesh.security import (
     mesh_auth,
     mesh_proof,
 )
-from tuplemesh.transport.grpc_impl import handshake
+from tuplemesh.transport.grpc_sender import handshake
 from tuplemesh.transport.settings import TransportSettings
 
 SECRET = b"s3cret"

@@ -27,11 +27,13 @@ def contexts() -> Iterator[list[Context]]:
 
 
 def _context(transport: str, made: list[Context]) -> Context:
-    ctx = make_context(transport)
+    plugin, _, sender = transport.partition("-")  # grpc-event-loop: grpc, its event-loop sender
+    ctx = make_context(plugin)
     ctx.prepare(
         Config(
             {
-                "messaging.transport": transport,
+                "messaging.transport": plugin,
+                "messaging.grpc.sender": sender or "threads",
                 "storm.messaging.netty.min_wait_ms": 20,
                 "storm.messaging.netty.max_wait_ms": 200,
             }
@@ -41,7 +43,7 @@ def _context(transport: str, made: list[Context]) -> Context:
     return ctx
 
 
-@pytest.mark.parametrize("transport", ["grpc", "zmq"])
+@pytest.mark.parametrize("transport", ["grpc", "grpc-event-loop", "zmq"])
 def test_a_batch_of_another_epoch_waits_with_its_sender_until_the_epochs_agree(
     transport: str, port: int, contexts: list[Context]
 ):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import grpc
+import grpc.aio
 
 from tuplemesh.security import read_pem
 
-__all__ = ["TlsSettings", "open_channel", "open_channel_from_config", "peer_channel"]
+__all__ = ["TlsSettings", "open_channel", "open_channel_from_config", "peer_aio_channel", "peer_channel"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,19 @@ def peer_channel(
 ) -> grpc.Channel:
     """A worker-to-worker (Transfer) channel: the config's TLS settings, no token (mTLS guards Transfer)."""
     return open_channel(target, TlsSettings.from_config(conf), "", options)
+
+
+def peer_aio_channel(
+    target: str, conf: Mapping[str, Any], options: Sequence[tuple[str, Any]] = ()
+) -> grpc.aio.Channel:
+    """``peer_channel`` on grpc.aio: call it on the event loop that will use the channel."""
+    tls = TlsSettings.from_config(conf)
+    channel_options = list(options)
+    if tls is None:
+        return grpc.aio.insecure_channel(target, options=channel_options)
+    if tls.server_name:
+        channel_options.append(("grpc.ssl_target_name_override", tls.server_name))
+    return grpc.aio.secure_channel(target, tls.credentials(), options=channel_options)
 
 
 class _CallDetails(NamedTuple):

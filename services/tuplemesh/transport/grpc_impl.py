@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from concurrent import futures
 from typing import Any
@@ -47,7 +46,6 @@ from tuplemesh.admission import AdmissionLimits, CallAdmission
 from tuplemesh.client import peer_channel as secure_channel
 from tuplemesh.config import as_config
 from tuplemesh.errors import AssignmentEpochError, ReceiverStoppedError, TransportError
-from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import (
     AUTH_METADATA,
@@ -56,7 +54,6 @@ from tuplemesh.security import (
     TlsConnections,
     TokenInterceptor,
     is_worker_certificate,
-    mesh_proof,
     server_credentials,
 )
 from tuplemesh.tracing import attach_carrier, detach
@@ -69,11 +66,19 @@ from tuplemesh.transport.base import (
     OnCongestion,
     TaskMessage,
 )
-from tuplemesh.transport.framing import TransferBatchEncoder, unpack_batch
+from tuplemesh.transport.framing import unpack_batch
+from tuplemesh.transport.grpc_sender import (
+    EPOCH_METADATA,
+    FRAME_SLACK,
+    TRANSFER_STREAM,
+    StreamAttempt,
+    StreamRequests,
+    TransferSender,
+    channel_options,
+)
 from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
-from tuplemesh.transport.settings import TransportSettings
+from tuplemesh.transport.settings import EVENT_LOOP_SENDER, TransportSettings
 from tuplemesh.transport.stats import BindingStats
-from tuplemesh.transport.window import WindowedConnection
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
 
 __all__ = [
@@ -87,48 +92,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Room for the protobuf framing around the largest payload in one TransferBatch.
-_FRAME_SLACK = 64 * 1024
-
-#: How long a stream idles before it asks for the ack of batches it sent without asking.
-ACK_PROBE_SECONDS = 0.005
-
-#: The method path of Transfer.Stream, which the sender calls with pre-serialized requests.
-TRANSFER_STREAM = "/tuplemesh.v1.Transfer/Stream"
-
-
-def channel_options(settings: TransportSettings) -> list[tuple[str, Any]]:
-    """Channel options shared by clients: message limits, Storm's reconnect backoff, keepalive."""
-    limit = settings.max_message_bytes + _FRAME_SLACK
-    keepalive = settings.keepalive_millis
-    pings = (
-        [
-            # A peer that vanished without closing (power loss, partition) or stopped answering
-            # (SIGSTOP) is noticed within two keepalive periods instead of TCP's retransmission
-            # timeout (minutes); the stream then reconnects and resends, so flow resumes soon
-            # after the peer is back, and readiness sees the channel leave READY meanwhile.
-            ("grpc.keepalive_time_ms", keepalive),
-            ("grpc.keepalive_timeout_ms", keepalive),
-            # gRPC (1.85) arms no timer of keepalive_timeout_ms on a keepalive ping: an
-            # unanswered ping ends the connection only after the ping timeout, 60 s by default,
-            # so that is what bounds the wait for the answer.
-            ("grpc.http2.ping_timeout_ms", keepalive),
-            ("grpc.http2.max_pings_without_data", 0),
-        ]
-        if keepalive
-        else []
-    )
-    return [
-        *pings,
-        ("grpc.max_send_message_length", limit),
-        ("grpc.max_receive_message_length", limit),
-        ("grpc.initial_reconnect_backoff_ms", settings.reconnect_min_wait_millis),
-        ("grpc.min_reconnect_backoff_ms", settings.reconnect_min_wait_millis),
-        ("grpc.max_reconnect_backoff_ms", settings.reconnect_max_wait_millis),
-        # one subchannel per connection: two peers never share (and never break) one TCP link
-        ("grpc.use_local_subchannel_pool", 1),
-    ]
-
 
 def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], int]:
     """(the (task, payload) pairs of a batch, how many are broadcasts), from ``packed`` or from
@@ -137,19 +100,6 @@ def decode_batch(batch: messages_pb2.TransferBatch) -> tuple[list[TaskMessage], 
         return unpack_batch(batch.packed)
     messages: list[TaskMessage] = [(None if m.broadcast else m.task, m.payload) for m in batch.messages]
     return messages, sum(1 for m in batch.messages if m.broadcast)
-
-
-#: Stream metadata (the handshake) naming the assignment epoch the sender routes by.
-EPOCH_METADATA = "tuplemesh-epoch"
-
-
-def handshake(
-    settings: TransportSettings, topology_id: str, receiver: int, epoch: str
-) -> tuple[tuple[str, str], ...]:
-    """The metadata a sender opens every stream to worker ``receiver`` with: its epoch, its worker
-    id and a fresh proof (a receiver takes each proof once: made again for every stream)."""
-    named = ((EPOCH_METADATA, epoch),) if epoch else ()
-    return named + mesh_proof(settings.mesh_secret, topology_id, settings.worker_index, receiver)
 
 
 def _ack_message(ack: Ack) -> messages_pb2.TransferAck:
@@ -305,17 +255,9 @@ class GrpcBinding:
             self._server.stop(grace).wait()
 
 
-class _Attempt:
-    """One stream attempt; the request generator ends when it is no longer alive."""
-
-    __slots__ = ("alive",)
-
-    def __init__(self) -> None:
-        self.alive = True
-
-
-class GrpcConnection(WindowedConnection):
-    """Client side to one peer. ``send`` from one thread at a time; the rest any thread."""
+class GrpcConnection(TransferSender):
+    """Client side to one peer on threads: a stream thread reads the acknowledgements, and gRPC
+    runs the request iterator on a thread of its own."""
 
     def __init__(
         self,
@@ -327,99 +269,33 @@ class GrpcConnection(WindowedConnection):
         receiver: int = -1,
         epoch: str = "",
     ) -> None:
-        conf = context.conf
-        settings = context.settings
-        super().__init__(settings, topology_id, f"{host}:{port}", on_congestion)
-        self.min_wait = settings.reconnect_min_wait_seconds
-        self.max_wait = settings.reconnect_max_wait_seconds
-        self._closed = False
-        self._highest_sent = 0  # sequence of the newest batch any stream has carried
+        super().__init__(
+            context.settings, context.conf, topology_id, host, port, on_congestion, receiver, epoch
+        )
         self._wake = threading.Event()
-        self._call: Any = None
-        self._error_log = RateLimitedLog(log, settings.log_interval_seconds)
-        self._conf = conf  # its tls.* keys: a retarget opens a new channel
-        self._settings = settings
-        self._options = channel_options(settings)
-        self.receiver = receiver  # the worker at the other end, named in each stream's proof
-        self.epoch = epoch  # the assignment epoch this sender routes by, named on each stream
-        self._channel = secure_channel(self.address, conf, self._options)
+        self._channel = secure_channel(self.address, self._conf, self._options)
         self._stream = _stream_callable(self._channel)
-        self._encoder = TransferBatchEncoder(self.topology_id, self.sender, self.session)
         self._thread = threading.Thread(target=self._run, name=f"grpc-send-{self.address}", daemon=True)
         self._thread.start()
 
-    coalesces = True
+    def _requests(self, attempt: StreamAttempt) -> Iterator[bytes]:
+        """Request stream of one attempt (`StreamRequests` says what goes out and when)."""
+        requests = StreamRequests(self)
+        next_to_send = self.window.next_to_send
 
-    def _item(self, sequence: int, packed: bytes) -> bytes:
-        return packed  # framed by the stream thread, with the ack request known only then
+        def alive() -> bool:
+            return attempt.alive
 
-    def _traced_item(
-        self, sequence: int, packed: bytes, carrier: dict[str, str]
-    ) -> tuple[bytes, dict[str, str]]:
-        return packed, carrier  # the stream thread frames it with its trace context
-
-    def _requests(self, attempt: _Attempt) -> Iterator[bytes]:
-        """Request stream of one attempt: every unacknowledged batch in order, then new ones,
-        each the serialized TransferBatch.
-
-        A batch asks for an ack only when it fills the window (the receiver acknowledges every
-        quarter of its credit anyway). Asking on every batch the sender had nothing queued
-        behind, as it once did, meant an ack per batch at moderate rates: a stream message back
-        and a thread hand-over more on each side per batch, which doubled the cross-worker
-        latency (measured). What went out without asking is asked about once the stream has
-        idled `ACK_PROBE_SECONDS`: an ack probe, an empty batch with sequence 0, so the tail of a
-        burst is acknowledged (and ``close`` does not wait for it) while the link is idle.
-        """
-        window = self.window
-        position = window.oldest
-        encode = self._encoder.encode
-        unasked = False  # batches went out since the last ack request
-        # an idle link says it is alive, or the receiver ends it (server.stream.idle.timeout.ms)
-        heartbeat = self._settings.stream_idle_timeout_seconds / 4 or None
-        pace = self._settings.coalesce_seconds
-        hold_until = 0.0  # a busy link: the open batch waits until then, taking what comes
         while True:
-            found = window.next_to_send(
-                position, lambda: attempt.alive, ACK_PROBE_SECONDS if unasked else heartbeat, hold_until
-            )
+            found = next_to_send(requests.position, alive, requests.wait(), requests.hold_until)
             if found is None:
                 if not attempt.alive:
                     return
-                probe = unasked
-                unasked = False
-                if probe and window.oldest < position:  # idle with batches not acknowledged yet
-                    yield encode(0, b"", True)
-                elif not probe:
-                    yield encode(0, b"", False)  # heartbeat: an empty batch asks for nothing
+                idle = requests.idle()
+                if idle is not None:
+                    yield idle
                 continue
-            position, item = found
-            packed, carrier = item if item.__class__ is tuple else (item, None)
-            if position <= self._highest_sent:
-                self.resent_batches += 1  # this batch went out on an earlier stream
-            else:
-                self._highest_sent = position
-            # nothing queued behind it and the window full (``add`` waits): ask now
-            ask = position + 1 >= window.next_seq and window.full
-            unasked = not ask
-            message = encode(position, packed, ask, carrier)
-            position += 1
-            self.sent_batches += 1
-            if pace:
-                hold_until = time.monotonic() + pace
-            yield message
-
-    def _on_ack(self, ack: messages_pb2.TransferAck) -> None:
-        self.window.ack(ack.sequence, ack.credit, ack.credit_bytes)
-        if self.on_congestion is not None:
-            self.on_congestion(self, list(ack.congested_tasks))
-        if ack.unknown_tasks:
-            self.unknown_tasks += len(ack.unknown_tasks)
-            self._error_log.log(
-                "peer %s does not own task(s) %s (counted there, %d reported here)",
-                self.address,
-                sorted(set(ack.unknown_tasks)),
-                self.unknown_tasks,
-            )
+            yield requests.message(found)
 
     def link_state(self) -> str:
         return connectivity(self._channel)
@@ -428,9 +304,9 @@ class GrpcConnection(WindowedConnection):
     def _run(self) -> None:
         delay = self.min_wait
         while not self._closed:
-            attempt = _Attempt()
+            attempt = StreamAttempt()
             try:
-                metadata = handshake(self._settings, self.topology_id, self.receiver, self.epoch)
+                metadata = self._handshake()
                 call = self._stream(self._requests(attempt), wait_for_ready=True, metadata=metadata)
                 self._call = call
                 if self._closed:
@@ -440,10 +316,7 @@ class GrpcConnection(WindowedConnection):
                     delay = self.min_wait
                     self._on_ack(ack)
             except grpc.RpcError as exc:
-                if not self._closed:
-                    self._error_log.log(
-                        "stream to %s failed (%s): %s", self.address, exc.code(), _details(exc)
-                    )
+                self._stream_failed(exc.code(), _details(exc))
             finally:
                 attempt.alive = False
                 self.window.wake()
@@ -523,10 +396,13 @@ class GrpcContext:
         self.conf: Mapping[str, Any] = {}
         self.settings: TransportSettings  # set by prepare, which comes first
         self._shared_server: grpc.Server | None = None
-        self._connections: list[GrpcConnection] = []
+        self._connections: list[TransferSender] = []
         self._bindings: list[GrpcBinding] = []
         self._lock = threading.Lock()
         self._terminated = False
+        #: the event loop every link runs on (messaging.grpc.sender ``event-loop``); made by the
+        #: first such link, so a worker on threads loads neither asyncio nor grpc.aio
+        self._links: Any = None
 
     def prepare(self, conf: Mapping[str, Any]) -> None:
         self.conf = conf
@@ -569,10 +445,20 @@ class GrpcContext:
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
-    ) -> GrpcConnection:
+    ) -> TransferSender:
         if self._terminated:
             raise TransportError("grpc transport was terminated")
-        conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
+        conn: TransferSender
+        if self.settings.grpc_sender == EVENT_LOOP_SENDER:
+            from tuplemesh.transport.grpc_links import LinkLoop, LoopConnection
+
+            if self._links is None:
+                self._links = LinkLoop()
+            conn = LoopConnection(
+                self.settings, self.conf, self._links, topology_id, host, port, on_congestion, receiver, epoch
+            )
+        else:
+            conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
         with self._lock:
             self._connections.append(conn)
         return conn
@@ -585,6 +471,8 @@ class GrpcContext:
         for conn in connections:
             if conn.state != "CLOSED":
                 conn.close()
+        if self._links is not None:
+            self._links.stop()
         for binding in bindings:
             binding.close(grace=0.5)
 
@@ -599,7 +487,7 @@ def new_server(
     made from the config when not given); the pool runs every admitted call at once, so gRPC's
     own global cap (which would refuse health checks too) is never what refuses."""
     settings = TransportSettings.from_config(conf)
-    limit = settings.max_message_bytes + _FRAME_SLACK
+    limit = settings.max_message_bytes + FRAME_SLACK
     keepalive = settings.keepalive_millis
     if admission is None:
         admission = CallAdmission(

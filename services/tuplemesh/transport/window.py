@@ -158,6 +158,15 @@ class SendWindow:
         #: Batches whose ``add`` had to wait for room, and the seconds they waited in all.
         self.waits = 0
         self.wait_seconds = 0.0
+        #: Called (under ``cond``) whenever ``next_to_send``'s waiters are woken: a sender that
+        #: does not wait on ``cond`` (one on an event loop) hears there may be more to send.
+        self.on_change: Callable[[], None] | None = None
+
+    def _changed(self) -> None:
+        """Wake whoever waits to send (held by ``cond``)."""
+        self.cond.notify_all()
+        if self.on_change is not None:
+            self.on_change()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -229,7 +238,7 @@ class SendWindow:
             self._items.append((seq, make_item(seq), size, tuples, added))
             self._bytes += size
             self._tuples += tuples
-            self.cond.notify_all()
+            self._changed()
             return seq
 
     def add_packed(self, packed: bytes, tuples: int, most_bytes: int) -> int:
@@ -310,6 +319,10 @@ class SendWindow:
                 self._open_seq = 0  # taken to be sent: what comes next is a batch of its own
             return position, self._items[position - self._items[0][0]][1]
 
+    def held_open(self, position: int) -> bool:
+        """The batch at ``position`` is the open one: it may still take more (``add_packed``)."""
+        return self._open_seq == position
+
     def rewind(self, position: int) -> tuple[int, int]:
         """(where to send next, batches that will be sent again): the oldest unacknowledged
         batch, for a sender that was at ``position`` when it learned the peer missed some."""
@@ -346,13 +359,13 @@ class SendWindow:
     def wake(self) -> None:
         """Wake threads waiting in ``next_to_send`` (their ``alive`` may have changed)."""
         with self.cond:
-            self.cond.notify_all()
+            self._changed()
 
     def abort(self) -> None:
         """Close at once: a blocked ``add`` raises, and ``drain`` waits for nothing."""
         with self.cond:
             self.closed = True
-            self.cond.notify_all()
+            self._changed()
 
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` for every batch to be acknowledged, then close the window.
@@ -362,14 +375,14 @@ class SendWindow:
         deadline = time.monotonic() + timeout
         with self.cond:
             self._open_seq = 0  # nothing more will join: a batch held for more goes now
-            self.cond.notify_all()
+            self._changed()
             while self._items and not self.closed:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self.cond.wait(min(remaining, 0.1))
             self.closed = True
-            self.cond.notify_all()
+            self._changed()
             return len(self._items)
 
 
