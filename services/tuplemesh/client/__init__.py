@@ -1,13 +1,7 @@
 """Clients of a worker's gRPC services: ``open_channel`` is how every one of them dials, and
 ``GatewayClient`` publishes into and reads from a running topology."""
 
-from tuplemesh.client.channel import (
-    TlsSettings,
-    open_channel,
-    open_channel_from_config,
-    peer_aio_channel,
-    peer_channel,
-)
+from tuplemesh.client.channel import TlsSettings, open_channel, open_channel_from_config, peer_channel
 from tuplemesh.client.gateway import (
     ExportOffsets,
     Fetched,
@@ -30,6 +24,5 @@ __all__ = [
     "TlsSettings",
     "open_channel",
     "open_channel_from_config",
-    "peer_aio_channel",
     "peer_channel",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 import grpc
 import grpc.aio
 
-from tuplemesh.client import peer_aio_channel
+from tuplemesh.client.channel import peer_aio_channel
 from tuplemesh.transport.base import OnCongestion
 from tuplemesh.transport.grpc_sender import TRANSFER_STREAM, StreamAttempt, StreamRequests, TransferSender
 from tuplemesh.transport.settings import TransportSettings
