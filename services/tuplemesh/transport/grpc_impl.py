@@ -38,7 +38,7 @@ import logging
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent import futures
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -80,6 +80,9 @@ from tuplemesh.transport.session import Ack, ReceiverSession, StreamState
 from tuplemesh.transport.settings import EVENT_LOOP_SENDER, TransportSettings
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.v1 import messages_pb2, transfer_pb2_grpc
+
+if TYPE_CHECKING:  # loaded at run time only by the first event-loop link
+    from tuplemesh.transport.grpc_links import LinkLoop
 
 __all__ = [
     "AUTH_METADATA",
@@ -402,7 +405,7 @@ class GrpcContext:
         self._terminated = False
         #: the event loop every link runs on (messaging.grpc.sender ``event-loop``); made by the
         #: first such link, so a worker on threads loads neither asyncio nor grpc.aio
-        self._links: Any = None
+        self._links: LinkLoop | None = None
 
     def prepare(self, conf: Mapping[str, Any]) -> None:
         self.conf = conf

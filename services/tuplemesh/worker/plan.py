@@ -20,7 +20,7 @@ from tuplemesh.core.stream_plan import StreamPlan
 from tuplemesh.state.protocol import CheckpointPlan
 from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
-from tuplemesh.topology.assignment import Epoch
+from tuplemesh.topology.assignment import Epoch, code_hash
 from tuplemesh.topology.groupings import Grouping
 from tuplemesh.worker.settings import QueueSettings, WorkerSettings
 
@@ -70,7 +70,7 @@ class WorkerPlan:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
         if epoch is None:
             epoch = Epoch.configured(topology, num_workers, conf)
-        elif epoch.workers != num_workers or epoch.code != Epoch.of(topology, num_workers).code:
+        elif epoch.workers != num_workers or epoch.code != code_hash(topology):
             raise ValueError(f"epoch {epoch} is not one of this topology at {num_workers} worker(s)")
         acking_settings = AckingSettings.from_config(conf)
         topology = with_acker(with_checkpointing(topology), acking_settings.acker_executors)
