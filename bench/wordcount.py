@@ -1,7 +1,8 @@
 """Word count on 1 and 2 worker processes over grpc, beside one plain Python loop doing the same work.
 
-Two topologies: the per-tuple word count (``execute``, ``emit``) and the same written against the
-batch API (``execute_batch``, ``emit_many``); each is measured and checked the same way.
+Three topologies: the per-tuple word count (``execute``, ``emit``), the same written against the
+batch API (``execute_batch``, ``emit_many``: rows) and on columns (``process``, ``emit_columns``);
+each is measured and checked the same way.
 
 The rate is words counted per second in the steady state (the count bolts' executed counters read
 through Admin twice, a window apart, after a warm-up), so process start-up is left out; each run is
@@ -23,14 +24,19 @@ from examples import wordcount
 from tuplemesh.launcher import ProcessCluster
 from tuplemesh.topology import Topology
 
-TARGETS = {False: "bench.wordcount:balanced", True: "bench.wordcount:balanced_batched"}
+#: The variants: their topology's name in this module, and how they are named in the report.
+VARIANTS = {
+    "per-tuple": ("balanced", "word count"),
+    "batch": ("balanced_batched", "word count on the batch API (rows)"),
+    "columnar": ("balanced_columnar", "word count on columns"),
+}
 #: The same topology on 1 and on 2 workers, with task counts that split evenly over 2 workers
 #: (the example's 1 spout and 3 + 3 bolt tasks would give one worker the spout and 2/3 of the
 #: counting: a measure of the imbalance, not of the runtime).
 SPOUTS, SPLITTERS, COUNTERS = 2, 4, 4
-#: The batched topology gets this many times the corpus repeats: it must still be running when
-#: the measuring window closes.
-BATCHED_WORK = 4
+#: The batch and columnar topologies get this many times the corpus repeats: they must still be
+#: running when the measuring window closes.
+BATCHED_WORK = {"per-tuple": 1, "batch": 4, "columnar": 12}
 
 
 def balanced() -> Topology:
@@ -41,6 +47,15 @@ def balanced() -> Topology:
 def balanced_batched() -> Topology:
     """``balanced`` on the batch API."""
     return wordcount.build(int(os.environ["WORDCOUNT_REPEAT"]), SPOUTS, SPLITTERS, COUNTERS, batched=True)
+
+
+def balanced_columnar() -> Topology:
+    """``balanced`` on columns."""
+    return wordcount.build(int(os.environ["WORDCOUNT_REPEAT"]), SPOUTS, SPLITTERS, COUNTERS, columnar=True)
+
+
+def _build(variant: str, repeat: int) -> Topology:
+    return wordcount.build(repeat, batched=variant == "batch", columnar=variant == "columnar")
 
 
 def plain_loop(repeat: int) -> float:
@@ -66,11 +81,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def measure(workers: int, repeat: int, window: float, batched: bool = False) -> dict[str, float]:
+def measure(workers: int, repeat: int, window: float, variant: str = "per-tuple") -> dict[str, float]:
     """Steady-state words/s of one run on ``workers`` processes, and each worker's cores used."""
-    topology = wordcount.build(repeat, batched=batched)
+    topology = _build(variant, repeat)
+    target = f"bench.wordcount:{VARIANTS[variant][0]}"
     cluster = ProcessCluster(
-        TARGETS[batched], topology, workers, transport="grpc", env={"WORDCOUNT_REPEAT": str(repeat)}
+        target, topology, workers, transport="grpc", env={"WORDCOUNT_REPEAT": str(repeat)}
     )
     try:
         cluster.start()
@@ -108,23 +124,33 @@ def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def run(quick: bool = False) -> list[Record]:
     repeat, window, runs = (15_000, 2.0, 1) if quick else (40_000, 4.0, 3)
-    # per-tuple and batched runs alternate, so a load change on the machine hits both alike
-    results: dict[tuple[bool, int], list[dict[str, float]]] = {}
+    # the variants alternate, so a load change on the machine hits them alike; the single loop
+    # runs between them, for the same reason
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    loops = []
     for _ in range(runs):
         for workers in (2, 1):
-            for batched in (False, True):
-                work = repeat * BATCHED_WORK if batched else repeat
-                results.setdefault((batched, workers), []).append(measure(workers, work, window, batched))
-    loop = statistics.median(plain_loop(2000) for _ in range(runs))
+            for variant in VARIANTS:
+                work = repeat * BATCHED_WORK[variant]
+                results.setdefault((variant, workers), []).append(measure(workers, work, window, variant))
+        loops.append(plain_loop(2000))
+    loop = statistics.median(loops)
     records = []
-    for batched, name in ((False, "word count"), (True, "word count on the batch API")):
-        two, one = _median_run(results[batched, 2]), _median_run(results[batched, 1])
+    for variant, (_, name) in VARIANTS.items():
+        two, one = _median_run(results[variant, 2]), _median_run(results[variant, 1])
         baselines = {
             "single-loop split+count (no runtime)": loop,
             "the same on 1 worker process": one["rate"],
         }
-        if batched:
-            baselines["per-tuple word count, 2 workers"] = _median_run(results[False, 2])["rate"]
+        if variant != "per-tuple":
+            baselines["per-tuple word count, 2 workers"] = _median_run(results["per-tuple", 2])["rate"]
+        if variant == "columnar":
+            baselines["batch API (rows), 2 workers"] = _median_run(results["batch", 2])["rate"]
+        target = (
+            ">= 0.5x the single loop; >= 1.7x 1 worker"
+            if variant == "columnar"
+            else ">= 0.25x the single loop (stretch 0.5x); >= 1.7x 1 worker"
+        )
         records.append(
             Record(
                 "wordcount",
@@ -132,7 +158,7 @@ def run(quick: bool = False) -> list[Record]:
                 "tuples",
                 two["rate"],
                 baselines,
-                ">= 0.25x the single loop (stretch 0.5x); >= 1.7x 1 worker",
+                target,
                 {
                     **{k: round(v, 2) for k, v in two.items() if k != "rate"},
                     "1 worker's cores": round(one["worker 0 cores"], 2),

@@ -10,6 +10,11 @@ re-emits a sentence whose tree failed or timed out. With acking off it emits wit
 ``build(batched=True)`` (``examples.wordcount:batched``) is the same word count written against
 the batch API: the spout emits with ``emit_many``, the bolts define ``execute_batch`` and the
 splitter emits all the words of its batch in one ``emit_many``.
+
+``build(columnar=True)`` (``examples.wordcount:columnar``) is the same word count on columns: the
+spout emits its sentences as one column (``emit_columns``), the splitter's ``process`` splits the
+sentence column into one word column, and the counter counts a whole column with
+``Counter.update``. Between workers the words travel as one list per task, with no object per word.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.topology import BasicBolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology import BasicBolt, Columns, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 
 CORPUS = [
     "the cow jumped over the moon",
@@ -40,6 +45,9 @@ CORPUS = [
 DEFAULT_REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "4000"))
 #: Sentences a spout task emits per ``next_tuple`` call: amortises the executor loop.
 SENTENCES_PER_CALL = 16
+#: Sentences per call on columns: a column is worth sending when it is long (one route, one
+#: payload per task and one bolt call per batch, whatever its length).
+SENTENCES_PER_COLUMN = 256
 
 
 class SentenceSpout(Spout):
@@ -48,9 +56,10 @@ class SentenceSpout(Spout):
     With acking on, the message id of a sentence is its index; a failed one is emitted again.
     """
 
-    def __init__(self, repeat: int = DEFAULT_REPEAT, batched: bool = False) -> None:
+    def __init__(self, repeat: int = DEFAULT_REPEAT, batched: bool = False, columnar: bool = False) -> None:
         self.repeat = repeat
         self.batched = batched
+        self.columnar = columnar
         self.emitted = 0
         self.acked = 0
         self.failed = 0
@@ -77,7 +86,7 @@ class SentenceSpout(Spout):
             self.emitted += 1
             emit([CORPUS[again % len(CORPUS)]], msg_id=again)
             return
-        if self.batched:
+        if self.batched or self.columnar:
             self._emit_many()
             return
         for _ in range(SENTENCES_PER_CALL):  # a few per call: amortises the executor loop
@@ -89,13 +98,18 @@ class SentenceSpout(Spout):
             self.emitted += 1
 
     def _emit_many(self) -> None:
-        indices = [i for _, i in zip(range(SENTENCES_PER_CALL), self.indices, strict=False)]
-        if len(indices) < SENTENCES_PER_CALL:
+        per_call = SENTENCES_PER_COLUMN if self.columnar else SENTENCES_PER_CALL
+        indices = [i for _, i in zip(range(per_call), self.indices, strict=False)]
+        if len(indices) < per_call:
             self.done = True
-        if indices:
-            rows = [[CORPUS[i % len(CORPUS)]] for i in indices]
-            self.collector.emit_many(rows, msg_ids=indices if self.reliable else None)
-            self.emitted += len(rows)
+        if not indices:
+            return
+        msg_ids = indices if self.reliable else None
+        if self.columnar:
+            self.collector.emit_columns([[CORPUS[i % len(CORPUS)] for i in indices]], msg_ids=msg_ids)
+        else:
+            self.collector.emit_many([[CORPUS[i % len(CORPUS)]] for i in indices], msg_ids=msg_ids)
+        self.emitted += len(indices)
 
     def ack(self, msg_id: Any) -> None:
         self.acked += 1
@@ -146,6 +160,22 @@ class BatchSplitBolt(SplitBolt):
             emit_many([[word] for tup in tuples for word in tup.values[0].split()])
 
 
+class ColumnarSplitBolt(SplitBolt):
+    """SplitBolt on columns: the sentence column of a batch in, one word column out (with acking
+    on, one emit per sentence, anchored to it)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.emit_columns = collector.emit_columns
+        self.reliable = conf["topology.acker.executors"] > 0
+
+    def process(self, batch: Columns) -> None:
+        if self.reliable:
+            for tup in batch:
+                self.emit_columns([tup.values[0].split()], tup)
+            return
+        self.emit_columns([[word for sentence in batch.column("sentence") for word in sentence.split()]])
+
+
 class CountBolt(BasicBolt):
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.counts: Counter[str] = Counter()
@@ -164,6 +194,13 @@ class BatchCountBolt(CountBolt):
         counts = self.counts
         for tup in tuples:
             counts[tup.values[0]] += 1
+
+
+class ColumnarCountBolt(CountBolt):
+    """CountBolt on columns: a whole word column counted in one ``Counter.update``."""
+
+    def process(self, batch: Columns) -> None:
+        self.counts.update(batch.column("word"))
 
 
 def expected_counts(repeat: int) -> Counter[str]:
@@ -201,11 +238,12 @@ def build(
     splitters: int = 3,
     counters: int = 3,
     batched: bool = False,
+    columnar: bool = False,
 ) -> Any:
     builder = TopologyBuilder("wordcount")
-    builder.set_spout("sentences", SentenceSpout(repeat, batched), parallelism=spouts)
-    split = BatchSplitBolt() if batched else SplitBolt()
-    count = BatchCountBolt() if batched else CountBolt()
+    builder.set_spout("sentences", SentenceSpout(repeat, batched, columnar), parallelism=spouts)
+    split: SplitBolt = ColumnarSplitBolt() if columnar else BatchSplitBolt() if batched else SplitBolt()
+    count: CountBolt = ColumnarCountBolt() if columnar else BatchCountBolt() if batched else CountBolt()
     builder.set_bolt("split", split, parallelism=splitters).shuffle_grouping("sentences")
     builder.set_bolt("count", count, parallelism=counters).fields_grouping("split", ["word"])
     return builder.build(conf={"wordcount.repeat": repeat}, check=make_check(repeat))
@@ -213,3 +251,4 @@ def build(
 
 topology = build()
 batched = build(batched=True)
+columnar = build(columnar=True)

@@ -17,6 +17,7 @@ _EXECUTOR = (
     "tests/worker/test_executor.py",
     "tests/worker/test_batch_execute.py",
     "tests/worker/test_queue_time.py",
+    "tests/worker/test_columns.py",
 )
 #: a topology end to end: in one process, and on worker processes (which inherit the pure setting)
 _END_TO_END = ("tests/worker/test_local_cluster.py", "tests/transport/test_conformance.py")
@@ -35,6 +36,8 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
     "tuplemesh.serialization": ("tests/test_serialization.py",),
     "tuplemesh.transport.framing": ("tests/transport/test_framing.py", "tests/transport/test_grpc_wire.py"),
     "tuplemesh.topology.tuple": ("tests/windowing/test_windows.py", *_END_TO_END),
+    "tuplemesh.topology.partition": ("tests/worker/test_columns.py", "tests/topology/test_groupings.py"),
+    "tuplemesh.topology.columns": ("tests/worker/test_columns.py",),
     "tuplemesh.core.outbox": ("tests/core/test_outbox.py", *_END_TO_END),
     "tuplemesh.core.collectors": _EXECUTOR,
     "tuplemesh.acking.collectors": ("tests/worker/test_executor.py", "tests/worker/test_acking.py"),

@@ -26,6 +26,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.serialization",
     "tuplemesh.transport.framing",
     "tuplemesh.topology.tuple",
+    "tuplemesh.topology.partition",
+    "tuplemesh.topology.columns",
     "tuplemesh.core.outbox",
     "tuplemesh.core.collectors",
     "tuplemesh.acking.collectors",

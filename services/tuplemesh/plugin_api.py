@@ -7,7 +7,7 @@ classes cannot subclass a compiled one, and a plugin may subclass these.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["CustomStreamGrouping", "Decoded", "DecodedRows", "RowsSerializer", "Serializer"]
 
@@ -33,12 +33,15 @@ class Serializer(Protocol):
 DecodedRows = tuple[int, int, list[list[Any]]]
 
 
+@runtime_checkable
 class RowsSerializer(Serializer, Protocol):
     """A serializer that also encodes many untracked tuples of one source and stream in one call.
 
     The runtime frames the rows body behind a header starting with the byte 0xc1
-    (``tuplemesh.serialization.ROWS_MARKER``): a serializer with these methods must never start a
-    ``serialize`` payload with it. Without them, each tuple is sent as its own payload.
+    (``tuplemesh.serialization.ROWS_MARKER``), and uses the same two methods for columnar emits
+    (one list of values per field instead of one per row) behind 0xc2 (``COLUMNS_MARKER``): a
+    serializer with these methods must never start a ``serialize`` payload with either byte.
+    Without them, each tuple is sent as its own payload.
     """
 
     def serialize_rows(self, source_task: int, stream_id: int, rows: Sequence[Sequence[Any]]) -> bytes:

@@ -6,7 +6,10 @@ element that tuples outside any tree never carry. A rows payload carries many un
 of one source task and stream to one task, encoded in one call (``serialize_rows``) and framed
 by ``frame_rows``: the byte ``ROWS_MARKER`` (0xc1, which msgpack never writes and JSON never
 starts with) and the row count, so a receiver tells it from a single tuple's payload and knows
-how many tuples it carries without decoding it. The serializer is chosen by
+how many tuples it carries without decoding it. A columns payload (``emit_columns``) is framed the
+same way behind ``COLUMNS_MARKER`` (0xc2, msgpack's ``false``, which never starts a tuple's
+payload, and JSON never starts with): its body is the same call's encoding of the columns (one
+list of values per field) instead of the rows. The serializer is chosen by
 ``topology.tuple.serializer``: ``msgpack`` (default), ``json``, or ``"module:attr"`` naming a
 class with a no-argument constructor that implements `Serializer`.
 """
@@ -24,6 +27,7 @@ from tuplemesh.plugin_api import Decoded, DecodedRows, RowsSerializer, Serialize
 from tuplemesh.plugins import resolve_plugin
 
 __all__ = [
+    "COLUMNS_MARKER",
     "ROWS_HEADER_BYTES",
     "ROWS_MARKER",
     "SERIALIZERS",
@@ -34,6 +38,7 @@ __all__ = [
     "RowsSerializer",
     "Serializer",
     "frame_rows",
+    "is_batch",
     "load_serializer",
     "rows_count",
     "tuples_in",
@@ -47,13 +52,21 @@ SERIALIZERS = {
 
 #: First byte of a rows payload; a single tuple's payload never starts with it.
 ROWS_MARKER = 0xC1
+#: First byte of a columns payload: the body holds one list per field instead of one per row.
+COLUMNS_MARKER = 0xC2
 #: Marker byte plus the row count as 4 big-endian bytes.
 ROWS_HEADER_BYTES = 5
 
 
-def frame_rows(count: int, body: bytes) -> bytes:
-    """A rows payload: the header, then ``body`` from ``serialize_rows``."""
-    return bytes((ROWS_MARKER,)) + count.to_bytes(4, "big") + body
+def frame_rows(count: int, body: bytes, marker: int = ROWS_MARKER) -> bytes:
+    """A rows payload (a columns payload with ``COLUMNS_MARKER``): the header, then ``body`` from
+    ``serialize_rows``."""
+    return bytes((marker,)) + count.to_bytes(4, "big") + body
+
+
+def is_batch(payload: bytes) -> bool:
+    """Whether ``payload`` is a rows or columns payload (many tuples), not a single tuple's."""
+    return len(payload) > ROWS_HEADER_BYTES and (payload[0] == ROWS_MARKER or payload[0] == COLUMNS_MARKER)
 
 
 def rows_count(payload: bytes) -> int:
@@ -68,11 +81,12 @@ def rows_count(payload: bytes) -> int:
 
 
 def tuples_in(messages: Sequence[tuple[int | None, bytes]]) -> int:
-    """How many tuples (task, payload) messages carry: one per payload, and a rows payload's
-    count for each rows payload, so every count of tuples sent, received or lost stays in tuples."""
+    """How many tuples (task, payload) messages carry: one per payload, and a rows or columns
+    payload's count for each of those, so every count of tuples sent, received or lost stays in
+    tuples."""
     count = 0
     for _, payload in messages:
-        if len(payload) > ROWS_HEADER_BYTES and payload[0] == ROWS_MARKER:
+        if is_batch(payload):
             count += rows_count(payload)
         else:
             count += 1

@@ -14,9 +14,17 @@ from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
-from tuplemesh.topology import DEFAULT_STREAM, AnchoredTuple, BasicBolt, Bolt, Tuple
+from tuplemesh.topology import (
+    DEFAULT_STREAM,
+    AnchoredTuple,
+    BasicBolt,
+    BatchBolt,
+    ColumnarBolt,
+    Columns,
+    Tuple,
+)
 
-__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds", "bolt_batch_call"]
+__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds", "bolt_batch_call", "bolt_process_call"]
 
 
 class TreeIds:
@@ -53,6 +61,11 @@ def _targets(route: StreamRoute, values: Sequence[Any], direct_task: int | None)
     if len(choosers) == 1:
         return choosers[0].choose(values)
     return [task for chooser in choosers for task in chooser.choose(values)]
+
+
+def _rows(columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """The rows ``columns`` hold (a tracked emit goes row by row)."""
+    return [list(values) for values in zip(*columns, strict=True)]
 
 
 class TrackedSpoutCollector(SpoutOutputCollector):
@@ -106,6 +119,20 @@ class TrackedSpoutCollector(SpoutOutputCollector):
             if msg_id is not None:
                 self._counters.emitted += 1
                 self._emit_root(route, values, msg_id, None)
+
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """Emit the rows held as ``columns`` on ``stream``; with ``msg_ids`` (one per row) each row
+        with an id roots a tracked tree, as with ``emit_many``, and the batch goes row by row."""
+        if msg_ids is None:
+            self._emit_columns(columns, stream)
+            return
+        self._columns_route(stream, columns)  # checks the columns before any row goes out
+        self.emit_many(_rows(columns), stream, msg_ids)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
@@ -197,6 +224,21 @@ class TrackedBoltCollector(BoltOutputCollector):
         for values in rows:
             self._emit_anchored(route, values, trees, None)
 
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit the rows held as ``columns`` on ``stream``, every one anchored to ``anchors``;
+        anchored rows go row by row (each delivery has its own edge ids), unanchored ones
+        together as columns."""
+        if not self._anchor_tuples(anchors):
+            self._emit_columns(columns, stream)
+            return
+        self._columns_route(stream, columns)  # checks the columns before any row goes out
+        self.emit_many(_rows(columns), anchors, stream)
+
     def emit_direct(
         self,
         task: int,
@@ -259,11 +301,29 @@ class TrackedBoltCollector(BoltOutputCollector):
                 trees.mailbox.fail(trees.acker_of(root), root)
 
 
-def bolt_batch_call(bolt: Bolt, collector: BoltOutputCollector) -> Callable[[list[Tuple]], None]:
+def bolt_process_call(bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
+    """The call that hands a bolt one batch as columns: ``process`` itself, except for a BasicBolt
+    with acking on, whose inputs (the batch's rows) are all acked once ``process`` returns (when it
+    raises, the caller fails them all). Its emits are anchored to the inputs passed as ``anchors``."""
+    process = bolt.process
+    if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
+        return process
+    tracked = collector
+
+    def process_and_ack(batch: Columns) -> None:
+        process(batch)
+        ack = tracked.ack
+        for tup in batch.tuples():
+            ack(tup)
+
+    return process_and_ack
+
+
+def bolt_batch_call(bolt: BatchBolt, collector: BoltOutputCollector) -> Callable[[list[Tuple]], None]:
     """The call that hands a bolt one inbox batch: ``execute_batch`` itself, except for a BasicBolt
     with acking on, whose inputs are all acked once ``execute_batch`` returns (when it raises, the
     caller fails them all). Its emits are anchored to the inputs passed as ``anchors``."""
-    execute_batch: Callable[[list[Tuple]], None] = bolt.execute_batch  # type: ignore[attr-defined]
+    execute_batch = bolt.execute_batch
     if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
         return execute_batch
     tracked = collector

@@ -106,6 +106,45 @@ class Emitter:
         )
         self._counters.emitted += len(rows)
 
+    def _columns_route(self, stream: str, columns: Sequence[Sequence[Any]]) -> tuple[StreamRoute, int]:
+        """The route for ``emit_columns`` and its row count: one column per declared field, all
+        of one length, checked before any row is delivered."""
+        route = self._routes.get(stream)
+        if route is None:
+            route = self._route(stream, (), direct=False)  # raises, naming the stream
+        if route.direct:
+            raise ValueError(
+                f"component {self.component!r} stream {stream!r}: use emit_direct for this stream"
+            )
+        if len(columns) != len(route.fields):
+            raise ValueError(
+                f"component {self.component!r} stream {stream!r}: emit_columns got {len(columns)} "
+                f"columns for {len(route.fields)} declared fields {list(route.fields)}"
+            )
+        if not columns:
+            raise ValueError(
+                f"component {self.component!r} stream {stream!r} declares no fields: use emit_many"
+            )
+        count = len(columns[0])
+        for name, column in zip(route.fields, columns, strict=True):
+            if len(column) != count:
+                raise ValueError(
+                    f"component {self.component!r} stream {stream!r}: column {name!r} has "
+                    f"{len(column)} values, column {route.fields.names[0]!r} has {count}"
+                )
+        return route, count
+
+    def _emit_columns(self, columns: Sequence[Sequence[Any]], stream: str) -> None:
+        """Deliver untracked rows held as ``columns`` on ``stream``: one route check and one
+        Outbox call for all, each grouping splitting the columns at once."""
+        route, count = self._columns_route(stream, columns)
+        if not count:
+            return
+        self._outbox.deliver_columns(
+            self.task, self.component, stream, route.stream_id, route.fields, columns, count, route.choosers
+        )
+        self._counters.emitted += count
+
     def _direct_route(self, task: int, values: Sequence[Any], stream: str) -> StreamRoute:
         route = self._route(stream, values, direct=True)
         if task not in route.direct_targets:
@@ -165,6 +204,27 @@ class SpoutOutputCollector(Emitter):
             if msg_id is not None:
                 self._tracker.completed_at_once(self.task, msg_id)
 
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """Emit the rows held as ``columns`` (one sequence per declared field, all of one length)
+        on ``stream``, as ``emit_many`` would emit them as rows: each grouping routes the whole
+        batch at once, and the rows for one task travel as columns. ``msg_ids``, when given, has
+        one id per row."""
+        if msg_ids is None:
+            self._emit_columns(columns, stream)
+            return
+        _, count = self._columns_route(stream, columns)
+        if len(msg_ids) != count:
+            raise ValueError(f"emit_columns: {count} rows but {len(msg_ids)} msg_ids")
+        self._emit_columns(columns, stream)
+        for msg_id in msg_ids:
+            if msg_id is not None:
+                self._tracker.completed_at_once(self.task, msg_id)
+
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
     ) -> None:
@@ -208,6 +268,18 @@ class BoltOutputCollector(Emitter):
         """Emit each of ``rows`` on ``stream``, as ``emit`` would, in one call: the rows for one task
         in another worker travel as one payload. ``anchors`` apply to every row."""
         self._emit_many(rows, stream)
+
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """Emit the rows held as ``columns`` (one sequence per declared field, all of one length)
+        on ``stream``, as ``emit_many`` would emit them as rows: each grouping routes the whole
+        batch at once, and the rows for one task travel as columns. ``anchors`` apply to every
+        row."""
+        self._emit_columns(columns, stream)
 
     def emit_direct(
         self,

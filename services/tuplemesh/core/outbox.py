@@ -4,7 +4,10 @@ Destinations are the inboxes of executors in this worker (tuples go there unseri
 other workers (tuples are serialized once per emit, then queued on the worker's transfer ring).
 ``deliver_many`` (``emit_many``) hands each local task its tuples as one list, and encodes the
 rows it sends to one task of another worker in one call, as one rows payload, when the
-serializer can (``serialize_rows``).
+serializer can (``serialize_rows``). ``deliver_columns`` (``emit_columns``) routes a batch held as
+columns with one ``split`` per grouping (a fields grouping partitions the key column in one
+pass), hands each local task its part as one `Columns`, and sends each remote task its part as
+one columns payload.
 A tuple for another worker larger than ``messaging.max.message.bytes`` raises
 MessageTooLargeError in the emitting code (its emit call), before anything of it is buffered.
 A buffer is flushed when it reaches ``topology.producer.batch.size``, when the whole outbox holds
@@ -22,9 +25,12 @@ from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
-from tuplemesh.serialization import Serializer, frame_rows
+from tuplemesh.plugin_api import RowsSerializer
+from tuplemesh.serialization import COLUMNS_MARKER, Serializer, frame_rows
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
-from tuplemesh.topology.groupings import TaskChooser
+from tuplemesh.topology.columns import Columns
+from tuplemesh.topology.groupings import Selection, TaskChooser, split_by_rows
+from tuplemesh.topology.partition import take
 from tuplemesh.tracing import EMIT, context_of
 
 __all__ = ["Outbox"]
@@ -67,8 +73,8 @@ class Outbox:
         self._extra = [0] * len(self._buffers)
         self._transfer = transfer_ring
         self._serialize = serializer.serialize
-        self._serialize_rows: Callable[[int, int, Sequence[Sequence[Any]]], bytes] | None = getattr(
-            serializer, "serialize_rows", None
+        self._serialize_rows: Callable[[int, int, Sequence[Sequence[Any]]], bytes] | None = (
+            serializer.serialize_rows if isinstance(serializer, RowsSerializer) else None
         )
         self.batch_size = batch_size
         self.send_capacity = send_capacity
@@ -219,6 +225,108 @@ class Outbox:
                 self._flush(dest)
         if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
             self.flush()
+
+    def deliver_columns(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        columns: Sequence[Sequence[Any]],
+        count: int,
+        choosers: Sequence[TaskChooser],
+    ) -> None:
+        """Route ``count`` emits of one stream held as ``columns`` (one per field, each ``count``
+        long): each chooser splits them at once; a local task's part goes into its inbox as one
+        `Columns` (an inbox entry ``(task, Columns)``), a remote task's part is encoded as one
+        columns payload. If any part cannot be encoded, none of the rows is delivered."""
+        task_dest = self._task_dest
+        local_count = self._local_count
+        parts: list[tuple[int, Selection]] = []
+        for chooser in choosers:
+            parts.extend(chooser.split(columns, count))
+        local: list[tuple[int, Columns]] = []
+        payloads: list[tuple[int, bytes, int]] = []
+        for task, selection in parts:
+            if selection is None:
+                part: Sequence[Sequence[Any]] = columns
+                n = count
+            elif isinstance(selection, slice):
+                part = [column[selection] for column in columns]
+                n = len(range(count)[selection])
+            else:
+                part = take(columns, selection)
+                n = len(selection)
+            if task_dest[task] < local_count:
+                local.append((task, Columns(part, n, fields, source_task, source_component, stream)))
+            else:
+                for payload, carried in self._encode_columns(
+                    source_task, source_component, stream, stream_id, fields, part, n
+                ):
+                    payloads.append((task, payload, carried))
+        buffers = self._buffers
+        extra = self._extra
+        for task, batch in local:
+            dest = task_dest[task]
+            n = len(batch)
+            buffers[dest].append((task, batch))
+            extra[dest] += n - 1
+            self.pending += n
+            self.delivered += n
+        blocked = self._congestion.blocked if self._congestion is not None else None
+        for task, payload, n in payloads:
+            if blocked and task in blocked:
+                self._hold(task)
+            dest = task_dest[task]
+            buffers[dest].append((task, payload))
+            extra[dest] += n - 1
+            self.pending += n
+            self.delivered += n
+        batch_size = self.batch_size
+        for dest, buf in enumerate(buffers):
+            if buf and len(buf) + extra[dest] >= batch_size:
+                self._flush(dest)
+        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
+            self.flush()
+
+    def _encode_columns(
+        self,
+        source_task: int,
+        source_component: str,
+        stream: str,
+        stream_id: int,
+        fields: Fields,
+        columns: Sequence[Sequence[Any]],
+        count: int,
+    ) -> list[tuple[bytes, int]]:
+        """(payload, tuples in it) for ``count`` rows held as ``columns``: one columns payload,
+        split in halves while it is over ``messaging.max.message.bytes``; rows where the
+        serializer has no batch call or a single row is left."""
+        serialize_rows = self._serialize_rows
+        if serialize_rows is None or count == 1 or not columns:
+            rows: list[Sequence[Any]] = (
+                [list(values) for values in zip(*columns, strict=True)]
+                if columns
+                else [[] for _ in range(count)]
+            )
+            return self._encode_rows(source_task, source_component, stream, stream_id, rows)
+        payload = frame_rows(count, serialize_rows(source_task, stream_id, columns), COLUMNS_MARKER)
+        if len(payload) <= self.max_payload:
+            self.encoded_bytes += len(payload)
+            return [(payload, count)]
+        half = count // 2
+        return self._encode_columns(
+            source_task, source_component, stream, stream_id, fields, [c[:half] for c in columns], half
+        ) + self._encode_columns(
+            source_task,
+            source_component,
+            stream,
+            stream_id,
+            fields,
+            [c[half:] for c in columns],
+            count - half,
+        )
 
     def _encode_rows(
         self,
@@ -372,3 +480,6 @@ class _One:
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._tasks
+
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        return split_by_rows(self, columns, count)

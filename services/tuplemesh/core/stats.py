@@ -106,7 +106,7 @@ class ErrorSnapshot:
 
     component: str
     task: int
-    #: The user method that raised: prepare, execute, execute_batch, cleanup (bolts); open,
+    #: The user method that raised: prepare, execute, execute_batch, process, cleanup (bolts); open,
     #: next_tuple, ack, fail, close (spouts); report (both).
     method: str
     #: The exception's class name and its message (one line; long messages are cut).

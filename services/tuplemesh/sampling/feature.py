@@ -16,6 +16,7 @@ from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.sampling.watch import TupleWatch
+from tuplemesh.topology import Columns
 
 __all__ = ["ExecutorTaps", "Sampling", "feature"]
 
@@ -86,6 +87,8 @@ class ExecutorTaps:
                 tuples = self.executor.peek(item)
             elif kind is list:
                 tuples = item
+            elif kind is Columns:
+                tuples = item.tuples()
             else:
                 tuples = [item]
             for tup in tuples:

@@ -2,10 +2,13 @@
 
 from tuplemesh.topology.assignment import Assignment, ExecutorSpec
 from tuplemesh.topology.builder import BoltDeclarer, ComponentSpec, Subscription, Topology, TopologyBuilder
+from tuplemesh.topology.columns import Columns
 from tuplemesh.topology.components import (
     BasicBolt,
+    BatchBolt,
     Bolt,
     BoltCollector,
+    ColumnarBolt,
     MetricCounter,
     MetricGauge,
     MetricHistogram,
@@ -25,9 +28,12 @@ __all__ = [
     "AnchoredTuple",
     "Assignment",
     "BasicBolt",
+    "BatchBolt",
     "Bolt",
     "BoltCollector",
     "BoltDeclarer",
+    "ColumnarBolt",
+    "Columns",
     "ComponentSpec",
     "CustomStreamGrouping",
     "ExecutorSpec",

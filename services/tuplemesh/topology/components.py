@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
+from tuplemesh.topology.columns import Columns
 from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
 
 __all__ = [
     "BasicBolt",
+    "BatchBolt",
     "Bolt",
     "BoltCollector",
     "BoltSource",
+    "ColumnarBolt",
     "MetricCounter",
     "MetricGauge",
     "MetricHistogram",
@@ -69,6 +72,17 @@ class SpoutCollector(Protocol):
         """``emit`` for each row (with ``msg_ids[i]`` when given), in one call."""
         ...
 
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        stream: str = DEFAULT_STREAM,
+        msg_ids: Sequence[Any] | None = None,
+    ) -> None:
+        """``emit`` for each row held as ``columns`` (one sequence per declared field of
+        ``stream``, all of one length; with ``msg_ids[i]`` when given), in one call: each grouping
+        routes the whole batch at once and the rows for one task travel as columns."""
+        ...
+
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
     ) -> None:
@@ -96,6 +110,18 @@ class BoltCollector(Protocol):
         stream: str = DEFAULT_STREAM,
     ) -> None:
         """``emit`` for each row, all anchored to ``anchors``, in one call."""
+        ...
+
+    def emit_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        anchors: Sequence[Tuple] | Tuple | None = None,
+        stream: str = DEFAULT_STREAM,
+    ) -> None:
+        """``emit`` for each row held as ``columns`` (one sequence per declared field of
+        ``stream``, all of one length), all anchored to ``anchors``, in one call: each grouping
+        routes the whole batch at once and the rows for one task travel as columns (anchored
+        rows go row by row: each delivery in a tree has its own edge ids)."""
         ...
 
     def emit_direct(
@@ -283,6 +309,15 @@ class Bolt:
     that call is failed, including any it acked already (their trees replay).
     ``collector.emit_many(rows, anchors)`` emits many tuples in one call; the rows bound for one
     task in another worker then travel, and are decoded, as one payload.
+
+    Columnar execution: a bolt that defines ``process(self, batch: Columns) -> None`` is handed
+    its input as `Columns` (``batch.column("word")``, ``len(batch)``, a `Tuple` per row when
+    iterated), one call per source stream's run of an inbox batch, at most
+    ``topology.producer.batch.size`` rows at a time; ``execute`` and ``execute_batch`` are then
+    never called. ``collector.emit_columns(columns)`` emits a batch held as columns: each grouping
+    routes it at once (a fields grouping partitions the key column in one pass) and the rows for
+    one task travel, and are decoded, as columns, with no object per row. If ``process`` raises,
+    the error is counted once and every row of that call is failed.
     """
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -309,6 +344,20 @@ class Bolt:
     def report(self) -> Any:
         """JSON-serialisable state for the run summary and the topology's result check."""
         return None
+
+
+@runtime_checkable
+class BatchBolt(Protocol):
+    """A bolt with the batch entry point (see `Bolt`): checked once, when its executor is built."""
+
+    def execute_batch(self, tuples: list[Tuple]) -> None: ...
+
+
+@runtime_checkable
+class ColumnarBolt(Protocol):
+    """A bolt with the columnar entry point (see `Bolt`): checked once, when its executor is built."""
+
+    def process(self, batch: Columns) -> None: ...
 
 
 class BoltSource(Protocol):

@@ -1,22 +1,21 @@
 """Stream groupings: which task(s) of a subscribing component receive each emitted tuple.
 
 A `Grouping` is the declaration (what the builder stores); ``chooser(...)`` makes the per-emitting
-executor object whose ``choose(values)`` runs on the hot path. Fields grouping hashes with CRC-32,
-not Python's ``hash()``, because ``hash(str)`` differs between processes and every worker must
-route the same key to the same task.
+executor object whose ``choose(values)`` runs on the hot path, and whose ``split(columns, count)``
+routes a whole columnar emit at once (`tuplemesh.topology.partition`). Fields grouping hashes with
+CRC-32, not Python's ``hash()``, because ``hash(str)`` differs between processes and every worker
+must route the same key to the same task.
 """
 
 from __future__ import annotations
 
 import random
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import msgpack
-
 from tuplemesh.plugin_api import CustomStreamGrouping
+from tuplemesh.topology.partition import MEMO_LIMIT, partition_by_key, stable_hash
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
@@ -29,30 +28,42 @@ __all__ = [
     "Grouping",
     "LocalOrShuffleGrouping",
     "NoneGrouping",
+    "Selection",
     "ShuffleGrouping",
     "TaskChooser",
+    "split_by_rows",
     "stable_hash",
 ]
 
-
-def stable_hash(values: Sequence[Any]) -> int:
-    """Process-independent hash of ``values`` (str/bytes/int fast paths, msgpack otherwise)."""
-    if len(values) == 1:
-        value = values[0]
-        kind = type(value)
-        if kind is str:
-            return zlib.crc32(value.encode())
-        if kind is int:
-            return value & 0xFFFFFFFF
-        if kind is bytes:
-            return zlib.crc32(value)
-    return zlib.crc32(msgpack.packb(list(values), use_bin_type=True, default=repr))
+#: Which rows of a columnar emit go to one task: a slice, row indices in order, or None (all).
+Selection = slice | list[int] | None
 
 
 class TaskChooser(Protocol):
     """Picks target tasks for one emit. Called only from the emitting executor's thread."""
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]: ...
+
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        """Route ``count`` rows held as ``columns`` at once: (task, the rows it gets), each task
+        at most once, none with no rows; the same tasks ``choose`` would pick row by row."""
+        ...
+
+
+def split_by_rows(
+    chooser: TaskChooser, columns: Sequence[Sequence[Any]], count: int
+) -> list[tuple[int, Selection]]:
+    """``split`` one row at a time through ``choose``: for choosers with no columnar rule."""
+    parts: dict[int, list[int]] = {}
+    rows = zip(*columns, strict=True) if columns else (() for _ in range(count))
+    for index, values in enumerate(rows):
+        for task in chooser.choose(values):
+            part = parts.get(task)
+            if part is None:
+                parts[task] = [index]
+            else:
+                part.append(index)
+    return list(parts.items())
 
 
 class Grouping:
@@ -91,6 +102,23 @@ class _RoundRobin:
         self._next = i + 1
         return self._choices[i]
 
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        """Contiguous slices, as many rows to each task as ``count`` calls of ``choose`` would
+        give it (the walk goes on where it stood), so load stays even across emits."""
+        choices = self._choices
+        width = len(choices)
+        start = self._next % width
+        each, extra = divmod(count, width)
+        parts: list[tuple[int, Selection]] = []
+        low = 0
+        for step in range(width):
+            size = each + (1 if step < extra else 0)
+            if size:
+                parts.append((choices[(start + step) % width][0], slice(low, low + size)))
+                low += size
+        self._next = start + extra
+        return parts
+
 
 class _Constant:
     __slots__ = ("_tasks",)
@@ -101,14 +129,15 @@ class _Constant:
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         return self._tasks
 
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        return [(task, None) for task in self._tasks] if count else []
+
 
 class _ByFields:
     """Fields grouping chooser. Single-field keys are memoised (bounded): vocabularies repeat, and
     a dict hit costs a fraction of encoding and hashing the key again."""
 
-    __slots__ = ("_choices", "_count", "_indices", "_memo", "_single")
-
-    MEMO_LIMIT = 65_536
+    __slots__ = ("_choices", "_count", "_indices", "_memo", "_positions", "_single")
 
     def __init__(self, tasks: Sequence[int], indices: tuple[int, ...]) -> None:
         self._choices = [(t,) for t in tasks]
@@ -116,6 +145,7 @@ class _ByFields:
         self._indices = indices
         self._single = indices[0] if len(indices) == 1 else None
         self._memo: dict[Any, Sequence[int]] = {}
+        self._positions: dict[Any, int] = {}  # split's memo: key -> task position
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         if self._single is not None:
@@ -124,11 +154,18 @@ class _ByFields:
             if chosen is None:
                 chosen = self._choices[stable_hash((value,)) % self._count]
                 if type(value) in _MEMO_TYPES:
-                    if len(self._memo) >= self.MEMO_LIMIT:
+                    if len(self._memo) >= MEMO_LIMIT:
                         self._memo.clear()
                     self._memo[value] = chosen
             return chosen
         return self._choices[stable_hash([values[i] for i in self._indices]) % self._count]
+
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        """One pass over the key column (compiled); several key fields go row by row."""
+        if self._single is None:
+            return split_by_rows(self, columns, count)
+        parts = partition_by_key(columns[self._single], self._count, self._positions)
+        return [(self._choices[i][0], part) for i, part in enumerate(parts) if part]
 
 
 # Exact types whose equality agrees with stable_hash (True == 1 but hashes differently: excluded).
@@ -215,6 +252,9 @@ class _CustomChooser:
             if task not in self._legal:
                 raise ValueError(f"custom grouping chose task {task}, not one of {sorted(self._legal)}")
         return chosen
+
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        return split_by_rows(self, columns, count)
 
 
 @dataclass(frozen=True)

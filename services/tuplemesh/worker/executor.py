@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from tuplemesh.acking import VERDICT_STREAM
-from tuplemesh.acking.collectors import bolt_batch_call
+from tuplemesh.acking.collectors import bolt_batch_call, bolt_process_call
 from tuplemesh.acking.mode import ExecutorAcking, executor_acking
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
 from tuplemesh.core.budget import ByteBudget
@@ -33,9 +33,20 @@ from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, Serializer, rows_count
+from tuplemesh.plugin_api import RowsSerializer
+from tuplemesh.serialization import COLUMNS_MARKER, ROWS_HEADER_BYTES, Serializer, is_batch, rows_count
 from tuplemesh.state.alignment import AlignedInput
-from tuplemesh.topology import AnchoredTuple, Bolt, ExecutorSpec, Spout, TopologyContext, Tuple
+from tuplemesh.topology import (
+    AnchoredTuple,
+    BatchBolt,
+    Bolt,
+    ColumnarBolt,
+    Columns,
+    ExecutorSpec,
+    Spout,
+    TopologyContext,
+    Tuple,
+)
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
@@ -153,8 +164,8 @@ class Executor:
         deserializer = wiring.new_serializer()
         self._deserialize = deserializer.deserialize
         #: None when the serializer has no rows codec: then no payload is taken for a rows payload
-        self._deserialize_rows: Callable[[bytes], tuple[int, int, list[list[Any]]]] | None = getattr(
-            deserializer, "deserialize_rows", None
+        self._deserialize_rows: Callable[[bytes], tuple[int, int, list[list[Any]]]] | None = (
+            deserializer.deserialize_rows if isinstance(deserializer, RowsSerializer) else None
         )
         enabled = settings.metrics_enabled
         # per tuple: each batch's mean, weighted by the tuples it executed (one timer per batch)
@@ -224,17 +235,15 @@ class Executor:
 
     def tuples_in(self, payload: bytes) -> int:
         """How many tuples an inbox payload carries, without decoding it."""
-        rows = self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER
-        return rows_count(payload) if rows else 1
+        return rows_count(payload) if self._deserialize_rows is not None and is_batch(payload) else 1
 
     def peek(self, payload: bytes) -> list[Tuple]:
         """The tuples of a payload, for an observer: none when it does not decode (uncounted here:
         its execution counts it)."""
         try:
-            if self._deserialize_rows is not None and len(payload) and payload[0] == ROWS_MARKER:
-                source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
-                component, stream, fields = self._stream_info[stream_id]
-                return [Tuple(values, source_task, component, stream, fields) for values in rows]
+            if self._deserialize_rows is not None and is_batch(payload):
+                decoded = self._read_batch(payload)
+                return decoded.tuples() if decoded.__class__ is Columns else cast(list[Tuple], decoded)
             source_task, stream_id, values, _ = self._deserialize(payload)
             component, stream, fields = self._stream_info[stream_id]
         except (SerializationError, KeyError, ValueError, TypeError):
@@ -270,29 +279,48 @@ class Executor:
             return Tuple(values, source_task, component, stream, fields)
         return AnchoredTuple(values, source_task, component, stream, fields, anchors)
 
-    def _decode_rows(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a rows payload; none (each counted as failed, logged) when it cannot be
-        decoded. Their sender has no tree to fail: they were emitted untracked."""
-        assert self._deserialize_rows is not None  # only called for a rows payload
+    def _read_batch(self, payload: bytes) -> Columns | list[Tuple]:
+        """A rows payload's tuples, or a columns payload's `Columns`; raises when it does not
+        decode, or when its columns do not match its stream's fields and its row count."""
+        assert self._deserialize_rows is not None  # only called for a rows or columns payload
+        source_task, stream_id, lists = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
+        component, stream, fields = self._stream_info[stream_id]
+        if payload[0] != COLUMNS_MARKER:
+            return [Tuple(values, source_task, component, stream, fields) for values in lists]
+        count = rows_count(payload)
+        if len(lists) != len(fields) or any(len(column) != count for column in lists):
+            raise ValueError(f"columns payload of {count} rows does not match the fields {list(fields)}")
+        return Columns(lists, count, fields, source_task, component, stream)
+
+    def _decode_batch(self, payload: bytes) -> Columns | list[Tuple]:
+        """A rows or columns payload, decoded (`_read_batch`); none (each of its tuples counted as
+        failed, logged) when it cannot be. Their sender has no tree to fail: they were emitted
+        untracked."""
         try:
-            source_task, stream_id, rows = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
-            component, stream, fields = self._stream_info[stream_id]
+            return self._read_batch(payload)
         except (SerializationError, KeyError, ValueError, TypeError) as exc:
             self.counters.deserialize_errors += 1
             self.counters.failed += rows_count(payload)
             self.errors_log.log(
-                "executor %s: undecodable %d-byte rows payload: %s", self.name, len(payload), exc
+                "executor %s: undecodable %d-byte batch payload: %s", self.name, len(payload), exc
             )
             return []
-        return [Tuple(values, source_task, component, stream, fields) for values in rows]
+
+    def _decode_rows(self, payload: bytes) -> list[Tuple]:
+        """The tuples of a rows or columns payload (`_decode_batch`), as tuples."""
+        decoded = self._decode_batch(payload)
+        return decoded.tuples() if decoded.__class__ is Columns else cast(list[Tuple], decoded)
 
     def _unpack(self, entry: Any) -> tuple[list[Tuple], int]:
-        """The tuples an inbox entry other than a Tuple carries (a payload, a rows payload, a
-        local emit_many's list) and how many tuples it stands for; undecodable ones are counted
-        (as failed) and left out."""
-        if entry.__class__ is list:
+        """The tuples an inbox entry other than a Tuple carries (a payload, a rows or columns
+        payload, a local emit_many's list or emit_columns' `Columns`) and how many tuples it
+        stands for; undecodable ones are counted (as failed) and left out."""
+        kind = entry.__class__
+        if kind is list:
             return entry, len(entry)
-        if self._deserialize_rows is not None and len(entry) and entry[0] == ROWS_MARKER:
+        if kind is Columns:
+            return entry.tuples(), len(entry)
+        if self._deserialize_rows is not None and is_batch(entry):
             return self._decode_rows(entry), rows_count(entry)
         tup = self._decode(entry)
         return ([] if tup is None else [tup]), 1
@@ -365,7 +393,13 @@ class BoltExecutor(Executor):
         self._execute_batches = {
             task: bolt_batch_call(bolt, self.collectors[task])
             for task, bolt in self.bolts.items()
-            if callable(getattr(bolt, "execute_batch", None))
+            if isinstance(bolt, BatchBolt)
+        }
+        # bolts with ``process`` get their input as columns (`Columns`), before any other entry point
+        self._process = {
+            task: bolt_process_call(bolt, self.collectors[task])
+            for task, bolt in self.bolts.items()
+            if isinstance(bolt, ColumnarBolt)
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
@@ -500,16 +534,20 @@ class BoltExecutor(Executor):
         counted as received or executed: a feature's control input such as a tick, not data)."""
         for task, bolt in self.bolts.items():
             # the bolt's own methods: ``tup`` is neither acked (BasicBolt) nor failed on an error
-            execute_batch = getattr(bolt, "execute_batch", None) if task in self._execute_batches else None
+            method = "execute"
             try:
-                if execute_batch is not None:
-                    execute_batch([tup])
+                if isinstance(bolt, ColumnarBolt):
+                    method = "process"
+                    bolt.process(Columns.from_tuples([tup]))
+                elif isinstance(bolt, BatchBolt):
+                    method = "execute_batch"
+                    bolt.execute_batch([tup])
                 else:
                     bolt.execute(tup)
             except AlertError:
                 raise
             except Exception as exc:
-                self._record_error("execute_batch" if execute_batch is not None else "execute", task, exc)
+                self._record_error(method, task, exc)
                 self.errors_log.log("bolt %s task %s raised %r on %s", self.spec.component, task, exc, what)
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
@@ -531,6 +569,9 @@ class BoltExecutor(Executor):
             self._execute, self._execute_batches = self._plain_calls
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
+        if self._process:
+            self._process_batches(batch)
+            return
         if self._execute_batches:
             self._execute_task_batches(batch)
             return
@@ -544,7 +585,7 @@ class BoltExecutor(Executor):
                 break
             kind = item.__class__
             if kind is bytes:
-                if rows_codec and len(item) and item[0] == ROWS_MARKER:
+                if rows_codec and is_batch(item):
                     executed += self._execute_each(task, self._decode_rows(item), rows_count(item))
                     continue
                 item = self._decode(item)
@@ -552,6 +593,9 @@ class BoltExecutor(Executor):
                     continue
             elif kind is list:  # a local emit_many's tuples for this task
                 executed += self._execute_each(task, item, len(item))
+                continue
+            elif kind is Columns:  # a local emit_columns' rows for this task
+                executed += self._execute_each(task, item.tuples(), len(item))
                 continue
             if task is None:  # no task: broadcast to every task of this executor
                 for each, fn in execute.items():
@@ -581,9 +625,9 @@ class BoltExecutor(Executor):
         for index in range(start, len(batch)):
             item = batch[index][1]
             kind = item.__class__
-            if kind is list:
+            if kind is list or kind is Columns:
                 abandoned += len(item)
-            elif kind is bytes and len(item) > ROWS_HEADER_BYTES and item[0] == ROWS_MARKER:
+            elif kind is bytes and is_batch(item):
                 abandoned += rows_count(item)
             else:
                 abandoned += 1
@@ -619,8 +663,12 @@ class BoltExecutor(Executor):
                 received += len(item) - 1
                 self._gather(per_task, target, item)
                 continue
+            if kind is Columns:  # a local emit_columns' rows for this task
+                received += len(item) - 1
+                self._gather(per_task, target, list(item.tuples()))
+                continue
             if kind is bytes:
-                if rows_codec and len(item) and item[0] == ROWS_MARKER:
+                if rows_codec and is_batch(item):
                     received += rows_count(item) - 1
                     self._gather(per_task, target, self._decode_rows(item))
                     continue
@@ -652,6 +700,67 @@ class BoltExecutor(Executor):
         self.counters.executed += executed
         self.counters.received += received
 
+    def _process_batches(self, batch: list[tuple[int | None, Any]]) -> None:
+        """Split an inbox batch by task and by source (task and stream), and hand each task one
+        `Columns` per source (``process``) with that source's rows in arrival order: the pieces
+        one source sent (columns payloads, local ``emit_columns`` parts, rows, single tuples) are
+        joined, so a bolt's call covers what the inbox batch holds, not what one emit held.
+        Order holds per source, as Storm's does; between sources it does not."""
+        per_task: dict[int, dict[tuple[int, str, str], list[Columns | list[Tuple]]]] = {}
+        received = len(batch)
+        rows_codec = self._deserialize_rows is not None
+        target: int | None
+        for target, item in batch:
+            kind = item.__class__
+            run: Columns | list[Tuple]
+            if kind is Columns or kind is list:
+                received += len(item) - 1
+                run = item
+            elif kind is bytes:
+                if rows_codec and is_batch(item):
+                    received += rows_count(item) - 1
+                    run = self._decode_batch(item)
+                else:
+                    tup = self._decode(item)
+                    if tup is None:
+                        continue
+                    run = [tup]
+            else:
+                run = [item]
+            if not len(run):
+                continue
+            first = run if isinstance(run, Columns) else run[0]
+            source = (first.source_task, first.source_component, first.source_stream)
+            for task in self._process if target is None else (target,):
+                sources = per_task.get(task)
+                if sources is None:
+                    per_task[task] = {source: [run]}
+                    continue
+                pieces = sources.get(source)
+                if pieces is None:
+                    sources[source] = [run]
+                else:
+                    pieces.append(run)
+        executed = 0
+        calls = self._process
+        most = self.execute_batch_limit
+        for task, sources in per_task.items():
+            for pieces in sources.values():
+                columns = Columns.join(pieces)
+                size = len(columns)
+                for start in range(0, size, most):
+                    if self._halting:  # a part at a time: process takes it whole
+                        self.counters.abandoned_on_halt += size - start
+                        break
+                    part = columns if size <= most else columns.slice(start, start + most)
+                    executed += len(part)
+                    try:
+                        calls[task](part)
+                    except Exception as exc:
+                        self._batch_error(task, part.tuples(), exc, "process")
+        self.counters.executed += executed
+        self.counters.received += received
+
     def _gather(self, per_task: dict[int, list[Tuple]], task: int | None, tuples: list[Tuple]) -> None:
         """Add ``tuples`` to ``task``'s part (every task's, for a broadcast); may take the list."""
         if task is None:  # no task: broadcast to every task of this executor
@@ -664,14 +773,18 @@ class BoltExecutor(Executor):
         else:
             mine.extend(tuples)
 
-    def _batch_error(self, task: int, tuples: list[Tuple], exc: Exception) -> None:
-        """``execute_batch`` raised: count it once, log it, and fail every tuple it was given."""
-        self._record_error("execute_batch", task, exc)
+    def _batch_error(
+        self, task: int, tuples: list[Tuple], exc: Exception, method: str = "execute_batch"
+    ) -> None:
+        """``execute_batch`` (or ``process``) raised: count it once, log it, and fail every tuple
+        it was given."""
+        self._record_error(method, task, exc)
         self.errors_log.log(
-            "bolt %s task %s raised %r in execute_batch on %d tuples; all failed",
+            "bolt %s task %s raised %r in %s on %d tuples; all failed",
             self.spec.component,
             task,
             exc,
+            method,
             len(tuples),
         )
         fail = self.collectors[task].fail
