@@ -104,19 +104,21 @@ class SentenceSpout(Spout):
             self.done = True
         if not indices:
             return
-        msg_ids = indices if self.reliable else None
-        if self.columnar:
-            self.collector.emit_columns([[CORPUS[i % len(CORPUS)] for i in indices]], msg_ids=msg_ids)
+        if self.columnar:  # with acking on, the whole batch is one tree: its id, its indices
+            batch_id = tuple(indices) if self.reliable else None
+            self.collector.emit_columns([[CORPUS[i % len(CORPUS)] for i in indices]], batch_id=batch_id)
         else:
+            msg_ids = indices if self.reliable else None
             self.collector.emit_many([[CORPUS[i % len(CORPUS)]] for i in indices], msg_ids=msg_ids)
         self.emitted += len(indices)
 
     def ack(self, msg_id: Any) -> None:
-        self.acked += 1
+        self.acked += len(msg_id) if type(msg_id) is tuple else 1
 
     def fail(self, msg_id: Any) -> None:
-        self.failed += 1
-        self.replay.append(msg_id)
+        failed = list(msg_id) if type(msg_id) is tuple else [msg_id]  # a batch: each sentence again
+        self.failed += len(failed)
+        self.replay.extend(failed)
 
     def is_finished(self) -> bool:
         return self.done and not self.replay
@@ -161,19 +163,17 @@ class BatchSplitBolt(SplitBolt):
 
 
 class ColumnarSplitBolt(SplitBolt):
-    """SplitBolt on columns: the sentence column of a batch in, one word column out (with acking
-    on, one emit per sentence, anchored to it)."""
+    """SplitBolt on columns: the sentence column of a batch in, one word column out, anchored to
+    the batch (with acking on, a batch the spout emitted as one tree stays one: one edge per
+    task's part of the words)."""
 
     def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
         self.emit_columns = collector.emit_columns
-        self.reliable = conf["topology.acker.executors"] > 0
 
     def process(self, batch: Columns) -> None:
-        if self.reliable:
-            for tup in batch:
-                self.emit_columns([tup.values[0].split()], tup)
-            return
-        self.emit_columns([[word for sentence in batch.column("sentence") for word in sentence.split()]])
+        self.emit_columns(
+            [[word for sentence in batch.column("sentence") for word in sentence.split()]], batch
+        )
 
 
 class CountBolt(BasicBolt):

@@ -9,7 +9,9 @@ starts with) and the row count, so a receiver tells it from a single tuple's pay
 how many tuples it carries without decoding it. A columns payload (``emit_columns``) is framed the
 same way behind ``COLUMNS_MARKER`` (0xc2, msgpack's ``false``, which never starts a tuple's
 payload, and JSON never starts with): its body is the same call's encoding of the columns (one
-list of values per field) instead of the rows. The serializer is chosen by
+list of values per field) instead of the rows. A batch tracked as a whole (acking) travels behind
+``ANCHORED_COLUMNS_MARKER`` (0xc3, msgpack's ``true``) with its anchors as a flat
+``[root, edge, ...]`` list after the columns. The serializer is chosen by
 ``topology.tuple.serializer``: ``msgpack`` (default), ``json``, or ``"module:attr"`` naming a
 class with a no-argument constructor that implements `Serializer`.
 """
@@ -27,6 +29,7 @@ from tuplemesh.plugin_api import Decoded, DecodedRows, RowsSerializer, Serialize
 from tuplemesh.plugins import resolve_plugin
 
 __all__ = [
+    "ANCHORED_COLUMNS_MARKER",
     "COLUMNS_MARKER",
     "ROWS_HEADER_BYTES",
     "ROWS_MARKER",
@@ -37,6 +40,8 @@ __all__ = [
     "MsgpackSerializer",
     "RowsSerializer",
     "Serializer",
+    "anchors_of",
+    "flat_anchors",
     "frame_rows",
     "is_batch",
     "load_serializer",
@@ -54,6 +59,8 @@ SERIALIZERS = {
 ROWS_MARKER = 0xC1
 #: First byte of a columns payload: the body holds one list per field instead of one per row.
 COLUMNS_MARKER = 0xC2
+#: First byte of a columns payload tracked as a whole: its anchors follow the columns.
+ANCHORED_COLUMNS_MARKER = 0xC3
 #: Marker byte plus the row count as 4 big-endian bytes.
 ROWS_HEADER_BYTES = 5
 
@@ -66,7 +73,7 @@ def frame_rows(count: int, body: bytes, marker: int = ROWS_MARKER) -> bytes:
 
 def is_batch(payload: bytes) -> bool:
     """Whether ``payload`` is a rows or columns payload (many tuples), not a single tuple's."""
-    return len(payload) > ROWS_HEADER_BYTES and (payload[0] == ROWS_MARKER or payload[0] == COLUMNS_MARKER)
+    return len(payload) > ROWS_HEADER_BYTES and ROWS_MARKER <= payload[0] <= ANCHORED_COLUMNS_MARKER
 
 
 def rows_count(payload: bytes) -> int:
@@ -105,10 +112,17 @@ def _checked_rows(decoded: Any) -> DecodedRows:
     return source_task, stream_id, rows
 
 
-def _flat(anchors: dict[int, int]) -> list[int]:
+def flat_anchors(anchors: dict[int, int]) -> list[int]:
     if len(anchors) == 1:  # the common case: a tuple in one tree
         return list(next(iter(anchors.items())))
     return [n for pair in anchors.items() for n in pair]
+
+
+def anchors_of(flat: Any) -> dict[int, int]:
+    """The anchors ``flat_anchors`` made; SerializationError when ``flat`` is not such a list."""
+    if type(flat) is not list or len(flat) % 2 or any(type(n) is not int for n in flat):
+        raise SerializationError("payload anchors are not a flat list of (root, edge) integer pairs")
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _checked(decoded: Any) -> Decoded:
@@ -123,9 +137,7 @@ def _checked(decoded: Any) -> Decoded:
     flat = decoded[3]
     if type(flat) is list and len(flat) == 2 and type(flat[0]) is int and type(flat[1]) is int:
         return source_task, stream_id, values, {flat[0]: flat[1]}  # the common case: one tree
-    if type(flat) is not list or len(flat) % 2 or any(type(n) is not int for n in flat):
-        raise SerializationError("payload anchors are not a flat list of (root, edge) integer pairs")
-    return source_task, stream_id, values, dict(zip(flat[::2], flat[1::2], strict=True))
+    return source_task, stream_id, values, anchors_of(flat)
 
 
 class MsgpackSerializer:
@@ -140,7 +152,7 @@ class MsgpackSerializer:
         try:
             if anchors is None:
                 return self._pack((source_task, stream_id, values))
-            return self._pack((source_task, stream_id, values, _flat(anchors)))
+            return self._pack((source_task, stream_id, values, flat_anchors(anchors)))
         except (TypeError, ValueError, OverflowError) as exc:
             raise SerializationError(f"cannot serialize tuple values {values!r}: {exc}") from exc
 
@@ -177,7 +189,7 @@ class JsonSerializer:
     ) -> bytes:
         body: list[Any] = [source_task, stream_id, list(values)]
         if anchors is not None:
-            body.append(_flat(anchors))
+            body.append(flat_anchors(anchors))
         try:
             return json.dumps(body, separators=(",", ":")).encode()
         except (TypeError, ValueError) as exc:

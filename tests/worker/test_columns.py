@@ -45,12 +45,13 @@ FAN = 3
 
 
 class ColumnSpout(Spout):
-    """Emits ids 0..n-1 as one column per call (``emit_columns``; msg id = id when acking is on);
-    replays failed ids."""
+    """Emits ids 0..n-1 as one column per call (``emit_columns``; with acking on, msg id = id, or
+    with ``whole`` one batch id per call: the tuple of its ids); replays failed ids."""
 
-    def __init__(self, n: int, per_call: int = 50) -> None:
+    def __init__(self, n: int, per_call: int = 50, whole: bool = False) -> None:
         self.n = n
         self.per_call = per_call
+        self.whole = whole
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(["id"])
@@ -64,15 +65,20 @@ class ColumnSpout(Spout):
 
     def next_tuple(self) -> None:
         ids = [self.todo.pop() for _ in range(min(self.per_call, len(self.todo)))]
-        if ids:
+        if not ids:
+            return
+        if self.whole:
+            self.collector.emit_columns([ids], batch_id=tuple(ids) if self.reliable else None)
+        else:
             self.collector.emit_columns([ids], msg_ids=ids if self.reliable else None)
 
     def ack(self, msg_id: Any) -> None:
-        self.acked.append(msg_id)
+        self.acked.extend(msg_id if type(msg_id) is tuple else [msg_id])
 
     def fail(self, msg_id: Any) -> None:
-        self.failed.append(msg_id)
-        self.todo.append(msg_id)
+        ids = list(msg_id) if type(msg_id) is tuple else [msg_id]
+        self.failed.extend(ids)
+        self.todo.extend(ids)
 
     def is_finished(self) -> bool:
         return not self.todo
@@ -94,6 +100,12 @@ class FanBolt(BasicBolt):
 
     def process(self, batch: Columns) -> None:
         assert isinstance(batch, Columns) and batch.source_component == "ids"
+        if self.reliable and batch.anchors is not None:  # tracked as a whole: anchor to the batch
+            ids = batch.column("id")
+            self.collector.emit_columns(
+                [[i for i in ids for _ in range(FAN)], [p for _ in ids for p in range(FAN)]], batch
+            )
+            return
         if self.reliable:
             for tup in batch:
                 self.collector.emit_columns([[tup.values[0]] * FAN, list(range(FAN))], tup)
@@ -136,9 +148,9 @@ class SinkBolt(Bolt):
         return {"task": self.task, "calls": self.calls, "sources": self.sources, "raised_on": self.raised_on}
 
 
-def build(sink: Bolt, spout_per_call: int = 50) -> Any:
+def build(sink: Bolt, spout_per_call: int = 50, whole: bool = False) -> Any:
     builder = TopologyBuilder("columns")
-    builder.set_spout("ids", ColumnSpout(IDS, spout_per_call), parallelism=2)
+    builder.set_spout("ids", ColumnSpout(IDS, spout_per_call, whole), parallelism=2)
     builder.set_bolt("fan", FanBolt(), parallelism=2).shuffle_grouping("ids")
     builder.set_bolt("sink", sink, parallelism=3).fields_grouping("fan", ["id"])
     return builder.build()
@@ -153,9 +165,9 @@ def run(topology: Any, transport: str, ackers: int, **extra: Any) -> tuple[Any, 
 
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])
-@pytest.mark.parametrize("ackers", [0, 2])
-def test_process_sees_every_row_once_in_batches_of_one_source(transport, ackers):
-    summary, cluster = run(build(SinkBolt()), transport, ackers)
+@pytest.mark.parametrize(("ackers", "whole"), [(0, False), (2, False), (2, True)])
+def test_process_sees_every_row_once_in_batches_of_one_source(transport, ackers, whole):
+    summary, cluster = run(build(SinkBolt(), whole=whole), transport, ackers)
     reports = cluster.reports()
     fan_tasks = set(cluster.workers[0].plan.assignment.tasks_of("fan"))
     seen: Counter[tuple[int, int]] = Counter()
@@ -184,6 +196,8 @@ def test_process_sees_every_row_once_in_batches_of_one_source(transport, ackers)
     if ackers:
         assert acked == list(range(IDS))  # every tree completed exactly once
         assert components["fan"]["acked"] == IDS  # a BasicBolt's rows are acked when process returns
+        trees = sum(r["completed"] for r in reports["__acker"])
+        assert trees == (IDS // 50 if whole else IDS)  # one tree per spout batch, or per row
     else:
         assert acked == []
         assert components["fan"]["acked"] == 0
@@ -199,19 +213,24 @@ def test_a_process_call_holds_at_most_the_producer_batch_size():
 
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])
-def test_a_raising_process_fails_every_row_of_the_call_and_they_replay(transport):
-    summary, cluster = run(build(SinkBolt(raise_on=7)), transport, ackers=2)
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_raising_process_fails_every_row_of_the_call_and_they_replay(transport, whole):
+    summary, cluster = run(build(SinkBolt(raise_on=7), whole=whole), transport, ackers=2)
     reports = cluster.reports()
     [raised_on] = [r["raised_on"] for r in reports["sink"] if r["raised_on"]]
     assert 7 in raised_on
     failed = [i for r in reports["ids"] for i in r["failed"]]
-    assert sorted(failed) == raised_on  # the trees of that call's rows, each failed once
+    if whole:  # the whole spout batch(es) those rows came from, each failed once, then replayed
+        assert set(raised_on) <= set(failed) and len(failed) == len(set(failed))
+    else:
+        assert sorted(failed) == raised_on  # the trees of that call's rows, each failed once
     assert sorted(i for r in reports["ids"] for i in r["acked"]) == list(range(IDS))
     components = summary.components
     assert components["sink"]["errors"] == 1
     failed_rows = components["sink"]["failed"]
     assert failed_rows >= len(raised_on)
-    assert components["sink"]["acked"] == IDS * FAN + len(raised_on) * FAN - failed_rows
+    if not whole:
+        assert components["sink"]["acked"] == IDS * FAN + len(raised_on) * FAN - failed_rows
     [error] = [s.first_error for w in cluster.workers for s in w.snapshot().executors if s.first_error]
     assert error.method == "process" and "fails one batch" in error.message
 
@@ -241,7 +260,7 @@ class RowBolt(BasicBolt):
         self.seen: Counter[int] = Counter()
 
     def execute(self, tup: Tuple) -> None:
-        assert type(tup) is Tuple and tup.source_component == "ids"
+        assert isinstance(tup, Tuple) and tup.source_component == "ids"
         self.seen[tup.values[0]] += 1
 
     def report(self) -> Any:
@@ -258,16 +277,46 @@ class BatchRowBolt(RowBolt):
 
 @pytest.mark.parametrize("transport", ["local", "grpc"])
 @pytest.mark.parametrize("bolt", [RowBolt, BatchRowBolt])
-def test_bolts_without_process_get_a_row_view_of_each_column_row(transport, bolt):
+@pytest.mark.parametrize(("ackers", "whole"), [(0, False), (2, True)])
+def test_bolts_without_process_get_a_row_view_of_each_column_row(transport, bolt, ackers, whole):
+    """With acking on, a batch tracked as a whole becomes rows tracked one by one for a bolt that
+    acks per tuple: every tree still completes exactly once."""
     builder = TopologyBuilder("columns-to-rows")
-    builder.set_spout("ids", ColumnSpout(IDS), parallelism=2)
+    builder.set_spout("ids", ColumnSpout(IDS, whole=whole), parallelism=2)
     builder.set_bolt("count", bolt(), parallelism=3).all_grouping("ids")
-    summary, cluster = run(builder.build(), transport, 0)
+    summary, cluster = run(builder.build(), transport, ackers)
+    ids = cluster.reports()["ids"]
+    assert sorted(i for r in ids for i in r["acked"]) == (list(range(IDS)) if ackers else [])
+    assert not any(r["failed"] for r in ids)
+    assert summary.components["count"]["acked"] == (3 * IDS if ackers else 0)  # a BasicBolt acks when on
     reports = cluster.reports()["count"]
     assert len(reports) == 3
     for seen in reports:  # all grouping: every task sees every id once
         assert {int(i): n for i, n in seen.items()} == {i: 1 for i in range(IDS)}
     assert summary.components["count"]["executed"] == summary.components["count"]["received"] == 3 * IDS
+
+
+class WholeSinkBolt(SinkBolt):
+    """Records each call's rows from its columns (no row views) and acks the batch in one call."""
+
+    def process(self, batch: Columns) -> None:
+        self.calls.append([[i, p] for i, p in zip(batch.column("id"), batch.column("part"), strict=True)])
+        self.sources.append([batch.source_component, batch.source_stream, batch.source_task])
+        self.collector.ack(batch)
+
+
+def test_a_batch_tracked_as_a_whole_split_to_fit_the_message_size_still_completes():
+    """A part too large for messaging.max.message.bytes is sent in halves, each its own node of
+    the tree: the tree completes once, with nothing failed."""
+    extra = {"messaging.max.message.bytes": 1200}
+    summary, cluster = run(build(WholeSinkBolt(), spout_per_call=300, whole=True), "grpc", 2, **extra)
+    reports = cluster.reports()
+    assert sorted(i for r in reports["ids"] for i in r["acked"]) == list(range(IDS))
+    assert not any(r["failed"] for r in reports["ids"])
+    assert summary.components["sink"]["executed"] == summary.components["sink"]["acked"] == IDS * FAN
+    assert sum(r["completed"] for r in reports["__acker"]) == 2 * 2  # one tree per spout batch: 300 + 150 ids each
+    sizes = [len(call) for r in reports["sink"] for call in r["calls"]]
+    assert max(sizes) < 300  # the parts were split to fit
 
 
 class PairSpout(Spout):

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
+from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, check_ids
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import (
@@ -24,7 +24,14 @@ from tuplemesh.topology import (
     Tuple,
 )
 
-__all__ = ["TrackedBoltCollector", "TrackedSpoutCollector", "TreeIds", "bolt_batch_call", "bolt_process_call"]
+__all__ = [
+    "BatchEdges",
+    "TrackedBoltCollector",
+    "TrackedSpoutCollector",
+    "TreeIds",
+    "bolt_batch_call",
+    "bolt_process_call",
+]
 
 
 class TreeIds:
@@ -61,6 +68,31 @@ def _targets(route: StreamRoute, values: Sequence[Any], direct_task: int | None)
     if len(choosers) == 1:
         return choosers[0].choose(values)
     return [task for chooser in choosers for task in chooser.choose(values)]
+
+
+class BatchEdges:
+    """Hands each part of a batch tracked as a whole its anchors (``Outbox.deliver_columns``'
+    ``edges``): per part one new edge id, XORed into ``xor`` (a spout's first edges, sent in the
+    tree's init) or into the anchoring batch's ``ack_val`` (a bolt's emit), and into the part's
+    id for each root."""
+
+    __slots__ = ("anchor", "new_id", "parts", "roots", "xor")
+
+    def __init__(self, new_id: Callable[[int], int], roots: Sequence[int], anchor: Columns | None) -> None:
+        self.new_id = new_id
+        self.roots = roots
+        self.anchor = anchor
+        self.xor = 0
+        self.parts = 0
+
+    def __call__(self) -> dict[int, int]:
+        edge = self.new_id(64)
+        self.parts += 1
+        if self.anchor is None:
+            self.xor ^= edge
+        else:
+            self.anchor.ack_val ^= edge
+        return {root: edge for root in self.roots}
 
 
 def _rows(columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -125,14 +157,33 @@ class TrackedSpoutCollector(SpoutOutputCollector):
         columns: Sequence[Sequence[Any]],
         stream: str = DEFAULT_STREAM,
         msg_ids: Sequence[Any] | None = None,
+        batch_id: Any = None,
     ) -> None:
-        """Emit the rows held as ``columns`` on ``stream``; with ``msg_ids`` (one per row) each row
-        with an id roots a tracked tree, as with ``emit_many``, and the batch goes row by row."""
-        if msg_ids is None:
+        """Emit the rows held as ``columns`` on ``stream``. With ``batch_id`` the whole batch roots
+        one tracked tree: each task's part of it is one node, the spout's ``ack(batch_id)`` or
+        ``fail(batch_id)`` comes once, and it is replayed as a batch. With ``msg_ids`` (one per
+        row) each row with an id roots a tree of its own, as with ``emit_many``, and the batch
+        goes row by row."""
+        if msg_ids is None and batch_id is None:
             self._emit_columns(columns, stream)
             return
-        self._columns_route(stream, columns)  # checks the columns before any row goes out
-        self.emit_many(_rows(columns), stream, msg_ids)
+        _, count = self._columns_route(stream, columns)  # checks the columns before any row goes out
+        check_ids(count, msg_ids, batch_id)
+        if msg_ids is not None:
+            self.emit_many(_rows(columns), stream, msg_ids)
+            return
+        if not count:
+            self._tracker.completed_at_once(self.task, batch_id)
+            return
+        trees = self._trees
+        root = trees.new_root()
+        edges = BatchEdges(trees.new_id, (root,), None)
+        self._emit_columns(columns, stream, edges)
+        if not edges.parts:  # nobody subscribes: the tree is complete already
+            self._tracker.completed_at_once(self.task, batch_id)
+            return
+        self._tracker.track(root, self.task, batch_id)
+        trees.mailbox.init(trees.acker_of(root), root, edges.xor, self.task)
 
     def emit_direct(
         self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM, msg_id: Any = None
@@ -227,12 +278,20 @@ class TrackedBoltCollector(BoltOutputCollector):
     def emit_columns(
         self,
         columns: Sequence[Sequence[Any]],
-        anchors: Sequence[Tuple] | Tuple | None = None,
+        anchors: Sequence[Tuple] | Tuple | Columns | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> None:
-        """Emit the rows held as ``columns`` on ``stream``, every one anchored to ``anchors``;
-        anchored rows go row by row (each delivery has its own edge ids), unanchored ones
-        together as columns."""
+        """Emit the rows held as ``columns`` on ``stream``, every one anchored to ``anchors``.
+        Anchored to a batch tracked as a whole (one given to ``process``), each task's part is
+        one node of its trees, one edge id per part; anchored to tuples, rows go row by row
+        (each delivery has its own edge ids); unanchored, together as columns."""
+        if isinstance(anchors, Columns):
+            whole = anchors.anchors if anchors.tracked_whole else None
+            if whole is not None:
+                edges = BatchEdges(self._trees.new_id, tuple(whole), anchors)
+                self._emit_columns(columns, stream, edges)
+                return
+            anchors = anchors.tuples()
         if not self._anchor_tuples(anchors):
             self._emit_columns(columns, stream)
             return
@@ -254,6 +313,13 @@ class TrackedBoltCollector(BoltOutputCollector):
         route = self._direct_route(task, values, stream)
         self._counters.emitted += 1
         self._emit_anchored(route, values, trees, task)
+
+    def rows_of(self, batch: Columns) -> list[Tuple]:
+        """The rows of ``batch`` as tuples, for a bolt without ``process``: a batch tracked as a
+        whole becomes rows tracked one by one (one message to the ackers for the batch)."""
+        if not batch.tracked_whole:
+            return batch.tuples()
+        return _expanded_rows(self._trees, batch)
 
     def _anchor_tuples(self, anchors: Sequence[Tuple] | Tuple | None) -> list[AnchoredTuple]:
         if anchors is None:
@@ -282,8 +348,20 @@ class TrackedBoltCollector(BoltOutputCollector):
                 task, self.task, self.component, route.stream, route.stream_id, route.fields, values, ids
             )
 
-    def ack(self, tup: Tuple) -> None:
-        """``tup`` is fully processed by this task (its anchored emits are done)."""
+    def ack(self, tup: Tuple | Columns) -> None:
+        """``tup`` is fully processed by this task (its anchored emits are done); a batch given to
+        ``process``: once for all its rows when it is tracked as a whole, else each row."""
+        if isinstance(tup, Columns):
+            whole = tup.anchors if tup.tracked_whole else None
+            if whole is None:
+                for row in tup.tuples():
+                    self.ack(row)
+                return
+            self._counters.acked += len(tup)
+            trees = self._trees
+            for root, edge in whole.items():
+                trees.mailbox.ack(trees.acker_of(root), root, edge ^ tup.ack_val)
+            return
         self._counters.acked += 1
         if tup.__class__ is AnchoredTuple:
             trees = self._trees
@@ -292,13 +370,53 @@ class TrackedBoltCollector(BoltOutputCollector):
             for root, edge in tup.anchors.items():
                 ack(trees.acker_of(root), root, edge ^ ack_val)
 
-    def fail(self, tup: Tuple) -> None:
-        """``tup`` failed here: its whole tree fails now (the spout replays it)."""
+    def fail(self, tup: Tuple | Columns) -> None:
+        """``tup`` failed here: its whole tree fails now (the spout replays it); a batch given to
+        ``process``: its trees, or each row's."""
+        if isinstance(tup, Columns):
+            whole = tup.anchors if tup.tracked_whole else None
+            if whole is None:
+                for row in tup.tuples():
+                    self.fail(row)
+                return
+            self._counters.failed += len(tup)
+            trees = self._trees
+            for root in whole:
+                trees.mailbox.fail(trees.acker_of(root), root)
+            return
         self._counters.failed += 1
         if tup.__class__ is AnchoredTuple:
             trees = self._trees
             for root in tup.anchors:
                 trees.mailbox.fail(trees.acker_of(root), root)
+
+
+def _expanded_rows(trees: TreeIds, batch: Columns) -> list[Tuple]:
+    """A batch tracked as a whole, as rows tracked one by one (a bolt without ``process`` acks
+    and anchors per tuple): each row gets a new edge id in the batch's trees, and one ack
+    swaps the batch's edge for the rows' edges at the ackers, so the trees complete when every
+    row is acked."""
+    anchors = batch.anchors
+    assert anchors is not None
+    new_id = trees.new_id
+    rows: list[Tuple] = []
+    xor = 0
+    src, component, stream, fields = (
+        batch.source_task,
+        batch.source_component,
+        batch.source_stream,
+        batch.fields,
+    )
+    for tup in batch.row_values_as_tuples():
+        edge = new_id(64)
+        xor ^= edge
+        rows.append(
+            AnchoredTuple(tup.values, src, component, stream, fields, {root: edge for root in anchors})
+        )
+    for root, edge in anchors.items():
+        trees.mailbox.ack(trees.acker_of(root), root, edge ^ batch.ack_val ^ xor)
+    batch.rows_made(rows)
+    return rows
 
 
 def bolt_process_call(bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
@@ -312,9 +430,7 @@ def bolt_process_call(bolt: ColumnarBolt, collector: BoltOutputCollector) -> Cal
 
     def process_and_ack(batch: Columns) -> None:
         process(batch)
-        ack = tracked.ack
-        for tup in batch.tuples():
-            ack(tup)
+        tracked.ack(batch)  # once when tracked as a whole, else each row
 
     return process_and_ack
 

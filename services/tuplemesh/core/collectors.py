@@ -7,16 +7,31 @@ once per task when the executor is built, so the untracked path carries no ackin
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stream_plan import StreamPlan
 from tuplemesh.core.tracker import SpoutTracker
-from tuplemesh.topology import DEFAULT_STREAM, Fields, Tuple
+from tuplemesh.topology import DEFAULT_STREAM, Columns, Fields, Tuple
 from tuplemesh.topology.groupings import TaskChooser
 
-__all__ = ["BoltOutputCollector", "Emitter", "SpoutOutputCollector", "StreamRoute", "build_routes"]
+__all__ = [
+    "BoltOutputCollector",
+    "Emitter",
+    "SpoutOutputCollector",
+    "StreamRoute",
+    "build_routes",
+    "check_ids",
+]
+
+
+def check_ids(count: int, msg_ids: Sequence[Any] | None, batch_id: Any) -> None:
+    """``emit_columns``' ids: one per row, or one for the batch, not both."""
+    if msg_ids is not None and batch_id is not None:
+        raise ValueError("emit_columns: give msg_ids (one per row) or batch_id (one for all), not both")
+    if msg_ids is not None and len(msg_ids) != count:
+        raise ValueError(f"emit_columns: {count} rows but {len(msg_ids)} msg_ids")
 
 
 class StreamRoute:
@@ -134,14 +149,25 @@ class Emitter:
                 )
         return route, count
 
-    def _emit_columns(self, columns: Sequence[Sequence[Any]], stream: str) -> None:
-        """Deliver untracked rows held as ``columns`` on ``stream``: one route check and one
-        Outbox call for all, each grouping splitting the columns at once."""
+    def _emit_columns(
+        self, columns: Sequence[Sequence[Any]], stream: str, edges: Callable[[], dict[int, int]] | None = None
+    ) -> None:
+        """Deliver the rows held as ``columns`` on ``stream``: one route check and one Outbox
+        call for all, each grouping splitting the columns at once; untracked, or (``edges``)
+        tracked as a whole, each part delivered taking its anchors from ``edges``."""
         route, count = self._columns_route(stream, columns)
         if not count:
             return
         self._outbox.deliver_columns(
-            self.task, self.component, stream, route.stream_id, route.fields, columns, count, route.choosers
+            self.task,
+            self.component,
+            stream,
+            route.stream_id,
+            route.fields,
+            columns,
+            count,
+            route.choosers,
+            edges,
         )
         self._counters.emitted += count
 
@@ -209,19 +235,19 @@ class SpoutOutputCollector(Emitter):
         columns: Sequence[Sequence[Any]],
         stream: str = DEFAULT_STREAM,
         msg_ids: Sequence[Any] | None = None,
+        batch_id: Any = None,
     ) -> None:
         """Emit the rows held as ``columns`` (one sequence per declared field, all of one length)
         on ``stream``, as ``emit_many`` would emit them as rows: each grouping routes the whole
         batch at once, and the rows for one task travel as columns. ``msg_ids``, when given, has
-        one id per row."""
-        if msg_ids is None:
+        one id per row; ``batch_id`` is one id for the whole batch (one tree with acking on)."""
+        if msg_ids is None and batch_id is None:
             self._emit_columns(columns, stream)
             return
         _, count = self._columns_route(stream, columns)
-        if len(msg_ids) != count:
-            raise ValueError(f"emit_columns: {count} rows but {len(msg_ids)} msg_ids")
+        check_ids(count, msg_ids, batch_id)
         self._emit_columns(columns, stream)
-        for msg_id in msg_ids:
+        for msg_id in msg_ids if msg_ids is not None else (batch_id,):
             if msg_id is not None:
                 self._tracker.completed_at_once(self.task, msg_id)
 
@@ -278,7 +304,7 @@ class BoltOutputCollector(Emitter):
         """Emit the rows held as ``columns`` (one sequence per declared field, all of one length)
         on ``stream``, as ``emit_many`` would emit them as rows: each grouping routes the whole
         batch at once, and the rows for one task travel as columns. ``anchors`` apply to every
-        row."""
+        row (a batch given to ``process`` may be an anchor as a whole)."""
         self._emit_columns(columns, stream)
 
     def emit_direct(
@@ -295,10 +321,14 @@ class BoltOutputCollector(Emitter):
             task, self.task, self.component, stream, route.stream_id, route.fields, values
         )
 
-    def ack(self, tup: Tuple) -> None:
-        """``tup`` is fully processed by this task."""
-        self._counters.acked += 1
+    def ack(self, tup: Tuple | Columns) -> None:
+        """``tup`` (or a whole batch given to ``process``) is fully processed by this task."""
+        self._counters.acked += len(tup) if tup.__class__ is Columns else 1
 
-    def fail(self, tup: Tuple) -> None:
-        """``tup`` failed here."""
-        self._counters.failed += 1
+    def fail(self, tup: Tuple | Columns) -> None:
+        """``tup`` (or a whole batch given to ``process``) failed here."""
+        self._counters.failed += len(tup) if tup.__class__ is Columns else 1
+
+    def rows_of(self, batch: Columns) -> list[Tuple]:
+        """The rows of ``batch`` as tuples, for a bolt without ``process``."""
+        return batch.tuples()

@@ -26,7 +26,13 @@ from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.plugin_api import RowsSerializer
-from tuplemesh.serialization import COLUMNS_MARKER, Serializer, frame_rows
+from tuplemesh.serialization import (
+    ANCHORED_COLUMNS_MARKER,
+    COLUMNS_MARKER,
+    Serializer,
+    flat_anchors,
+    frame_rows,
+)
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
 from tuplemesh.topology.columns import Columns
 from tuplemesh.topology.groupings import Selection, TaskChooser, split_by_rows
@@ -236,11 +242,15 @@ class Outbox:
         columns: Sequence[Sequence[Any]],
         count: int,
         choosers: Sequence[TaskChooser],
+        edges: Callable[[], dict[int, int]] | None = None,
     ) -> None:
         """Route ``count`` emits of one stream held as ``columns`` (one per field, each ``count``
         long): each chooser splits them at once; a local task's part goes into its inbox as one
         `Columns` (an inbox entry ``(task, Columns)``), a remote task's part is encoded as one
-        columns payload. If any part cannot be encoded, none of the rows is delivered."""
+        columns payload. If any part cannot be encoded, none of the rows is delivered.
+
+        ``edges`` (acking: a batch tracked as a whole) is called once per part delivered, for
+        that part's anchors (root -> a new edge id): each part is one node of the tree."""
         task_dest = self._task_dest
         local_count = self._local_count
         parts: list[tuple[int, Selection]] = []
@@ -259,10 +269,12 @@ class Outbox:
                 part = take(columns, selection)
                 n = len(selection)
             if task_dest[task] < local_count:
-                local.append((task, Columns(part, n, fields, source_task, source_component, stream)))
+                anchors = None if edges is None else edges()
+                batch = Columns(part, n, fields, source_task, source_component, stream, None, anchors)
+                local.append((task, batch))
             else:
                 for payload, carried in self._encode_columns(
-                    source_task, source_component, stream, stream_id, fields, part, n
+                    source_task, source_component, stream, stream_id, fields, part, n, edges
                 ):
                     payloads.append((task, payload, carried))
         buffers = self._buffers
@@ -299,11 +311,24 @@ class Outbox:
         fields: Fields,
         columns: Sequence[Sequence[Any]],
         count: int,
+        edges: Callable[[], dict[int, int]] | None = None,
+        taken: dict[int, int] | None = None,
     ) -> list[tuple[bytes, int]]:
         """(payload, tuples in it) for ``count`` rows held as ``columns``: one columns payload,
         split in halves while it is over ``messaging.max.message.bytes``; rows where the
-        serializer has no batch call or a single row is left."""
+        serializer has no batch call or a single row is left. With ``edges``, each payload made
+        takes its own anchors (a single row: an anchored tuple); ``taken``: anchors taken already
+        for a payload that was then split, used for its first half (every edge taken is sent)."""
         serialize_rows = self._serialize_rows
+        if edges is not None and (serialize_rows is None or count == 1 or not columns):
+            values_of = zip(*columns, strict=True) if columns else ([] for _ in range(count))
+            encoded = []
+            for values in values_of:
+                anchors, taken = (edges() if taken is None else taken), None
+                encoded.append(
+                    (self._encode(source_task, source_component, stream, stream_id, list(values), anchors), 1)
+                )
+            return encoded
         if serialize_rows is None or count == 1 or not columns:
             rows: list[Sequence[Any]] = (
                 [list(values) for values in zip(*columns, strict=True)]
@@ -311,21 +336,39 @@ class Outbox:
                 else [[] for _ in range(count)]
             )
             return self._encode_rows(source_task, source_component, stream, stream_id, rows)
-        payload = frame_rows(count, serialize_rows(source_task, stream_id, columns), COLUMNS_MARKER)
+        if edges is None:
+            payload = frame_rows(count, serialize_rows(source_task, stream_id, columns), COLUMNS_MARKER)
+        else:
+            if taken is None:
+                taken = edges()
+            body = serialize_rows(source_task, stream_id, [*columns, flat_anchors(taken)])
+            payload = frame_rows(count, body, ANCHORED_COLUMNS_MARKER)
         if len(payload) <= self.max_payload:
             self.encoded_bytes += len(payload)
             return [(payload, count)]
         half = count // 2
-        return self._encode_columns(
-            source_task, source_component, stream, stream_id, fields, [c[:half] for c in columns], half
-        ) + self._encode_columns(
-            source_task,
-            source_component,
-            stream,
-            stream_id,
-            fields,
-            [c[half:] for c in columns],
-            count - half,
+        return (
+            self._encode_columns(
+                source_task,
+                source_component,
+                stream,
+                stream_id,
+                fields,
+                [c[:half] for c in columns],
+                half,
+                edges,
+                taken,  # the anchors taken for the whole go with its first half
+            )
+            + self._encode_columns(
+                source_task,
+                source_component,
+                stream,
+                stream_id,
+                fields,
+                [c[half:] for c in columns],
+                count - half,
+                edges,
+            )
         )
 
     def _encode_rows(

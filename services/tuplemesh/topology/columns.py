@@ -4,11 +4,16 @@ What a bolt's columnar entry point ``process(batch)`` receives, and what travels
 when a component emits with ``emit_columns``: a column of words is one list, not a list per word.
 Row views (`Tuple`) are made only when asked for (``tuples()``, iteration, ``row(i)``), e.g. to
 feed a bolt that has only ``execute`` or ``execute_batch``.
+
+With acking on, a batch may be one node of a tuple tree as a whole (``anchors``: root id -> this
+batch's edge id, and ``ack_val``, as on an `AnchoredTuple`): a spout's ``emit_columns`` with a
+``batch_id`` roots one tree for the whole batch, each task's part of it travels with one edge id,
+and a bolt acks, fails or anchors to the batch once, not per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tuplemesh.topology.tuple import DEFAULT_STREAM, Fields, Tuple
@@ -30,7 +35,10 @@ class Columns:
         "_columns",
         "_length",
         "_tuples",
+        "ack_val",
+        "anchors",
         "fields",
+        "on_rows",
         "source_component",
         "source_stream",
         "source_task",
@@ -45,8 +53,17 @@ class Columns:
         source_component: str = "",
         source_stream: str = DEFAULT_STREAM,
         tuples: list[Tuple] | None = None,
+        anchors: dict[int, int] | None = None,
     ) -> None:
         self._columns = columns
+        #: root id -> this batch's edge id in that tree, when the batch is tracked as a whole
+        self.anchors = anchors
+        #: XOR of the edge ids of what was emitted anchored to this batch (acking)
+        self.ack_val = 0
+        #: Acking: makes a batch tracked as a whole into rows tracked one by one, the first time
+        #: its rows are asked for (set by the executor before a bolt sees the batch), so that a
+        #: bolt may ack, fail or anchor to the batch once, or to its rows one by one
+        self.on_rows: Callable[[Columns], list[Tuple]] | None = None
         self._length = length
         self.fields = fields
         self.source_task = source_task
@@ -83,6 +100,9 @@ class Columns:
         first = pieces[0]
         if len(pieces) == 1 and isinstance(first, Columns):
             return first
+        for piece in pieces:
+            if isinstance(piece, Columns) and piece.anchors is not None:
+                raise ValueError("a batch tracked as a whole is acked as a whole: it joins no other")
         batches = [p for p in pieces if isinstance(p, Columns)]
         if len(batches) < len(pieces) or not batches[0]._columns:
             tuples: list[Tuple] = []
@@ -116,31 +136,50 @@ class Columns:
         """Row ``index`` as a `Tuple`."""
         return self.tuples()[index]
 
+    @property
+    def tracked_whole(self) -> bool:
+        """Whether the batch is one node of its tuple trees now (acked, failed and anchored to as
+        a whole): tracked as a whole, and its rows not made into rows tracked one by one."""
+        return self.anchors is not None and self._tuples is None
+
+    def rows_made(self, rows: list[Tuple]) -> None:
+        """Its rows are now ``rows``, tracked one by one (see ``on_rows``)."""
+        self._tuples = rows
+
     def tuples(self) -> list[Tuple]:
         """A `Tuple` per row, in order (made once, on the first call)."""
         made = self._tuples
+        if made is None and self.anchors is not None:
+            if self.on_rows is not None:
+                return self.on_rows(self)  # rows tracked one by one from now on
+            return self.row_values_as_tuples()  # a look (an observer's), not the bolt's rows
         if made is None:
-            src, component, stream, fields = (
-                self.source_task,
-                self.source_component,
-                self.source_stream,
-                self.fields,
-            )
-            if self._columns:
-                made = [
-                    Tuple(values, src, component, stream, fields)
-                    for values in zip(*self._columns, strict=True)
-                ]
-            else:  # a stream with no fields: rows with no values
-                made = [Tuple((), src, component, stream, fields) for _ in range(self._length)]
+            made = self.row_values_as_tuples()
             self._tuples = made
         return made
+
+    def row_values_as_tuples(self) -> list[Tuple]:
+        """A new untracked `Tuple` per row (nothing is kept)."""
+        src, component, stream, fields = (
+            self.source_task,
+            self.source_component,
+            self.source_stream,
+            self.fields,
+        )
+        if self._columns:
+            return [
+                Tuple(values, src, component, stream, fields) for values in zip(*self._columns, strict=True)
+            ]
+        return [Tuple((), src, component, stream, fields) for _ in range(self._length)]  # no fields
 
     def __iter__(self) -> Iterator[Tuple]:
         return iter(self.tuples())
 
     def slice(self, start: int, stop: int) -> Columns:
-        """Rows ``start`` to ``stop`` (exclusive) as a batch of their own."""
+        """Rows ``start`` to ``stop`` (exclusive) as a batch of their own (untracked batches only:
+        a batch tracked as a whole is acked as a whole)."""
+        if self.anchors is not None:
+            raise ValueError("a batch tracked as a whole is acked as a whole: it cannot be sliced")
         stop = min(stop, self._length)
         tuples = None if self._tuples is None else self._tuples[start:stop]
         return Columns(

@@ -77,10 +77,13 @@ class SpoutCollector(Protocol):
         columns: Sequence[Sequence[Any]],
         stream: str = DEFAULT_STREAM,
         msg_ids: Sequence[Any] | None = None,
+        batch_id: Any = None,
     ) -> None:
         """``emit`` for each row held as ``columns`` (one sequence per declared field of
         ``stream``, all of one length; with ``msg_ids[i]`` when given), in one call: each grouping
-        routes the whole batch at once and the rows for one task travel as columns."""
+        routes the whole batch at once and the rows for one task travel as columns. With
+        ``batch_id`` instead, the whole batch is one tracked tree: ``ack(batch_id)`` or
+        ``fail(batch_id)`` comes once, and a failed batch is the spout's to emit again."""
         ...
 
     def emit_direct(
@@ -115,13 +118,15 @@ class BoltCollector(Protocol):
     def emit_columns(
         self,
         columns: Sequence[Sequence[Any]],
-        anchors: Sequence[Tuple] | Tuple | None = None,
+        anchors: Sequence[Tuple] | Tuple | Columns | None = None,
         stream: str = DEFAULT_STREAM,
     ) -> None:
         """``emit`` for each row held as ``columns`` (one sequence per declared field of
         ``stream``, all of one length), all anchored to ``anchors``, in one call: each grouping
-        routes the whole batch at once and the rows for one task travel as columns (anchored
-        rows go row by row: each delivery in a tree has its own edge ids)."""
+        routes the whole batch at once and the rows for one task travel as columns. Anchored to
+        the batch ``process`` was given, when that batch is tracked as a whole, each task's part
+        is one node of its trees; anchored to tuples, rows go row by row (each delivery in a
+        tree has its own edge ids)."""
         ...
 
     def emit_direct(
@@ -134,13 +139,14 @@ class BoltCollector(Protocol):
         """``emit`` to one ``task`` of a subscriber of the direct ``stream``."""
         ...
 
-    def ack(self, tup: Tuple) -> None:
+    def ack(self, tup: Tuple | Columns) -> None:
         """This bolt is done with ``tup``: ack or fail every input once (a ``BasicBolt`` acks
-        for you)."""
+        for you). A batch given to ``process`` is acked in one call."""
         ...
 
-    def fail(self, tup: Tuple) -> None:
-        """``tup`` could not be processed: with acking on, its spout tuples fail and are replayed."""
+    def fail(self, tup: Tuple | Columns) -> None:
+        """``tup`` could not be processed: with acking on, its spout tuples fail and are replayed.
+        A batch given to ``process`` is failed in one call."""
         ...
 
 

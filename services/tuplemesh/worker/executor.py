@@ -34,7 +34,15 @@ from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.plugin_api import RowsSerializer
-from tuplemesh.serialization import COLUMNS_MARKER, ROWS_HEADER_BYTES, Serializer, is_batch, rows_count
+from tuplemesh.serialization import (
+    ANCHORED_COLUMNS_MARKER,
+    ROWS_HEADER_BYTES,
+    ROWS_MARKER,
+    Serializer,
+    anchors_of,
+    is_batch,
+    rows_count,
+)
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import (
     AnchoredTuple,
@@ -161,6 +169,9 @@ class Executor:
         self.acking = acking
         self.final_reports: dict[int, Any] = {}
         self._stream_info = plan.stream_info
+        #: the rows of a batch of columns as tuples (a bolt's collector makes a batch tracked as a
+        #: whole into rows tracked one by one)
+        self._rows_of: Callable[[Columns], list[Tuple]] = Columns.tuples
         deserializer = wiring.new_serializer()
         self._deserialize = deserializer.deserialize
         #: None when the serializer has no rows codec: then no payload is taken for a rows payload
@@ -285,12 +296,18 @@ class Executor:
         assert self._deserialize_rows is not None  # only called for a rows or columns payload
         source_task, stream_id, lists = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
         component, stream, fields = self._stream_info[stream_id]
-        if payload[0] != COLUMNS_MARKER:
+        marker = payload[0]
+        if marker == ROWS_MARKER:
             return [Tuple(values, source_task, component, stream, fields) for values in lists]
+        anchors = None
+        if marker == ANCHORED_COLUMNS_MARKER:
+            if not lists:
+                raise ValueError("anchored columns payload without its anchors")
+            anchors = anchors_of(lists.pop())
         count = rows_count(payload)
         if len(lists) != len(fields) or any(len(column) != count for column in lists):
             raise ValueError(f"columns payload of {count} rows does not match the fields {list(fields)}")
-        return Columns(lists, count, fields, source_task, component, stream)
+        return Columns(lists, count, fields, source_task, component, stream, None, anchors)
 
     def _decode_batch(self, payload: bytes) -> Columns | list[Tuple]:
         """A rows or columns payload, decoded (`_read_batch`); none (each of its tuples counted as
@@ -309,7 +326,7 @@ class Executor:
     def _decode_rows(self, payload: bytes) -> list[Tuple]:
         """The tuples of a rows or columns payload (`_decode_batch`), as tuples."""
         decoded = self._decode_batch(payload)
-        return decoded.tuples() if decoded.__class__ is Columns else cast(list[Tuple], decoded)
+        return self._rows_of(decoded) if isinstance(decoded, Columns) else decoded
 
     def _unpack(self, entry: Any) -> tuple[list[Tuple], int]:
         """The tuples an inbox entry other than a Tuple carries (a payload, a rows or columns
@@ -319,7 +336,7 @@ class Executor:
         if kind is list:
             return entry, len(entry)
         if kind is Columns:
-            return entry.tuples(), len(entry)
+            return self._rows_of(entry), len(entry)
         if self._deserialize_rows is not None and is_batch(entry):
             return self._decode_rows(entry), rows_count(entry)
         tup = self._decode(entry)
@@ -381,6 +398,7 @@ class BoltExecutor(Executor):
         #: set by ``halt`` (any thread); the executing loops stop at the next tuple
         self._halting = False
         super().__init__(spec, wiring)
+        self._rows_of = next(iter(self.collectors.values())).rows_of  # the executor's tasks share trees
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
         # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
         self._execute = {
@@ -595,7 +613,7 @@ class BoltExecutor(Executor):
                 executed += self._execute_each(task, item, len(item))
                 continue
             elif kind is Columns:  # a local emit_columns' rows for this task
-                executed += self._execute_each(task, item.tuples(), len(item))
+                executed += self._execute_each(task, self._rows_of(item), len(item))
                 continue
             if task is None:  # no task: broadcast to every task of this executor
                 for each, fn in execute.items():
@@ -665,7 +683,7 @@ class BoltExecutor(Executor):
                 continue
             if kind is Columns:  # a local emit_columns' rows for this task
                 received += len(item) - 1
-                self._gather(per_task, target, list(item.tuples()))
+                self._gather(per_task, target, list(self._rows_of(item)))
                 continue
             if kind is bytes:
                 if rows_codec and is_batch(item):
@@ -705,8 +723,9 @@ class BoltExecutor(Executor):
         `Columns` per source (``process``) with that source's rows in arrival order: the pieces
         one source sent (columns payloads, local ``emit_columns`` parts, rows, single tuples) are
         joined, so a bolt's call covers what the inbox batch holds, not what one emit held.
-        Order holds per source, as Storm's does; between sources it does not."""
-        per_task: dict[int, dict[tuple[int, str, str], list[Columns | list[Tuple]]]] = {}
+        Order holds per source, as Storm's does; between sources it does not. A batch tracked as
+        a whole (acking) is a call of its own, however long."""
+        per_task: dict[int, dict[tuple[int, str, str, int], list[Columns | list[Tuple]]]] = {}
         received = len(batch)
         rows_codec = self._deserialize_rows is not None
         target: int | None
@@ -730,7 +749,9 @@ class BoltExecutor(Executor):
             if not len(run):
                 continue
             first = run if isinstance(run, Columns) else run[0]
-            source = (first.source_task, first.source_component, first.source_stream)
+            # a batch tracked as a whole is acked as a whole: a call of its own
+            whole = id(run) if isinstance(run, Columns) and run.anchors is not None else 0
+            source = (first.source_task, first.source_component, first.source_stream, whole)
             for task in self._process if target is None else (target,):
                 sources = per_task.get(task)
                 if sources is None:
@@ -743,11 +764,14 @@ class BoltExecutor(Executor):
                     pieces.append(run)
         executed = 0
         calls = self._process
-        most = self.execute_batch_limit
         for task, sources in per_task.items():
             for pieces in sources.values():
                 columns = Columns.join(pieces)
                 size = len(columns)
+                most = self.execute_batch_limit
+                if columns.anchors is not None:  # tracked as a whole: one call, however long
+                    columns.on_rows = self._rows_of  # a bolt may ack it whole, or row by row
+                    most = max(most, size)
                 for start in range(0, size, most):
                     if self._halting:  # a part at a time: process takes it whole
                         self.counters.abandoned_on_halt += size - start
@@ -757,7 +781,7 @@ class BoltExecutor(Executor):
                     try:
                         calls[task](part)
                     except Exception as exc:
-                        self._batch_error(task, part.tuples(), exc, "process")
+                        self._batch_error(task, part, exc, "process")
         self.counters.executed += executed
         self.counters.received += received
 
@@ -774,10 +798,10 @@ class BoltExecutor(Executor):
             mine.extend(tuples)
 
     def _batch_error(
-        self, task: int, tuples: list[Tuple], exc: Exception, method: str = "execute_batch"
+        self, task: int, tuples: list[Tuple] | Columns, exc: Exception, method: str = "execute_batch"
     ) -> None:
         """``execute_batch`` (or ``process``) raised: count it once, log it, and fail every tuple
-        it was given."""
+        it was given (a batch tracked as a whole: the batch, once)."""
         self._record_error(method, task, exc)
         self.errors_log.log(
             "bolt %s task %s raised %r in %s on %d tuples; all failed",
@@ -788,7 +812,7 @@ class BoltExecutor(Executor):
             len(tuples),
         )
         fail = self.collectors[task].fail
-        for tup in tuples:
+        for tup in [tuples] if isinstance(tuples, Columns) else tuples:
             try:
                 fail(tup)
             except AlertError:
