@@ -5,9 +5,10 @@ root, from a factory named in ``tuplemesh.core.registry.FEATURES``. The worker i
 it knows only the types here. A feature may
 
 (a) wrap an executor's input: for each bolt executor it is attached to, it may return
-    `ExecutorHooks` that wrap the per-tuple call (``execute``) and the per-batch call
-    (``execute_batch``) of each task. The wrapper sees the task, the tuple (its source component
-    and stream, hence the grouping's key: see `fields_keys`) and may time the call. The executor
+    `ExecutorHooks` that wrap the per-tuple call (``execute``), the per-batch call
+    (``execute_batch``) and the columnar call (``process``) of each task. The wrapper sees the
+    task, the tuple or batch (its source component and stream, hence the grouping's key: see
+    `fields_keys`) and may time the call. The executor
     applies wrappers once, when it is built: an executor no feature wraps runs exactly the loop it
     would run without features (no per-tuple or per-batch check);
 (b) own background threads: ``start`` runs as the worker starts, before its executors do, and
@@ -57,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.topology import Bolt, Spout, Topology, Tuple
+from tuplemesh.topology import Bolt, Columns, Spout, Topology, Tuple
 from tuplemesh.topology.assignment import Assignment
 from tuplemesh.topology.groupings import FieldsGrouping
 
@@ -79,6 +80,7 @@ __all__ = [
     "FeatureMetric",
     "FeatureServer",
     "FlushObserver",
+    "ProcessFn",
     "fields_keys",
     "load_features",
 ]
@@ -87,6 +89,8 @@ __all__ = [
 ExecuteFn = Callable[[Tuple], None]
 #: A task's per-batch call (``execute_batch`` behind its acking wrapper).
 ExecuteBatchFn = Callable[[list[Tuple]], None]
+#: A task's columnar call (``process`` behind its acking wrapper).
+ProcessFn = Callable[[Columns], None]
 #: Sees an inbox batch an executor is about to execute, and when it took it (``time.monotonic``):
 #: ``(task, entry)`` pairs, an entry a Tuple, a list of Tuples or a payload from another worker
 #: (bytes: see ``ExecutorView.peek``); task None is every task of the executor.
@@ -186,6 +190,8 @@ class ExecutorHooks:
     wrap_execute: Callable[[int, ExecuteFn], ExecuteFn] | None = None
     #: (task, the task's batch call) -> the batch call the executor makes instead
     wrap_execute_batch: Callable[[int, ExecuteBatchFn], ExecuteBatchFn] | None = None
+    #: (task, the task's columnar call) -> the columnar call the executor makes instead
+    wrap_process: Callable[[int, ProcessFn], ProcessFn] | None = None
     #: the task wrappers run on one inbox batch in this many, the others run the plain calls (a
     #: sampling observer's cost divided by it); with several wrapping features the executor
     #: uses the smallest, and every wrapper runs on the same batches

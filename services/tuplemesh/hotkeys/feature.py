@@ -23,10 +23,11 @@ from tuplemesh.core.feature import (
     FeatureContext,
     FeatureMetric,
     FeatureServer,
+    ProcessFn,
     fields_keys,
 )
 from tuplemesh.hotkeys.sketch import KeySketch
-from tuplemesh.topology import Tuple
+from tuplemesh.topology import Columns, Tuple
 
 __all__ = ["ENABLED_KEY", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "feature"]
 
@@ -54,6 +55,8 @@ class _ExecutorKeys:
         self.lookup: dict[StreamKey, tuple[Callable[[Sequence[Any]], Hashable], KeySketch]] = {
             stream: (itemgetter(*indices), self.sketches[stream]) for stream, indices in keyed.items()
         }
+        # the same for a batch of columns: the key columns' positions and the stream's sketch
+        self.keyed = {stream: (indices, self.sketches[stream]) for stream, indices in keyed.items()}
 
     def wrap_execute(self, task: int, fn: ExecuteFn) -> ExecuteFn:
         lookup = self.lookup
@@ -92,6 +95,32 @@ class _ExecutorKeys:
 
         return observed
 
+    def wrap_process(self, task: int, fn: ProcessFn) -> ProcessFn:
+        keyed = self.keyed
+        clock = time.perf_counter
+
+        def observed(batch: Columns) -> None:
+            start = clock()
+            try:
+                fn(batch)
+            finally:
+                found = keyed.get((batch.source_component, batch.source_stream))
+                if found is not None and len(batch):
+                    indices, sketch = found
+                    # one time for the call: each row gets an equal part of it
+                    each = (clock() - start) / len(batch)
+                    columns = batch.columns
+                    keys = (
+                        columns[indices[0]]
+                        if len(indices) == 1
+                        else zip(*(columns[i] for i in indices), strict=True)
+                    )
+                    add = sketch.add
+                    for key in keys:
+                        add(key, each)
+
+        return observed
+
 
 class HotKeys:
     """The hot keys of one worker's fields-grouped inputs."""
@@ -116,6 +145,7 @@ class HotKeys:
         return ExecutorHooks(
             wrap_execute=keys.wrap_execute,
             wrap_execute_batch=keys.wrap_execute_batch,
+            wrap_process=keys.wrap_process,
             every_batches=self.sample_every,
         )
 

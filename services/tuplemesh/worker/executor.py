@@ -390,6 +390,11 @@ class Executor:
         return not self._loop_thread.is_alive()
 
 
+#: A bolt executor's per-task calls: ``execute``, ``execute_batch`` and ``process`` (each behind its
+#: acking wrapper), by task.
+_Calls = tuple[dict[int, Any], dict[int, Any], dict[int, Any]]
+
+
 class BoltExecutor(Executor):
     """Runs bolt tasks on a BatchEventProcessor over the inbox."""
 
@@ -429,21 +434,23 @@ class BoltExecutor(Executor):
         )
         # features wrap each task's calls once, here: with none, the loop runs the calls as built
         self._markers: dict[Marker, Callable[[], None]] = {}
-        plain: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        plain: _Calls = (self._execute, self._execute_batches, self._process)
         every = 0  # wrapped calls run on one inbox batch in ``every`` (0: nothing is wrapped)
         for hooks in self.feature_hooks:
             self._markers.update(hooks.markers)
-            wrap, wrap_batch = hooks.wrap_execute, hooks.wrap_execute_batch
+            wrap, wrap_batch, wrap_process = hooks.wrap_execute, hooks.wrap_execute_batch, hooks.wrap_process
             if wrap is not None:
                 self._execute = {task: wrap(task, fn) for task, fn in self._execute.items()}
             if wrap_batch is not None:
                 self._execute_batches = {
                     task: wrap_batch(task, fn) for task, fn in self._execute_batches.items()
                 }
-            if wrap is not None or wrap_batch is not None:
+            if wrap_process is not None:
+                self._process = {task: wrap_process(task, fn) for task, fn in self._process.items()}
+            if wrap is not None or wrap_batch is not None or wrap_process is not None:
                 every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
         self._plain_calls = plain
-        self._wrapped_calls: tuple[dict[int, Any], dict[int, Any]] = (self._execute, self._execute_batches)
+        self._wrapped_calls: _Calls = (self._execute, self._execute_batches, self._process)
         self._wrap_every = every
         # batches left before the next wrapped one: drawn at random around ``every``, so batches
         # that arrive in a fixed rotation (senders taking turns) are all sampled alike
@@ -452,7 +459,7 @@ class BoltExecutor(Executor):
         #: (``every_batches``) costs nothing to executors no feature wraps
         self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
         if every > 1:
-            self._execute, self._execute_batches = plain
+            self._execute, self._execute_batches, self._process = plain
             self._run_batch = self._execute_batch_sampled
         # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
         self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
@@ -580,11 +587,11 @@ class BoltExecutor(Executor):
             self._execute_batch(batch)
             return
         self._until_wrapped = random.randint(1, 2 * self._wrap_every - 1)  # ``every`` on average
-        self._execute, self._execute_batches = self._wrapped_calls
+        self._execute, self._execute_batches, self._process = self._wrapped_calls
         try:
             self._execute_batch(batch)
         finally:
-            self._execute, self._execute_batches = self._plain_calls
+            self._execute, self._execute_batches, self._process = self._plain_calls
 
     def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
         if self._process:
