@@ -269,6 +269,8 @@ class Outbox:
                 part = take(columns, selection)
                 n = len(selection)
             if task_dest[task] < local_count:
+                if selection is None:  # a copy: the emitter may reuse its lists once emit returns
+                    part = [list(column) for column in part]
                 anchors = None if edges is None else edges()
                 batch = Columns(part, n, fields, source_task, source_component, stream, None, anchors)
                 local.append((task, batch))
