@@ -12,7 +12,9 @@ from tuplemesh.errors import ReceiverStoppedError
 from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import TopologyBuilder
-from tuplemesh.worker.local_cluster import LocalCluster
+from tuplemesh.transport import make_context
+from tuplemesh.worker.local_cluster import BASE_PORT, LocalCluster
+from tuplemesh.worker.worker import Worker
 
 
 def test_a_halted_inbox_refusal_is_undeliverable_on_metrics_and_in_admin():
@@ -51,10 +53,15 @@ def test_the_peer_directory_counts_reach_metrics_and_admin():
     b = TopologyBuilder("found")
     b.set_spout("s", ListSpout([], ["n"]))
     b.set_bolt("sink", RecordingBolt()).shuffle_grouping("s")
-    cluster = LocalCluster(b.build(), 1, Config({"messaging.transport": "local"}))
-    worker = cluster.workers[0]
-    worker.directory = CountingDirectory({})  # what WorkerProcess does with its directory
-    cluster.start()
+    conf = Config({"messaging.transport": "local", "topology.workers": 1})
+    context = make_context("local")
+    context.prepare(conf)
+    peers = {0: ("127.0.0.1", BASE_PORT)}
+    # as a worker process builds its worker: with the directory it found its peers in
+    worker = Worker(
+        b.build(), 0, 1, conf, context, port=BASE_PORT, peers=peers, directory=CountingDirectory({})
+    )
+    worker.start()
     try:
         registry = CollectorRegistry()
         registry.register(WorkerCollector(worker))
@@ -65,4 +72,6 @@ def test_the_peer_directory_counts_reach_metrics_and_admin():
         assert registry.get_sample_value("tuplemesh_discovery_endpoint_problems_total", labels) == 1
         assert snapshot_to_proto(worker.snapshot()).discovery.api_errors == 3
     finally:
-        cluster.stop()
+        worker.deactivate_spouts()
+        assert worker.stop()
+        context.term()

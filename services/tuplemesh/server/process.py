@@ -178,12 +178,12 @@ class WorkerProcess:
             port=port,
             peers=directory.snapshot(),
             epoch=epoch,
+            directory=directory,  # its counts go into the worker's snapshot
         )
         #: The assignment epoch this worker routes by (its plan's): every Transfer stream names
         #: it, and a receiver refuses another one.
         self.epoch = self.worker.epoch
         directory.subscribe(self.worker.transfer.update_peers)
-        self.worker.directory = directory  # its counts go into the worker's snapshot
         # a forwarded rescale proves this worker a member, as its Transfer streams do: a fresh
         # proof per call, for the worker called
         secret, topology_id = mesh_secret(self.conf), self.worker.topology_id

@@ -76,9 +76,11 @@ class Worker:
         topology_id: str | None = None,
         features: Sequence[FeatureFactory] | None = None,
         epoch: Epoch | None = None,
+        directory: PeerDirectory | None = None,
     ) -> None:
         """``features``: the factories of the features to run (None: every registered one);
-        ``epoch``: the assignment epoch the process chose (None: the configured one)."""
+        ``epoch``: the assignment epoch the process chose (None: the configured one);
+        ``directory``: where the worker process finds its peers (None: fixed ``peers``)."""
         plan = WorkerPlan.build(topology, index, num_workers, conf, epoch)
         self.plan = plan
         self.topology = plan.topology  # with the ackers
@@ -181,8 +183,8 @@ class Worker:
         self._drain_waits: list[DrainWait] = []
         self._stopping = threading.Event()
         self.started_at: float | None = None
-        #: Where the peers were found (its counts go into ``snapshot``); set by the worker process.
-        self.directory: PeerDirectory | None = None
+        #: Where the peers were found (its counts go into ``snapshot``).
+        self.directory = directory
 
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
