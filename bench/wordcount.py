@@ -18,6 +18,7 @@ import os
 import statistics
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 from bench.records import Record
 from examples import wordcount
@@ -34,9 +35,15 @@ VARIANTS = {
 #: (the example's 1 spout and 3 + 3 bolt tasks would give one worker the spout and 2/3 of the
 #: counting: a measure of the imbalance, not of the runtime).
 SPOUTS, SPLITTERS, COUNTERS = 2, 4, 4
-#: The batch and columnar topologies get this many times the corpus repeats: they must still be
-#: running when the measuring window closes.
-BATCHED_WORK = {"per-tuple": 1, "batch": 4, "columnar": 12}
+#: Each variant gets this many times the corpus repeats: it must still be running when the
+#: measuring window closes, on a quiet machine too (the faster the variant, the more work).
+BATCHED_WORK = {"per-tuple": 3, "batch": 6, "columnar": 40}
+#: What the columnar word count on 2 workers is also measured with, each against the default
+#: (acking off, metrics on): acking on, where each spout batch is one tracked tree, and metrics off.
+COSTS = {
+    "acking on": {"TUPLEMESH_TOPOLOGY_ACKER_EXECUTORS": "2"},
+    "metrics off": {"TUPLEMESH_METRICS_ENABLED": "false"},
+}
 
 
 def balanced() -> Topology:
@@ -81,13 +88,19 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def measure(workers: int, repeat: int, window: float, variant: str = "per-tuple") -> dict[str, float]:
-    """Steady-state words/s of one run on ``workers`` processes, and each worker's cores used."""
+def measure(
+    workers: int,
+    repeat: int,
+    window: float,
+    variant: str = "per-tuple",
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, float]:
+    """Steady-state words/s of one run on ``workers`` processes, and each worker's cores used;
+    ``settings``: configuration the workers get from their environment (TUPLEMESH_...)."""
     topology = _build(variant, repeat)
     target = f"bench.wordcount:{VARIANTS[variant][0]}"
-    cluster = ProcessCluster(
-        target, topology, workers, transport="grpc", env={"WORDCOUNT_REPEAT": str(repeat)}
-    )
+    env = {"WORDCOUNT_REPEAT": str(repeat), **(settings or {})}
+    cluster = ProcessCluster(target, topology, workers, transport="grpc", env=env)
     try:
         cluster.start()
         cluster.wait_serving(60)
@@ -127,12 +140,16 @@ def run(quick: bool = False) -> list[Record]:
     # the variants alternate, so a load change on the machine hits them alike; the single loop
     # runs between them, for the same reason
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    costs: dict[str, list[dict[str, float]]] = {}
     loops = []
     for _ in range(runs):
         for workers in (2, 1):
             for variant in VARIANTS:
                 work = repeat * BATCHED_WORK[variant]
                 results.setdefault((variant, workers), []).append(measure(workers, work, window, variant))
+        for name, settings in COSTS.items():
+            work = repeat * BATCHED_WORK["columnar"]
+            costs.setdefault(name, []).append(measure(2, work, window, "columnar", settings))
         loops.append(plain_loop(2000))
     loop = statistics.median(loops)
     records = []
@@ -166,4 +183,28 @@ def run(quick: bool = False) -> list[Record]:
                 },
             )
         )
+    columnar = _median_run(results["columnar", 2])["rate"]
+    acking, metrics_off = _median_run(costs["acking on"]), _median_run(costs["metrics off"])
+    records.append(
+        Record(
+            "wordcount",
+            "word count on columns, 2 workers, acking on (each spout batch one tree): words counted",
+            "tuples",
+            acking["rate"],
+            {"the same with acking off": columnar},
+            ">= 0.65x acking off",
+            {"words per CPU second": round(acking["words per CPU second"])},
+        )
+    )
+    records.append(
+        Record(
+            "wordcount",
+            "word count on columns, 2 workers, metrics on (the default): words counted",
+            "tuples",
+            columnar,
+            {"the same with metrics.enabled false": metrics_off["rate"]},
+            ">= 0.95x metrics off",
+            {"words per CPU second, metrics off": round(metrics_off["words per CPU second"])},
+        )
+    )
     return records

@@ -114,7 +114,8 @@ def test_the_bench_runner_compares_compiled_with_pure_python_in_one_run(tmp_path
     args = ("-m", "bench", "hotpath", "--quick", "--json", "--pure-vs-compiled", "1")
     out = _run(False, *args, "--output", str(tmp_path / "r.json"))
     records = json.loads(out.stdout.splitlines()[-1])
-    assert [r["part"] for r in records] == ["hotpath compiled"] * 4  # emit and emit_many, local and remote
+    # emit, emit_many and emit_columns, local and remote; emit_columns fields-grouped
+    assert [r["part"] for r in records] == ["hotpath compiled"] * 7
     for record in records:
         [baseline] = record["baselines"]
         assert baseline["name"] == PURE
