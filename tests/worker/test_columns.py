@@ -521,7 +521,8 @@ def test_an_emit_columns_goes_to_local_tasks_as_columns_and_to_remote_ones_as_co
             assert owner.setdefault(word, task) == task  # one task per key
 
 
-def test_a_columns_payload_is_executed_and_a_mismatched_one_is_counted() -> None:
+def _sink_of_n() -> tuple[BoltExecutor, WorkerPlan]:
+    """A ``SinkOfN`` executor (task 1, stream (n) from spout task 2), built from its plan alone."""
     builder = TopologyBuilder("t")
     builder.set_spout("s", ListSpout([[i] for i in range(1)], ["n"]))
     builder.set_bolt("b", SinkOfN(), parallelism=1).shuffle_grouping("s")
@@ -535,7 +536,11 @@ def test_a_columns_payload_is_executed_and_a_mismatched_one_is_counted() -> None
         lambda: load_serializer("msgpack"),
         None,
     )
-    executor = BoltExecutor(spec, wiring)
+    return BoltExecutor(spec, wiring), plan
+
+
+def test_a_columns_payload_is_executed_and_a_mismatched_one_is_counted() -> None:
+    executor, plan = _sink_of_n()
     stream_id = plan.stream_ids[("s", "default")]
     codec = load_serializer("msgpack")
     good = frame_rows(3, codec.serialize_rows(2, stream_id, [[10, 11, 12]]), COLUMNS_MARKER)  # type: ignore[attr-defined]
@@ -631,3 +636,35 @@ def test_checkpointed_state_takes_columnar_batches_through_barriers_exactly(tran
     assert summary.matched, summary.message
     [coordinator] = cluster.reports()[COORDINATOR]
     assert coordinator["committed"] >= 3 and coordinator["abandoned"] == 0
+
+
+def test_a_batch_tracked_as_a_whole_keeps_its_place_among_its_sources_batches() -> None:
+    """Pieces of one source are joined into one call, but not across a batch tracked as a whole
+    (a call of its own): the source's order holds."""
+    executor, _ = _sink_of_n()
+    fields = Fields(["n"])
+
+    def piece(values: list[int], anchors: dict[int, int] | None = None) -> Columns:
+        return Columns([values], len(values), fields, 2, "s", "default", None, anchors)
+
+    executor.start()
+    executor.inbox.put(
+        Batch([(1, piece([1, 2])), (1, piece([3])), (1, piece([4, 5], {7: 8})), (1, piece([6]))])
+    )
+    executor.request_stop()
+    assert executor.join(10.0)
+    [report] = executor.final_reports.values()
+    assert report == [[1, 2, 3], [4, 5], [6]]
+    assert executor.counters.executed == executor.counters.received == 6
+
+
+def test_shuffle_goes_on_where_a_columnar_split_left_it() -> None:
+    chooser = ShuffleGrouping().chooser((1, 2, 3), frozenset(), Fields(["n"]))
+    given: Counter[int] = Counter()
+    for _ in range(2):
+        given.update(chooser.choose([0]))
+    for task, selection in chooser.split([[0, 0]], 2):  # ends past the last task: wraps around
+        given[task] += len(range(2)[selection])  # type: ignore[index]
+    for _ in range(5):
+        given.update(chooser.choose([0]))
+    assert sum(given.values()) == 9 and set(given.values()) == {3}  # three whole rounds: even

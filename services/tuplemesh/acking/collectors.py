@@ -72,26 +72,22 @@ def _targets(route: StreamRoute, values: Sequence[Any], direct_task: int | None)
 
 class BatchEdges:
     """Hands each part of a batch tracked as a whole its anchors (``Outbox.deliver_columns``'
-    ``edges``): per part one new edge id, XORed into ``xor`` (a spout's first edges, sent in the
-    tree's init) or into the anchoring batch's ``ack_val`` (a bolt's emit), and into the part's
-    id for each root."""
+    ``edges``): per part one new edge id, for each root, XORed into ``xor``. Once the emit
+    returned (every part encoded and buffered), ``xor`` goes into the tree: a spout's init, or the
+    anchoring batch's ``ack_val``; an emit that raised leaves the tree as it was."""
 
-    __slots__ = ("anchor", "new_id", "parts", "roots", "xor")
+    __slots__ = ("new_id", "parts", "roots", "xor")
 
-    def __init__(self, new_id: Callable[[int], int], roots: Sequence[int], anchor: Columns | None) -> None:
+    def __init__(self, new_id: Callable[[int], int], roots: Sequence[int]) -> None:
         self.new_id = new_id
         self.roots = roots
-        self.anchor = anchor
         self.xor = 0
         self.parts = 0
 
     def __call__(self) -> dict[int, int]:
         edge = self.new_id(64)
         self.parts += 1
-        if self.anchor is None:
-            self.xor ^= edge
-        else:
-            self.anchor.ack_val ^= edge
+        self.xor ^= edge
         return {root: edge for root in self.roots}
 
 
@@ -177,7 +173,7 @@ class TrackedSpoutCollector(SpoutOutputCollector):
             return
         trees = self._trees
         root = trees.new_root()
-        edges = BatchEdges(trees.new_id, (root,), None)
+        edges = BatchEdges(trees.new_id, (root,))
         self._emit_columns(columns, stream, edges)
         if not edges.parts:  # nobody subscribes: the tree is complete already
             self._tracker.completed_at_once(self.task, batch_id)
@@ -288,8 +284,9 @@ class TrackedBoltCollector(BoltOutputCollector):
         if isinstance(anchors, Columns):
             whole = anchors.anchors if anchors.tracked_whole else None
             if whole is not None:
-                edges = BatchEdges(self._trees.new_id, tuple(whole), anchors)
+                edges = BatchEdges(self._trees.new_id, tuple(whole))
                 self._emit_columns(columns, stream, edges)
+                anchors.ack_val ^= edges.xor  # delivered: the parts' edges join the batch's tree
                 return
             anchors = anchors.tuples()
         if not self._anchor_tuples(anchors):
@@ -358,6 +355,7 @@ class TrackedBoltCollector(BoltOutputCollector):
                     self.ack(row)
                 return
             self._counters.acked += len(tup)
+            tup.on_rows = None  # done with: rows read later are a look, not new tree nodes
             trees = self._trees
             for root, edge in whole.items():
                 trees.mailbox.ack(trees.acker_of(root), root, edge ^ tup.ack_val)
@@ -380,6 +378,7 @@ class TrackedBoltCollector(BoltOutputCollector):
                     self.fail(row)
                 return
             self._counters.failed += len(tup)
+            tup.on_rows = None  # done with: rows read later are a look, not new tree nodes
             trees = self._trees
             for root in whole:
                 trees.mailbox.fail(trees.acker_of(root), root)

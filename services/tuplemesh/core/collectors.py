@@ -330,5 +330,6 @@ class BoltOutputCollector(Emitter):
         self._counters.failed += len(tup) if tup.__class__ is Columns else 1
 
     def rows_of(self, batch: Columns) -> list[Tuple]:
-        """The rows of ``batch`` as tuples, for a bolt without ``process``."""
-        return batch.tuples()
+        """The rows of ``batch`` as tuples, for a bolt without ``process`` (untracked here: a
+        batch tracked as a whole, which only a tracking collector's executor gets, is read as is)."""
+        return batch.tuples() if batch.anchors is None else batch.row_values_as_tuples()

@@ -116,7 +116,7 @@ class _RoundRobin:
             if size:
                 parts.append((choices[(start + step) % width][0], slice(low, low + size)))
                 low += size
-        self._next = start + extra
+        self._next = (start + extra) % width  # where ``choose`` goes on: always a valid position
         return parts
 
 

@@ -311,8 +311,9 @@ class Executor:
 
     def _decode_batch(self, payload: bytes) -> Columns | list[Tuple]:
         """A rows or columns payload, decoded (`_read_batch`); none (each of its tuples counted as
-        failed, logged) when it cannot be. Their sender has no tree to fail: they were emitted
-        untracked."""
+        failed, logged) when it cannot be. No tree is failed here: rows payloads are untracked, and
+        a batch tracked as a whole that does not decode is failed by its tree's timeout (its
+        spout replays it)."""
         try:
             return self._read_batch(payload)
         except (SerializationError, KeyError, ValueError, TypeError) as exc:
@@ -733,6 +734,9 @@ class BoltExecutor(Executor):
         Order holds per source, as Storm's does; between sources it does not. A batch tracked as
         a whole (acking) is a call of its own, however long."""
         per_task: dict[int, dict[tuple[int, str, str, int], list[Columns | list[Tuple]]]] = {}
+        # per source: pieces after a batch tracked as a whole start a new group, so that the
+        # source's order holds (the whole batch is a call of its own)
+        generation: dict[tuple[int, int, str, str], int] = {}
         received = len(batch)
         rows_codec = self._deserialize_rows is not None
         target: int | None
@@ -756,10 +760,15 @@ class BoltExecutor(Executor):
             if not len(run):
                 continue
             first = run if isinstance(run, Columns) else run[0]
-            # a batch tracked as a whole is acked as a whole: a call of its own
-            whole = id(run) if isinstance(run, Columns) and run.anchors is not None else 0
-            source = (first.source_task, first.source_component, first.source_stream, whole)
+            whole = isinstance(run, Columns) and run.anchors is not None
             for task in self._process if target is None else (target,):
+                origin = (task, first.source_task, first.source_component, first.source_stream)
+                age = generation.get(origin, 0)
+                if whole:  # acked as a whole: a call of its own, and what follows comes after it
+                    generation[origin] = age = age + 2
+                    source = (first.source_task, first.source_component, first.source_stream, age - 1)
+                else:
+                    source = (first.source_task, first.source_component, first.source_stream, age)
                 sources = per_task.get(task)
                 if sources is None:
                     per_task[task] = {source: [run]}
