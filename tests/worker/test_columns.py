@@ -13,11 +13,14 @@ import pytest
 from examples import wordcount
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from tests.helpers import ListSpout
+from tuplemesh.acking.collectors import TrackedBoltCollector, TreeIds
+from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.config import Config
 from tuplemesh.core.collectors import BoltOutputCollector, StreamRoute
 from tuplemesh.core.markers import Batch
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
+from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import COLUMNS_MARKER, frame_rows, load_serializer, rows_count, tuples_in
 from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.topology import (
@@ -30,6 +33,7 @@ from tuplemesh.topology import (
     TopologyBuilder,
     Tuple,
 )
+from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.groupings import (
     AllGrouping,
     CustomGrouping,
@@ -668,3 +672,57 @@ def test_shuffle_goes_on_where_a_columnar_split_left_it() -> None:
     for _ in range(5):
         given.update(chooser.choose([0]))
     assert sum(given.values()) == 9 and set(given.values()) == {3}  # three whole rounds: even
+
+
+def test_an_emit_anchored_to_a_batch_that_raises_leaves_its_tree_as_it_was() -> None:
+    """The parts' edges join the anchoring batch only once every part went out: an emit that
+    raised (a part over messaging.max.message.bytes) sent nothing, so it adds nothing to ack."""
+    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={1: inbox},
+        remote_workers={2: 5},
+        transfer_ring=RingBuffer.multi_producer(16),
+        serializer=load_serializer("msgpack"),
+        batch_size=1000,
+        send_capacity=10_000,
+        max_payload=200,
+    )
+    fields = Fields(["word"])
+    chooser = AllGrouping().chooser((1, 2), frozenset({1}), fields)
+    route = StreamRoute("default", 0, fields, False, [chooser], frozenset())
+    mailbox = AckerMailbox(outbox, 9, "b", 1, Fields(["box"]))
+    trees = TreeIds((3,), frozenset({3}), mailbox, seed=1)
+    collector = TrackedBoltCollector(9, "b", {"default": route}, outbox, ExecutorCounters(), trees)
+    batch = Columns([["a"]], 1, fields, 4, "s", "default", None, {11: 12})
+    with pytest.raises(MessageTooLargeError):
+        collector.emit_columns([["x" * 500, "y"]], batch)  # the remote part's row cannot fit
+    assert batch.ack_val == 0 and outbox.delivered == 0
+    collector.emit_columns([["a", "b"]], batch)  # one local part, one remote part
+    assert batch.ack_val != 0 and outbox.delivered == 4
+
+
+class HandleBolt(Bolt):
+    """Keeps a handle named ``process`` (not callable): it is not the columnar entry point."""
+
+    def __init__(self) -> None:
+        self.process = object()  # set before the executor is built, which chooses the entry point
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.seen: list[int] = []
+
+    def execute(self, tup: Tuple) -> None:
+        self.seen.append(tup.values[0])
+
+    def report(self) -> Any:
+        return self.seen
+
+
+def test_an_attribute_named_process_that_is_not_callable_is_not_the_entry_point() -> None:
+    assert entry_point(HandleBolt()) == "execute" and entry_point(SinkOfN()) == "process"
+    assert entry_point(RowBolt()) == "execute" and entry_point(BatchRowBolt()) == "execute_batch"
+    builder = TopologyBuilder("handles")
+    builder.set_spout("ids", ColumnSpout(IDS), parallelism=1)
+    builder.set_bolt("h", HandleBolt(), parallelism=1).shuffle_grouping("ids")
+    summary, cluster = run(builder.build(), "local", 0)
+    assert sorted(cluster.reports()["h"][0]) == list(range(IDS))
+    assert summary.components["h"]["executed"] == IDS and summary.errors == 0

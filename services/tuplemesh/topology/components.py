@@ -25,6 +25,7 @@ __all__ = [
     "StreamDef",
     "TaskContext",
     "TaskMetrics",
+    "entry_point",
 ]
 
 
@@ -364,6 +365,18 @@ class ColumnarBolt(Protocol):
     """A bolt with the columnar entry point (see `Bolt`): checked once, when its executor is built."""
 
     def process(self, batch: Columns) -> None: ...
+
+
+def entry_point(bolt: Bolt) -> str:
+    """The entry point the runtime calls on ``bolt``, chosen once per executor: ``"process"``
+    when it defines a callable ``process`` (columns), else ``"execute_batch"`` when it defines a
+    callable ``execute_batch``, else ``"execute"``. An attribute of either name that is not
+    callable (``self.process = some_handle``) is not an entry point."""
+    if isinstance(bolt, ColumnarBolt) and callable(bolt.process):
+        return "process"
+    if isinstance(bolt, BatchBolt) and callable(bolt.execute_batch):
+        return "execute_batch"
+    return "execute"
 
 
 class BoltSource(Protocol):

@@ -55,6 +55,7 @@ from tuplemesh.topology import (
     TopologyContext,
     Tuple,
 )
+from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
@@ -414,16 +415,18 @@ class BoltExecutor(Executor):
         # ``topology.producer.batch.size`` tuples at a time: an inbox batch from another worker can
         # hold a whole transfer batch, and one call over all of it would emit it in one burst
         self.execute_batch_limit = max(1, wiring.plan.queue_settings.producer_batch_tuples)
+        #: each task's entry point (``process``, ``execute_batch`` or ``execute``), chosen once
+        self._entry = {task: entry_point(bolt) for task, bolt in self.bolts.items()}
         self._execute_batches = {
-            task: bolt_batch_call(bolt, self.collectors[task])
+            task: bolt_batch_call(cast(BatchBolt, bolt), self.collectors[task])
             for task, bolt in self.bolts.items()
-            if isinstance(bolt, BatchBolt)
+            if self._entry[task] == "execute_batch"
         }
-        # bolts with ``process`` get their input as columns (`Columns`), before any other entry point
+        # bolts with ``process`` get their input as columns (`Columns`)
         self._process = {
-            task: bolt_process_call(bolt, self.collectors[task])
+            task: bolt_process_call(cast(ColumnarBolt, bolt), self.collectors[task])
             for task, bolt in self.bolts.items()
-            if isinstance(bolt, ColumnarBolt)
+            if self._entry[task] == "process"
         }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
@@ -560,14 +563,12 @@ class BoltExecutor(Executor):
         counted as received or executed: a feature's control input such as a tick, not data)."""
         for task, bolt in self.bolts.items():
             # the bolt's own methods: ``tup`` is neither acked (BasicBolt) nor failed on an error
-            method = "execute"
+            method = self._entry[task]
             try:
-                if isinstance(bolt, ColumnarBolt):
-                    method = "process"
-                    bolt.process(Columns.from_tuples([tup]))
-                elif isinstance(bolt, BatchBolt):
-                    method = "execute_batch"
-                    bolt.execute_batch([tup])
+                if method == "process":
+                    cast(ColumnarBolt, bolt).process(Columns.from_tuples([tup]))
+                elif method == "execute_batch":
+                    cast(BatchBolt, bolt).execute_batch([tup])
                 else:
                     bolt.execute(tup)
             except AlertError:
