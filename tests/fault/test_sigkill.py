@@ -23,6 +23,12 @@ def spout_emitted(mesh: Mesh) -> int:
     return sum(e.emitted for status in statuses(mesh) for e in status.executors if e.spout)
 
 
+def relay_backlog(mesh: Mesh, worker: int) -> int:
+    """Batches waiting in the inbox of ``worker``'s relay executor."""
+    status = statuses(mesh)[worker]
+    return sum(q.depth for q in status.queues if q.name.startswith("inbox:relay"))
+
+
 def run_with_kill(tmp_path: Path, ackers: int) -> tuple[dict, dict]:
     config = write_config(
         tmp_path / "tuplemesh.yaml",
@@ -41,6 +47,9 @@ def run_with_kill(tmp_path: Path, ackers: int) -> tuple[dict, dict]:
     try:
         # a second's worth of ids offered: the relays hold a backlog when the kill comes
         eventually(lambda: spout_emitted(mesh) >= RATE, timeout=30)
+        # and the worker to be killed holds some of it: batches it took from the network and has
+        # not executed yet, which die with it (so the kill costs something to recover)
+        eventually(lambda: relay_backlog(mesh, KILLED) >= 2, timeout=30)
         mesh.kill(KILLED)
         time.sleep(1.0)  # deliberate: the worker stays dead for a second while its peers keep sending
         mesh.restart(KILLED)
