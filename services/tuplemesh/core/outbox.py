@@ -207,30 +207,13 @@ class Outbox:
             for task, group in remote.items()
             for payload, n in self._encode_rows(source_task, source_component, stream, stream_id, group)
         ]
-        buffers = self._buffers
-        extra = self._extra
-        for task, tuples in local.items():
-            dest = task_dest[task]
-            n = len(tuples)
-            buffers[dest].append((task, tuples[0] if n == 1 else tuples))
-            extra[dest] += n - 1
-            self.pending += n
-            self.delivered += n
-        blocked = self._congestion.blocked if self._congestion is not None else None
-        for task, payload, n in payloads:
-            if blocked and task in blocked:
-                self._hold(task)
-            dest = task_dest[task]
-            buffers[dest].append((task, payload))
-            extra[dest] += n - 1
-            self.pending += n
-            self.delivered += n
-        batch_size = self.batch_size
-        for dest, buf in enumerate(buffers):
-            if buf and len(buf) + extra[dest] >= batch_size:
-                self._flush(dest)
-        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
-            self.flush()
+        self._buffer_parts(
+            [
+                (task, tuples[0] if len(tuples) == 1 else tuples, len(tuples))
+                for task, tuples in local.items()
+            ],
+            payloads,
+        )
 
     def deliver_columns(
         self,
@@ -256,7 +239,7 @@ class Outbox:
         parts: list[tuple[int, Selection]] = []
         for chooser in choosers:
             parts.extend(chooser.split(columns, count))
-        local: list[tuple[int, Columns]] = []
+        local: list[tuple[int, Any, int]] = []
         payloads: list[tuple[int, bytes, int]] = []
         for task, selection in parts:
             if selection is None:
@@ -273,18 +256,26 @@ class Outbox:
                     part = [list(column) for column in part]
                 anchors = None if edges is None else edges()
                 batch = Columns(part, n, fields, source_task, source_component, stream, None, anchors)
-                local.append((task, batch))
+                local.append((task, batch, n))
             else:
                 for payload, carried in self._encode_columns(
                     source_task, source_component, stream, stream_id, fields, part, n, edges
                 ):
                     payloads.append((task, payload, carried))
+        self._buffer_parts(local, payloads)
+
+    def _buffer_parts(
+        self, local: list[tuple[int, Any, int]], payloads: list[tuple[int, bytes, int]]
+    ) -> None:
+        """Buffer the parts of one many-row emit, all encoded already: ``(task, entry, tuples in
+        it)`` for local tasks, ``(task, payload, tuples in it)`` for remote ones (a congested
+        remote task holds the emitter first); then flush the buffers that are full."""
+        task_dest = self._task_dest
         buffers = self._buffers
         extra = self._extra
-        for task, batch in local:
+        for task, entry, n in local:
             dest = task_dest[task]
-            n = len(batch)
-            buffers[dest].append((task, batch))
+            buffers[dest].append((task, entry))
             extra[dest] += n - 1
             self.pending += n
             self.delivered += n
