@@ -200,3 +200,21 @@ def test_a_publish_that_makes_no_progress_times_out():
             assert time.monotonic() - started < 5
     finally:
         assert mesh.stop() == [0]
+
+
+def test_fetch_columns_reads_the_records_of_fetch_as_columns(echo_mesh: Mesh):
+    with GatewayClient(targets(echo_mesh)) as client:
+        ends = {p: info.end for p, info in client.offsets("echo").partitions.items()}
+        client.publish("lines", [[f"column-{i:03d}"] for i in range(200)], batch_id="columns")
+        eventually(
+            lambda: sum(p.end for p in client.offsets("echo").partitions.values()) == sum(ends.values()) + 200
+        )
+        seen = []
+        for partition, info in client.offsets("echo").partitions.items():
+            rows = client.fetch("echo", partition, ends[partition], max_records=500, epoch=info.epoch)
+            got = client.fetch_columns("echo", partition, ends[partition], max_records=500, epoch=info.epoch)
+            assert (got.partition, got.epoch, got.offset) == (partition, info.epoch, ends[partition])
+            assert (got.count, got.next_offset, got.end) == (len(rows.records), rows.next_offset, rows.end)
+            assert got.columns == ([[r[0] for r in rows.records]] if rows.records else [])
+            seen.extend(got.columns[0] if got.count else [])
+    assert sorted(seen) == [f"column-{i:03d}" for i in range(200)]

@@ -106,9 +106,10 @@ class Collector:
     def __init__(self) -> None:
         self.emitted: list[Any] = []
 
-    def emit(self, values: list[Any], msg_id: Any = None) -> None:
-        assert msg_id is None  # checkpointed: replayed by rollback, not by acking
-        self.emitted.append(values[0])
+    def emit_columns(self, columns: list[list[Any]], msg_ids: Any = None, batch_id: Any = None) -> None:
+        assert msg_ids is None and batch_id is None  # checkpointed: replayed by rollback, not by acking
+        assert columns[0], "no empty batches"
+        self.emitted.extend(columns[0])
 
     def take(self) -> list[Any]:
         emitted, self.emitted = self.emitted, []

@@ -117,3 +117,23 @@ def test_every_log_has_its_own_epoch_that_fits_json_exactly():
     assert len(epochs) == 100  # random: a restarted log never reuses its predecessor's
     assert all(0 < e < 2**53 for e in epochs)  # 0 means "any epoch" on the wire
     assert ExportLog(10, epoch=42).epoch == 42
+
+
+def test_extend_appends_a_batch_in_order_waiting_for_room_as_it_goes():
+    log = filled(4, 2)
+    done: list[int] = []
+    thread = threading.Thread(target=lambda: done.append(log.extend([[2], [3], [4], [5], [6]])), daemon=True)
+    thread.start()
+    eventually(lambda: log.end == 4)  # the room there was: two of the five
+    assert thread.is_alive()
+    log.commit(3)  # three more fit now
+    eventually(lambda: not thread.is_alive())
+    assert done == [5] and log.fetch(3, 10) == ([[3], [4], [5], [6]], 7)
+
+
+def test_extend_on_a_full_closed_log_appends_what_fits_and_says_how_many():
+    log = filled(4, 1)
+    log.close()
+    assert log.extend([("a",), ("b",), ("c",), ("d",)]) == 3
+    assert log.fetch(0, 10) == ([[0], ("a",), ("b",), ("c",)], 4)
+    assert log.extend([]) == 0

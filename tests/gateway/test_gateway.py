@@ -213,3 +213,37 @@ def test_grpcurl_publish_one_and_offsets(pipeline_mesh: Mesh):
     )  # fmt: skip
     answer = json.loads(out.stdout)
     assert answer["total_partitions"] == 2 and answer["schema"] == "word STRING, count BIGINT"
+
+
+def test_fetch_as_columns_answers_the_same_records_as_rows(pipeline_mesh: Mesh):
+    publish(stubs(pipeline_mesh)[0], [[line] for line in LINES[:30]], batch_id="columns")
+    eventually(lambda: len(exported_records(pipeline_mesh)) > 0)
+    stub = stubs(pipeline_mesh)[0]
+    [p] = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
+    assert p.end - p.start > 12
+
+    def fetch(**options: object) -> gateway_pb2.FetchResponse:
+        request = gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.start)
+        request.MergeFrom(gateway_pb2.FetchRequest(**options))  # type: ignore[arg-type]
+        return stub.Fetch(request)
+
+    rows, columns = fetch(max_records=12), fetch(max_records=12, columns=True)
+    assert (columns.count, columns.next_offset, columns.packed) == (12, p.start + 12, b"")
+    words, counts = msgpack.unpackb(columns.packed_columns)
+    assert [list(r) for r in zip(words, counts, strict=True)] == msgpack.unpackb(rows.packed)
+    # a byte budget cuts both answers at the same record
+    one = len(msgpack.packb(msgpack.unpackb(rows.packed)[0]))
+    rows, columns = (
+        fetch(max_records=12, max_bytes=3 * one),
+        fetch(max_records=12, max_bytes=3 * one, columns=True),
+    )
+    assert 1 <= rows.count < 12 and columns.count == rows.count and columns.next_offset == rows.next_offset
+    assert [len(c) for c in msgpack.unpackb(columns.packed_columns)] == [rows.count, rows.count]
+    # JSON for grpcurl beside the columns
+    both = fetch(max_records=5, columns=True, json=True)
+    assert both.count == 5 and json.loads(both.records_json) == [list(r) for r in zip(*msgpack.unpackb(
+        both.packed_columns), strict=True)]  # fmt: skip
+    # nothing left to read: no columns at all
+    empty = stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.end,
+                                                columns=True))  # fmt: skip
+    assert (empty.count, msgpack.unpackb(empty.packed_columns), empty.next_offset) == (0, [], p.end)

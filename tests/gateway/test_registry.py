@@ -155,7 +155,7 @@ def test_close_refuses_rows_releases_full_logs_and_forgets_everything():
     assert registry.ingest_queues("rows") == [] and registry.export("out") is None
     assert queue.closed and not queue.put(PublishTicket(1), [[3]], timeout=1.0)
     # what was accepted before the stop is still there to count
-    assert queue.take(10) == [(ticket, 0, [1]), (ticket, 1, [2])]
+    assert [chunk.entries() for chunk in queue.take(10)] == [[(ticket, 0, [1]), (ticket, 1, [2])]]
     assert not log.append([2])  # full and closed: refused at once instead of waiting
     late = IngestQueue(10, ["line"])
     registry.register_ingest("rows", late)  # a task opening while its worker stops

@@ -55,3 +55,24 @@ def test_wait_returns_when_another_thread_settles_the_last_row():
     ticket = PublishTicket(1)
     threading.Timer(0.05, ticket.ack, args=(0,)).start()
     assert ticket.wait(10.0) and ticket.held
+
+
+def test_rows_settle_many_at_once_and_late_verdicts_in_a_group_change_nothing():
+    ticket = PublishTicket(5)
+    ticket.ack_many([0, 1])
+    ticket.fail_many([1, 2])  # row 1 is held already: only row 2 fails
+    assert not ticket.settled and ticket.failures == 1
+    ticket.ack_many([])
+    ticket.ack_many([3, 4, 2])
+    assert ticket.settled and not ticket.held and ticket.failures == 1
+    assert ticket.retry().indices == [2]
+
+
+def test_acking_the_last_rows_at_once_wakes_a_waiter():
+    ticket = PublishTicket(3)
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(ticket.wait(30)))
+    waiter.start()
+    ticket.ack_many([0, 1, 2])
+    waiter.join(30)
+    assert waited == [True] and ticket.held

@@ -14,7 +14,7 @@ import tuplemesh.spark
 from tuplemesh.client import ExportOffsets, PartitionOffsets, TlsSettings
 from tuplemesh.spark import OptionError, Options, clients, publish, writer
 from tuplemesh.spark import positions as positions_module
-from tuplemesh.spark.arrow import to_record_batch
+from tuplemesh.spark.arrow import columns_to_record_batch
 from tuplemesh.spark.positions import Position
 
 
@@ -98,16 +98,18 @@ def test_tls_option_errors_name_the_option(tmp_path: Path, tls: dict[str, str], 
         Options.parse({"targets": "a:1", "export": "e", **given}, "read")
 
 
-def test_records_become_one_arrow_batch_in_the_schema():
+def test_columns_become_one_arrow_batch_in_the_schema():
     schema = pa.schema([("word", pa.string()), ("count", pa.int64())])
-    batch = to_record_batch([["cow", 2], ["fox", 1]], schema, "counts")
+    batch = columns_to_record_batch([["cow", "fox"], [2, 1]], 2, schema, "counts")
     assert batch.schema == schema and batch.to_pylist() == [
         {"word": "cow", "count": 2},
         {"word": "fox", "count": 1},
     ]
-    assert to_record_batch([], schema, "counts").num_rows == 0
+    assert columns_to_record_batch([], 0, schema, "counts").num_rows == 0  # an empty fetch: no columns
     with pytest.raises(RuntimeError, match="records of 'counts' have 3 fields, schema 2"):
-        to_record_batch([["cow", 2, "extra"]], schema, "counts")
+        columns_to_record_batch([["cow"], [2], ["extra"]], 1, schema, "counts")
+    with pytest.raises(RuntimeError, match="columns of 'counts' are not all 2 records long"):
+        columns_to_record_batch([["cow", "fox"], [2]], 2, schema, "counts")
 
 
 def test_one_client_per_process_and_settings(monkeypatch: pytest.MonkeyPatch):

@@ -5,6 +5,7 @@ from tuplemesh.client.channel import TlsSettings, open_channel, open_channel_fro
 from tuplemesh.client.gateway import (
     ExportOffsets,
     Fetched,
+    FetchedColumns,
     GatewayClient,
     PartitionOffsets,
     PublishResult,
@@ -16,6 +17,7 @@ __all__ = [
     "EpochMismatchError",
     "ExportOffsets",
     "Fetched",
+    "FetchedColumns",
     "GatewayClient",
     "GatewayError",
     "PartitionOffsets",

@@ -13,13 +13,13 @@ from typing import Any
 
 from tuplemesh.acking.settings import AckingSettings
 from tuplemesh.gateway.export_log import ExportLog
-from tuplemesh.gateway.ingest import IngestEntry, IngestQueue
+from tuplemesh.gateway.ingest import IngestEntry, IngestQueue, columns_of
 from tuplemesh.gateway.registry import GatewayTask
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.state.base import KeyValueState
 from tuplemesh.state.components import ReplayableSpout, StatefulBolt
 from tuplemesh.state.protocol import COORDINATOR
-from tuplemesh.topology import OutputFieldsDeclarer, TaskContext, Tuple
+from tuplemesh.topology import Columns, OutputFieldsDeclarer, TaskContext, Tuple
 
 __all__ = ["ExportBolt", "IngestSpout"]
 
@@ -35,9 +35,12 @@ class IngestSpout(ReplayableSpout, GatewayTask):
     ``name`` is what producers put in ``PublishRequest.component`` (use the component's name).
     A full queue slows the publishing stream down; nothing is dropped.
 
-    With acking on, every row is the root of a tuple tree and the Gateway acknowledges a request
-    once all its rows' trees complete (a failed or timed-out row makes the producer retry).
-    With acking off, a request is acknowledged once all its rows are emitted.
+    Rows leave the spout as batches of columns (``emit_columns``): the rows of one request
+    taken in one call (at most ``per_call``) are one batch. With acking on, every row is the
+    root of a tuple tree and the Gateway acknowledges a request once all its rows' trees
+    complete (a failed or timed-out row makes the producer retry that row alone, so a row whose
+    tree completed is never published twice). With acking off, a request is acknowledged once
+    all its rows are emitted.
 
     In a checkpointed topology a row is held only once a checkpoint with its effect commits: the
     spout keeps the rows it emitted since (at most ``capacity`` more), acknowledges them when
@@ -45,7 +48,9 @@ class IngestSpout(ReplayableSpout, GatewayTask):
     unacknowledged rows with it; their producers publish them again elsewhere.
     """
 
-    def __init__(self, name: str, fields: Sequence[str], capacity: int = 20_000, per_call: int = 200) -> None:
+    def __init__(
+        self, name: str, fields: Sequence[str], capacity: int = 20_000, per_call: int = 1000
+    ) -> None:
         self.name = name
         self.fields = list(fields)
         self.capacity = capacity
@@ -57,8 +62,8 @@ class IngestSpout(ReplayableSpout, GatewayTask):
 
     def open(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
         registry = self._registry(self.name)  # first: nothing else happens without one
-        self.emit = collector.emit
-        # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
+        self.emit_columns = collector.emit_columns
+        # acking off: no batch ids, whose "acked at once" would cost a call per batch for nothing
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.queue = IngestQueue(self.capacity, self.fields)
         # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
@@ -70,45 +75,51 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         registry.register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
+        """Each request's rows taken now go out as one batch of columns; with acking on, that
+        batch is one tuple tree, and its outcome settles all its rows at once."""
         if self.checkpointed:
             self._emit_checkpointed()
             return
-        entries = self.queue.take(self.per_call)
-        emit = self.emit
+        chunks = self.queue.take(self.per_call)
+        emit_columns, width = self.emit_columns, len(self.fields)
         done = 0
         try:
-            for ticket, index, row in entries:
-                if self.tracked:
-                    emit(row, msg_id=(ticket, index))
+            for chunk in chunks:
+                if self.tracked:  # a tree per row: a failed row fails (and is republished) alone
+                    ticket = chunk.ticket
+                    emit_columns(chunk.columns(width), msg_ids=[(ticket, index) for index in chunk.indices])
                 else:
-                    emit(row)
-                    ticket.ack(index)
+                    emit_columns(chunk.columns(width))
+                    chunk.ticket.ack_many(chunk.indices)
                 done += 1
+                self.emitted += len(chunk)
         except Exception:
-            # a row the runtime refused (its values): it and the rows taken after it fail, so
-            # their publishers get an answer (and retry) instead of waiting for one forever
-            for ticket, index, _ in entries[done:]:
-                ticket.fail(index)
+            # rows the runtime refused (their values): they and the rows taken after them fail,
+            # so their publishers get an answer (and retry) instead of waiting for one forever
+            for chunk in chunks[done:]:
+                chunk.ticket.fail_many(chunk.indices)
             raise
-        finally:
-            self.emitted += done
 
     def _emit_checkpointed(self) -> None:
         """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.
-        No message ids: a rollback replays, and a commit acknowledges."""
-        emit, budget = self.emit, self.per_call
+        No ids: a rollback replays, and a commit acknowledges."""
+        budget = self.per_call
         buffered = self._uncommitted
-        while budget and self._cursor < self._base + len(buffered):
-            emit(buffered[self._cursor - self._base][2])
-            self._cursor += 1
-            budget -= 1
+        first = self._cursor - self._base
+        replayed = buffered[first : first + budget]
+        self._emit_entries(replayed)
+        budget -= len(replayed)
         room = self.capacity - len(buffered)
-        entries = self.queue.take(min(budget, room)) if budget and room > 0 else []
+        taken = self.queue.take(min(budget, room)) if budget and room > 0 else []
+        entries = [entry for chunk in taken for entry in chunk.entries()]
         buffered.extend(entries)
-        for _, _, row in entries:
-            emit(row)
-        self._cursor += len(entries)
-        self.emitted += self.per_call - budget + len(entries)
+        self._emit_entries(entries)
+
+    def _emit_entries(self, entries: list[IngestEntry]) -> None:
+        if entries:
+            self.emit_columns(columns_of([row for _, _, row in entries], len(self.fields)))
+            self._cursor += len(entries)
+            self.emitted += len(entries)
 
     def position(self) -> Any:
         return [self.instance, self._cursor]
@@ -198,13 +209,36 @@ class ExportBolt(StatefulBolt, GatewayTask):
             schema,
         )
 
+    def process(self, batch: Columns) -> None:
+        """A batch of records into the log in one step (the records are the rows' values)."""
+        columns = batch.columns
+        records: Sequence[Sequence[Any]] = (
+            list(zip(*columns, strict=True)) if columns else [() for _ in range(len(batch))]
+        )
+        appended = self.log.extend(records)
+        if appended == len(records):
+            if self.tracked:
+                self.collector.ack(batch)
+            return
+        if self.tracked:  # the records that did fit are held; the rest fail, row by row
+            rows = batch.tuples()
+            for row in rows[:appended]:
+                self.collector.ack(row)
+            for row in rows[appended:]:
+                self.collector.fail(row)  # the producer hears of it instead of an OK
+        self._lost(len(records) - appended)
+
     def execute(self, tup: Tuple) -> None:
-        if self.log.append(list(tup.values)):
+        """One record (a per-tuple caller; the runtime calls `process`)."""
+        if self.log.append(tup.values):
             if self.tracked:
                 self.collector.ack(tup)
             return
         if self.tracked:
-            self.collector.fail(tup)  # the producer hears of it instead of an OK
+            self.collector.fail(tup)
+        self._lost(1)
+
+    def _lost(self, records: int) -> None:
         if not self.lost:  # once per task: the rest of a stopping worker's input follows
             log.warning(
                 "ExportBolt %s: log full (%d records) while the worker stops; "
@@ -212,7 +246,7 @@ class ExportBolt(StatefulBolt, GatewayTask):
                 self.where,
                 self.retention,
             )
-        self.lost += 1
+        self.lost += records
 
     def init_state(self, state: KeyValueState) -> None:
         self.state = state

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["ExportLog", "new_epoch"]
@@ -33,7 +34,7 @@ class ExportLog:
     def __init__(self, retention: int, epoch: int = 0) -> None:
         self.retention = retention
         self.epoch = epoch or new_epoch()
-        self._records: list[list[Any]] = []
+        self._records: list[Sequence[Any]] = []
         self._head = 0  # index in _records of the first retained record
         self.start = 0  # offset of the first retained record
         self._cond = threading.Condition()
@@ -54,25 +55,36 @@ class ExportLog:
         written = self.start + len(self)
         return written if self._readable is None else self._readable
 
-    def append(self, values: list[Any]) -> bool:
-        """Append, waiting while the log is full (backpressure upstream) until a commit frees room.
+    def append(self, values: Sequence[Any]) -> bool:
+        """Append one record as `extend` does; False when it was not appended."""
+        return self.extend([values]) == 1
+
+    def extend(self, records: Sequence[Sequence[Any]]) -> int:
+        """Append ``records`` in order, waiting while the log is full (backpressure upstream)
+        until a commit frees room; returns how many were appended.
 
         Held-back records (not yet in a committed checkpoint: at most one checkpoint interval's
         input) do not count against the retention: waiting for a reader to free room they take
         would stop the checkpoint that makes them readable.
 
-        False, without appending, when the log is full and closed: its worker stops, and waiting
-        for a reader that may never come would hold the shutdown forever.
+        Fewer than all only when the log is full and closed: its worker stops, and waiting for
+        a reader that may never come would hold the shutdown forever.
         """
+        done, total = 0, len(records)
         with self._cond:
-            while self.end - self.start >= self.retention:
-                if self.closed:
-                    return False
-                self._cond.wait()
-            self._records.append(values)
-            return True
+            while done < total:
+                room = self.retention - (self.end - self.start)
+                if room <= 0:
+                    if self.closed:
+                        break
+                    self._cond.wait()
+                    continue
+                part = records[done : done + room]
+                self._records.extend(part)
+                done += len(part)
+        return done
 
-    def fetch(self, start: int, limit: int) -> tuple[list[list[Any]], int]:
+    def fetch(self, start: int, limit: int) -> tuple[list[Sequence[Any]], int]:
         """(records from ``start``, end offset); ValueError when ``start`` was committed away."""
         with self._cond:
             if start < self.start:

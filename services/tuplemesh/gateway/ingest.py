@@ -4,25 +4,56 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 from tuplemesh.gateway.ticket import PublishTicket
 
-__all__ = ["IngestEntry", "IngestQueue"]
+__all__ = ["IngestChunk", "IngestEntry", "IngestQueue", "columns_of"]
 
-#: one row waiting for the spout: the ticket that settles it, its index in the request, its values
+#: one row waiting for a checkpoint to commit: the ticket that settles it, its index in the
+#: request, its values
 IngestEntry = tuple[PublishTicket, int, list[Any]]
+
+
+@dataclass(slots=True)
+class IngestChunk:
+    """Consecutive rows of one request: ``rows[i]`` is the row at ``indices[i]`` of ``ticket``'s
+    request. The spout emits a chunk as one batch of columns and settles it with one call."""
+
+    ticket: PublishTicket
+    indices: list[int]
+    rows: list[list[Any]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def columns(self, width: int) -> list[list[Any]]:
+        """The chunk's rows as ``width`` columns."""
+        return columns_of(self.rows, width)
+
+    def entries(self) -> list[IngestEntry]:
+        """The chunk row by row."""
+        ticket = self.ticket
+        return [(ticket, index, row) for index, row in zip(self.indices, self.rows, strict=True)]
+
+
+def columns_of(rows: list[list[Any]], width: int) -> list[list[Any]]:
+    """``rows`` (each of ``width`` values) as ``width`` columns."""
+    return [[row[field] for row in rows] for field in range(width)]
 
 
 class IngestQueue:
     """Bounded rows waiting for an IngestSpout task, each with the ticket its outcome settles.
-    Thread-safe."""
+    Thread-safe. Rows are kept as the chunks they came in (a request's rows), not one by one:
+    a row costs the queue nothing of its own."""
 
     def __init__(self, capacity: int, fields: list[str]) -> None:
         self.capacity = capacity
         #: The spout's declared fields: every row must have one value for each.
         self.fields = fields
-        self._rows: deque[IngestEntry] = deque()
+        self._chunks: deque[IngestChunk] = deque()
+        self._rows = 0  # rows in _chunks
         self._cond = threading.Condition()
         self.accepted = 0
         self.closed = False
@@ -30,27 +61,46 @@ class IngestQueue:
     def put(self, ticket: PublishTicket, rows: list[list[Any]], timeout: float) -> bool:
         """Queue the rows of ``ticket.indices`` (all at once) once there is room; False if none
         came in ``timeout`` or the queue is closed (check ``closed`` to tell the two apart)."""
-        entries = [(ticket, index, rows[index]) for index in ticket.indices]
+        indices = ticket.indices
+        if len(indices) == len(rows):  # a first attempt: every row, in order
+            chunk = IngestChunk(ticket, list(indices), rows)
+        else:  # a retry: only the rows the earlier attempts did not complete
+            chunk = IngestChunk(ticket, list(indices), [rows[index] for index in indices])
+        count = len(chunk)
         with self._cond:
             if not self._cond.wait_for(
-                lambda: self.closed or not self._rows or len(self._rows) + len(entries) <= self.capacity,
+                lambda: self.closed or not self._rows or self._rows + count <= self.capacity,
                 timeout,
             ):
                 return False
             if self.closed:
                 return False
-            self._rows.extend(entries)
-            self.accepted += len(entries)
+            self._chunks.append(chunk)
+            self._rows += count
+            self.accepted += count
             return True
 
-    def take(self, limit: int) -> list[IngestEntry]:
-        """Up to ``limit`` rows, without waiting."""
+    def take(self, limit: int) -> list[IngestChunk]:
+        """Up to ``limit`` rows, in order, as chunks (a chunk larger than what is left of the
+        limit is split), without waiting."""
+        taken: list[IngestChunk] = []
         with self._cond:
-            n = min(limit, len(self._rows))
-            rows = [self._rows.popleft() for _ in range(n)]
-            if n:
+            chunks = self._chunks
+            left = min(limit, self._rows)
+            while left > 0:
+                chunk = chunks[0]
+                if len(chunk) <= left:
+                    taken.append(chunks.popleft())
+                    left -= len(chunk)
+                else:
+                    taken.append(IngestChunk(chunk.ticket, chunk.indices[:left], chunk.rows[:left]))
+                    # the rest stays queued; new lists: ``rows`` may be the request's own
+                    chunk.indices, chunk.rows = chunk.indices[left:], chunk.rows[left:]
+                    left = 0
+            if taken:
+                self._rows -= sum(len(chunk) for chunk in taken)
                 self._cond.notify_all()
-            return rows
+        return taken
 
     def close(self) -> None:
         """Refuse rows from now on (the spout stops); rows already queued stay countable."""
@@ -59,4 +109,4 @@ class IngestQueue:
             self._cond.notify_all()
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._rows

@@ -11,7 +11,7 @@ import json
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -364,32 +364,77 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         log = self._log(request, context)
         limit = request.max_records or 10_000
         try:
-            records, end = log.fetch(request.start_offset, limit)
+            fetched, end = log.fetch(request.start_offset, limit)
         except ValueError as exc:
             reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
         # a byte budget as well as a count: records of legal size could otherwise add up to an
         # answer above the message limit, which gRPC refuses: the partition would be unreadable
         budget = min(request.max_bytes or self.fetch_max_bytes, self.max_message_bytes)
         packer = msgpack.Packer(use_bin_type=True)
+        packed, packed_columns, texts = b"", b"", ""
+        records: Sequence[Sequence[Any]] = fetched
+        if request.columns and not request.json:
+            records, packed_columns = self._columns_within(records, budget, packer, context)
+        else:
+            rows, texts = self._rows_within(records, budget, packer, request.json)
+            records = records[: len(rows)]
+            if request.columns:  # no larger than the rows: one array header per field, not per row
+                packed_columns = self._pack_columns(records, packer, context)
+            else:
+                packed = packer.pack_array_header(len(rows)) + b"".join(rows)
+        return gateway_pb2.FetchResponse(
+            packed=packed,
+            packed_columns=packed_columns,
+            count=len(records),
+            next_offset=request.start_offset + len(records),
+            end_offset=end,
+            records_json=texts,
+            epoch=log.epoch,
+        )
+
+    @staticmethod
+    def _rows_within(
+        records: Sequence[Sequence[Any]], budget: int, packer: msgpack.Packer, as_json: bool
+    ) -> tuple[list[bytes], str]:
+        """The first records whose msgpack encodings (and JSON texts, ``as_json``) fit ``budget``
+        bytes, each encoded, and the JSON array of them; at least one record, however large: a
+        fetch always makes progress."""
         packed: list[bytes] = []
         texts: list[str] = []
         size = 0
         for record in records:
             one = packer.pack(record)
-            text = json.dumps(record, default=repr) if request.json else ""
+            text = json.dumps(record, default=repr) if as_json else ""
             size += len(one) + len(text)
             if packed and size > budget:
-                break  # at least one record, however large: a fetch always makes progress
+                break
             packed.append(one)
             texts.append(text)
-        return gateway_pb2.FetchResponse(
-            packed=packer.pack_array_header(len(packed)) + b"".join(packed),
-            count=len(packed),
-            next_offset=request.start_offset + len(packed),
-            end_offset=end,
-            records_json="[" + ", ".join(texts) + "]" if request.json else "",
-            epoch=log.epoch,
-        )
+        return packed, "[" + ", ".join(texts) + "]" if as_json else ""
+
+    @staticmethod
+    def _pack_columns(
+        records: Sequence[Sequence[Any]], packer: msgpack.Packer, context: grpc.ServicerContext
+    ) -> bytes:
+        try:
+            return packer.pack([list(column) for column in zip(*records, strict=True)])
+        except ValueError:
+            reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
+
+    def _columns_within(
+        self,
+        records: Sequence[Sequence[Any]],
+        budget: int,
+        packer: msgpack.Packer,
+        context: grpc.ServicerContext,
+    ) -> tuple[Sequence[Sequence[Any]], bytes]:
+        """The first records that fit ``budget`` bytes (at least one) and their columns, packed.
+        Encoded as columns at once; only an answer over the budget is measured row by row."""
+        packed = self._pack_columns(records, packer, context)
+        if len(packed) > budget and len(records) > 1:
+            records = records[: len(self._rows_within(records, budget, packer, False)[0])]
+            packed = self._pack_columns(records, packer, context)
+        return records, packed
 
     def Offsets(
         self, request: gateway_pb2.OffsetsRequest, context: grpc.ServicerContext

@@ -42,6 +42,14 @@ class PublishTicket:
         """Row ``index`` failed or timed out in the topology, or was never emitted. Any thread."""
         self._settle(index, _FAILED)
 
+    def ack_many(self, indices: list[int]) -> None:
+        """Rows ``indices`` are held (their batch's tree completed), in one step. Any thread."""
+        self._settle_many(indices, _ACKED)
+
+    def fail_many(self, indices: list[int]) -> None:
+        """Rows ``indices`` failed or timed out (their batch's tree failed). Any thread."""
+        self._settle_many(indices, _FAILED)
+
     def fail_open(self) -> None:
         """Every row still open failed (its rows could not be queued). Any thread."""
         with self._cond:
@@ -59,6 +67,22 @@ class PublishTicket:
             self._state[index] = outcome
             self.failures += outcome == _FAILED
             self._open -= 1
+            if not self._open:
+                self._cond.notify_all()
+
+    def _settle_many(self, indices: list[int], outcome: int) -> None:
+        with self._cond:
+            state = self._state
+            settled = 0
+            for index in indices:
+                if state[index] == _OPEN:  # a late verdict changes nothing (see _settle)
+                    state[index] = outcome
+                    settled += 1
+            if not settled:
+                return
+            if outcome == _FAILED:
+                self.failures += settled
+            self._open -= settled
             if not self._open:
                 self._cond.notify_all()
 

@@ -41,7 +41,7 @@ class PublishOneRequest(_message.Message):
     def __init__(self, component: _Optional[str] = ..., values_json: _Optional[str] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch", "max_bytes")
+    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch", "max_bytes", "columns")
     EXPORT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -49,6 +49,7 @@ class FetchRequest(_message.Message):
     JSON_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
     export: str
     partition: int
     start_offset: int
@@ -56,23 +57,26 @@ class FetchRequest(_message.Message):
     json: bool
     epoch: int
     max_bytes: int
-    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    columns: bool
+    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ..., columns: _Optional[bool] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch")
+    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch", "packed_columns")
     PACKED_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
     END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     RECORDS_JSON_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    PACKED_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     packed: bytes
     count: int
     next_offset: int
     end_offset: int
     records_json: str
     epoch: int
-    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    packed_columns: bytes
+    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ..., epoch: _Optional[int] = ..., packed_columns: _Optional[bytes] = ...) -> None: ...
 
 class OffsetsRequest(_message.Message):
     __slots__ = ("export",)
