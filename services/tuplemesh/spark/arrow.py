@@ -28,4 +28,3 @@ def columns_to_record_batch(
         [pa.array(column, type=field.type) for column, field in zip(columns, arrow_schema, strict=True)],
         schema=arrow_schema,
     )
-
