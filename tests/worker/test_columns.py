@@ -13,6 +13,7 @@ import pytest
 from examples import wordcount
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from tests.helpers import ListSpout
+from tuplemesh.acking import ACKER
 from tuplemesh.acking.collectors import TrackedBoltCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.config import Config
@@ -21,7 +22,15 @@ from tuplemesh.core.markers import Batch
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
-from tuplemesh.serialization import COLUMNS_MARKER, frame_rows, load_serializer, rows_count, tuples_in
+from tuplemesh.serialization import (
+    ANCHORED_COLUMNS_MARKER,
+    COLUMNS_MARKER,
+    flat_anchors,
+    frame_rows,
+    load_serializer,
+    rows_count,
+    tuples_in,
+)
 from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.topology import (
     BasicBolt,
@@ -525,22 +534,28 @@ def test_an_emit_columns_goes_to_local_tasks_as_columns_and_to_remote_ones_as_co
             assert owner.setdefault(word, task) == task  # one task per key
 
 
-def _sink_of_n() -> tuple[BoltExecutor, WorkerPlan]:
+def _sink_of_n(conf: Mapping[str, Any] | None = None) -> tuple[BoltExecutor, WorkerPlan]:
     """A ``SinkOfN`` executor (task 1, stream (n) from spout task 2), built from its plan alone."""
+    executor, plan, _ = _sink_of_n_with_inboxes(conf)
+    return executor, plan
+
+
+def _sink_of_n_with_inboxes(
+    conf: Mapping[str, Any] | None = None,
+) -> tuple[BoltExecutor, WorkerPlan, dict[int, RingBuffer[Any]]]:
     builder = TopologyBuilder("t")
     builder.set_spout("s", ListSpout([[i] for i in range(1)], ["n"]))
     builder.set_bolt("b", SinkOfN(), parallelism=1).shuffle_grouping("s")
-    plan = WorkerPlan.build(builder.build(), 0, 2, Config({}))
+    config = Config(dict(conf or {}))
+    workers = 1 if config.get("topology.acker.executors") else 2  # acking: the acker here too
+    plan = WorkerPlan.build(builder.build(), 0, workers, config)
     [spec] = [e for e in plan.executors if e.component == "b"]
     inboxes = {e.index: RingBuffer.multi_producer(64) for e in plan.executors}
+    by_task = {task: inboxes[e] for task, e in plan.executor_of_task.items()}
     wiring = ExecutorWiring(
-        plan,
-        {task: inboxes[e] for task, e in plan.executor_of_task.items()},
-        RingBuffer.multi_producer(64),
-        lambda: load_serializer("msgpack"),
-        None,
+        plan, by_task, RingBuffer.multi_producer(64), lambda: load_serializer("msgpack"), None
     )
-    return BoltExecutor(spec, wiring), plan
+    return BoltExecutor(spec, wiring), plan, by_task
 
 
 def test_a_columns_payload_is_executed_and_a_mismatched_one_is_counted() -> None:
@@ -726,3 +741,26 @@ def test_an_attribute_named_process_that_is_not_callable_is_not_the_entry_point(
     summary, cluster = run(builder.build(), "local", 0)
     assert sorted(cluster.reports()["h"][0]) == list(range(IDS))
     assert summary.components["h"]["executed"] == IDS and summary.errors == 0
+
+
+def test_a_tracked_columns_payload_that_does_not_fit_its_stream_fails_its_trees_at_once() -> None:
+    """Its anchors decoded, so its trees fail now instead of at the message timeout."""
+    executor, plan, inboxes = _sink_of_n_with_inboxes({"topology.acker.executors": 1})
+    [acker_task] = [t for t, c in plan.assignment.component_of_task().items() if c == ACKER]
+    stream_id = plan.stream_ids[("s", "default")]
+    codec = load_serializer("msgpack")
+    anchors = {1234: 99, 5678: 77}
+    # three rows announced, two in the column, its anchors after the columns
+    body = codec.serialize_rows(2, stream_id, [[1, 2], flat_anchors(anchors)])  # type: ignore[attr-defined]
+    executor.start()
+    executor.inbox.put(Batch([(1, frame_rows(3, body, ANCHORED_COLUMNS_MARKER))]))
+    executor.request_stop()
+    assert executor.join(10.0)
+    assert executor.counters.deserialize_errors == 1 and executor.counters.failed == 3
+    assert executor.counters.executed == 0
+    acker_inbox = inboxes[acker_task]
+    [batch] = [acker_inbox.get(sequence) for sequence in range(acker_inbox.cursor + 1)]
+    [(task, message)] = batch
+    inits, acks, fails = message.values
+    assert task == acker_task
+    assert (inits, acks, sorted(fails)) == ([], [], [1234, 5678])

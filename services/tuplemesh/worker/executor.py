@@ -125,6 +125,15 @@ class ExecutorWiring:
     flush_timer: FlushTimer = field(default_factory=lambda: FlushTimer(0.001))
 
 
+class _UnfitBatch(ValueError):
+    """A tracked columns payload that decoded but does not fit its stream; ``empty`` is a batch of
+    no rows with its anchors, to fail its trees with."""
+
+    def __init__(self, message: str, empty: Columns) -> None:
+        super().__init__(message)
+        self.empty = empty
+
+
 class Executor:
     """State shared by spout and bolt executors. Started and stopped by its Worker."""
 
@@ -307,14 +316,19 @@ class Executor:
             anchors = anchors_of(lists.pop())
         count = rows_count(payload)
         if len(lists) != len(fields) or any(len(column) != count for column in lists):
-            raise ValueError(f"columns payload of {count} rows does not match the fields {list(fields)}")
+            message = f"columns payload of {count} rows does not match the fields {list(fields)}"
+            if anchors is None:
+                raise ValueError(message)
+            empty = Columns([[] for _ in fields], 0, fields, source_task, component, stream, None, anchors)
+            raise _UnfitBatch(message, empty)
         return Columns(lists, count, fields, source_task, component, stream, None, anchors)
 
     def _decode_batch(self, payload: bytes) -> Columns | list[Tuple]:
         """A rows or columns payload, decoded (`_read_batch`); none (each of its tuples counted as
-        failed, logged) when it cannot be. No tree is failed here: rows payloads are untracked, and
-        a batch tracked as a whole that does not decode is failed by its tree's timeout (its
-        spout replays it)."""
+        failed, logged) when it cannot be. A batch tracked as a whole whose anchors decoded but
+        whose columns do not fit its stream has its trees failed now (its spout replays it); one
+        that does not decode at all is failed by its trees' timeout (its anchors are in the bytes
+        that did not decode). Rows payloads are untracked."""
         try:
             return self._read_batch(payload)
         except (SerializationError, KeyError, ValueError, TypeError) as exc:
@@ -323,7 +337,13 @@ class Executor:
             self.errors_log.log(
                 "executor %s: undecodable %d-byte batch payload: %s", self.name, len(payload), exc
             )
+            if isinstance(exc, _UnfitBatch):
+                self._fail_trees(exc.empty)
             return []
+
+    def _fail_trees(self, empty: Columns) -> None:
+        """Fail the trees of ``empty`` (no rows, a tracked batch's anchors) at once. Only bolts
+        receive tracked batches."""
 
     def _decode_rows(self, payload: bytes) -> list[Tuple]:
         """The tuples of a rows or columns payload (`_decode_batch`), as tuples."""
@@ -477,6 +497,9 @@ class BoltExecutor(Executor):
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
+
+    def _fail_trees(self, empty: Columns) -> None:
+        next(iter(self.collectors.values())).fail(empty)  # the executor's tasks share its trees
 
     def alignment(self) -> AlignmentSnapshot | None:
         """Its barrier alignment counts when its component aligns barriers, else None."""
