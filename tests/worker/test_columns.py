@@ -3,6 +3,7 @@ that split a whole batch at once; acking on and off, local and grpc."""
 
 from __future__ import annotations
 
+import array
 import random
 from collections import Counter
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from examples import wordcount
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from tests.helpers import ListSpout
 from tuplemesh.acking import ACKER
-from tuplemesh.acking.collectors import TrackedBoltCollector, TreeIds
+from tuplemesh.acking.collectors import TrackedBoltCollector, TreeIds, TupleEdges
 from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.config import Config
 from tuplemesh.core.collectors import BoltOutputCollector, StreamRoute
@@ -25,6 +26,8 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import (
     ANCHORED_COLUMNS_MARKER,
     COLUMNS_MARKER,
+    ROWS_HEADER_BYTES,
+    anchors_of,
     flat_anchors,
     frame_rows,
     load_serializer,
@@ -33,6 +36,7 @@ from tuplemesh.serialization import (
 )
 from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.topology import (
+    AnchoredTuple,
     BasicBolt,
     Bolt,
     Columns,
@@ -629,6 +633,13 @@ def test_an_emitter_may_reuse_its_column_lists_once_emit_columns_returns() -> No
         outbox.flush()
         seen = sorted(n for task, batch in inbox.get(inbox.cursor) for n in batch.column("n"))
         assert seen == ([1, 1, 2, 2, 3, 3, 4, 4] if isinstance(grouping, AllGrouping) else [1, 2, 3, 4])
+        # a buffer whose slices are views of it (as an array's are), overwritten in place
+        buffer = array.array("q", [5, 6, 7, 8])
+        collector.emit_columns([memoryview(buffer)])
+        buffer[:] = array.array("q", [0, 0, 0, 0])
+        outbox.flush()
+        seen = sorted(n for task, batch in inbox.get(inbox.cursor) for n in batch.column("n"))
+        assert seen == ([5, 5, 6, 6, 7, 7, 8, 8] if isinstance(grouping, AllGrouping) else [5, 6, 7, 8])
 
 
 class StatefulColumnarCount(StatefulCountBolt):
@@ -764,3 +775,91 @@ def test_a_tracked_columns_payload_that_does_not_fit_its_stream_fails_its_trees_
     inits, acks, fails = message.values
     assert task == acker_task
     assert (inits, acks, sorted(fails)) == ([], [], [1234, 5678])
+
+
+class FanAnchoredToTheBatch(BasicBolt):
+    """``process``: FAN (id, part) rows per input id in one emit_columns anchored to the whole
+    batch, whatever its rows' tracking."""
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["id", "part"])
+
+    def prepare(self, conf: Mapping[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+
+    def process(self, batch: Columns) -> None:
+        ids = batch.column("id")
+        self.collector.emit_columns(
+            [[i for i in ids for _ in range(FAN)], [p for _ in ids for p in range(FAN)]], batch
+        )
+
+
+@pytest.mark.parametrize("transport", ["local", "grpc"])
+def test_an_emit_anchored_to_a_batch_of_rows_tracked_one_by_one_completes_every_tree(transport):
+    """Rows tracked one by one (a msg id per spout row) anchoring one emit: each part is one node
+    of all their trees; every tree completes once, nothing fails."""
+    builder = TopologyBuilder("columns")
+    builder.set_spout("ids", ColumnSpout(IDS, 50, whole=False), parallelism=2)
+    builder.set_bolt("fan", FanAnchoredToTheBatch(), parallelism=2).shuffle_grouping("ids")
+    builder.set_bolt("sink", SinkBolt(), parallelism=3).fields_grouping("fan", ["id"])
+    summary, cluster = run(builder.build(), transport, 2)
+    reports = cluster.reports()
+    seen = Counter((i, p) for r in reports["sink"] for call in r["calls"] for i, p in call)
+    assert seen == Counter({(i, p): 1 for i in range(IDS) for p in range(FAN)})
+    assert sorted(i for r in reports["ids"] for i in r["acked"]) == list(range(IDS))
+    assert not any(r["failed"] for r in reports["ids"])
+    assert sum(r["completed"] for r in reports["__acker"]) == IDS  # one tree per spout row
+    assert summary.components["sink"]["failed"] == 0
+
+
+def test_tuple_edges_give_each_part_one_edge_per_anchoring_tuple_and_the_trees_balance() -> None:
+    """N anchors and P parts: N x P edge ids whatever the row count; per root, the anchors'
+    ack_vals and the parts' values XOR to zero once every node acks."""
+    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={1: inbox},
+        remote_workers={2: 5},
+        transfer_ring=transfer,
+        serializer=load_serializer("msgpack"),
+        batch_size=1000,
+        send_capacity=10_000,
+        max_payload=1 << 20,
+    )
+    fields = Fields(["word"])
+    chooser = AllGrouping().chooser((1, 2), frozenset({1}), fields)
+    route = StreamRoute("default", 0, fields, False, [chooser], frozenset())
+    mailbox = AckerMailbox(outbox, 9, "b", 1, Fields(["box"]))
+    trees = TreeIds((3,), frozenset({3}), mailbox, seed=7)
+    drawn: list[int] = []
+
+    def new_id(bits: int) -> int:
+        drawn.append(trees.new_id(bits))
+        return drawn[-1]
+
+    collector = TrackedBoltCollector(9, "b", {"default": route}, outbox, ExecutorCounters(), trees)
+    anchors = [
+        AnchoredTuple([f"in{j}"], 4, "s", "default", fields, {1000 + j: 5000 + j, 77: 3}) for j in range(40)
+    ]
+    before = {id(a): a.ack_val for a in anchors}
+    edges = TupleEdges(new_id, anchors)
+    collector._emit_columns([[f"w{i}" for i in range(300)]], "default", edges)  # what emit_columns does
+    edges.commit()
+    assert edges.parts == 2 and len(drawn) == 40 * 2  # per part and anchor, not per row
+    outbox.flush()
+    local = [inbox.get(s) for s in range(inbox.cursor + 1)]
+    [(task, part)] = [entry for batch in local for entry in batch]
+    assert task == 1 and isinstance(part, Columns) and len(part) == 300 and part.tracked_whole
+    # the remote part's anchors: the same roots, its own edges
+    [(worker, [(remote_task, payload)], *_)] = [transfer.get(s) for s in range(transfer.cursor + 1)]
+    assert (worker, remote_task, payload[0]) == (5, 2, ANCHORED_COLUMNS_MARKER)
+    *_, lists = load_serializer("msgpack").deserialize_rows(payload[ROWS_HEADER_BYTES:])  # type: ignore[attr-defined]
+    values = [part.anchors, anchors_of(lists[-1])]
+    assert len(values) == 2 and all(set(v) == {77, *range(1000, 1040)} for v in values)
+    for j, anchor in enumerate(anchors):
+        root = 1000 + j
+        assert anchor.ack_val ^ before[id(anchor)] ^ values[0][root] ^ values[1][root] == 0
+    shared = 0  # root 77 anchors every input: its edges are the XOR of all of them
+    for anchor in anchors:
+        shared ^= anchor.ack_val ^ before[id(anchor)]
+    assert shared ^ values[0][77] ^ values[1][77] == 0

@@ -29,6 +29,7 @@ __all__ = [
     "TrackedBoltCollector",
     "TrackedSpoutCollector",
     "TreeIds",
+    "TupleEdges",
     "bolt_batch_call",
     "bolt_process_call",
 ]
@@ -92,8 +93,41 @@ class BatchEdges:
 
 
 def _rows(columns: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """The rows ``columns`` hold (a tracked emit goes row by row)."""
+    """The rows ``columns`` hold (an emit with a message id per row goes row by row)."""
     return [list(values) for values in zip(*columns, strict=True)]
+
+
+class TupleEdges:
+    """Hands each part of an emit anchored to tuples tracked one by one its anchors (as
+    `BatchEdges` does for a batch tracked as a whole): per part and per anchoring tuple one new
+    edge id, XORed into the part's value for each of that tuple's roots and kept for the tuple's
+    ``ack_val``, which ``commit`` updates once the emit returned. A part is one node of every
+    anchoring tuple's trees, so N anchors cost N edge ids per part, not per row (anchoring each
+    of R rows to the N tuples took R x N)."""
+
+    __slots__ = ("anchors", "new_id", "parts", "pending")
+
+    def __init__(self, new_id: Callable[[int], int], anchors: list[AnchoredTuple]) -> None:
+        self.new_id = new_id
+        self.anchors = anchors
+        self.pending = [0] * len(anchors)
+        self.parts = 0
+
+    def __call__(self) -> dict[int, int]:
+        new_id, pending = self.new_id, self.pending
+        values: dict[int, int] = {}
+        for index, anchor in enumerate(self.anchors):
+            edge = new_id(64)
+            pending[index] ^= edge
+            for root in anchor.anchors:
+                values[root] = values.get(root, 0) ^ edge
+        self.parts += 1
+        return values
+
+    def commit(self) -> None:
+        """The emit went out: each anchoring tuple's edges join its ``ack_val``."""
+        for anchor, edges in zip(self.anchors, self.pending, strict=True):
+            anchor.ack_val ^= edges
 
 
 class TrackedSpoutCollector(SpoutOutputCollector):
@@ -279,8 +313,10 @@ class TrackedBoltCollector(BoltOutputCollector):
     ) -> None:
         """Emit the rows held as ``columns`` on ``stream``, every one anchored to ``anchors``.
         Anchored to a batch tracked as a whole (one given to ``process``), each task's part is
-        one node of its trees, one edge id per part; anchored to tuples, rows go row by row
-        (each delivery has its own edge ids); unanchored, together as columns."""
+        one node of its trees, one edge id per part; anchored to several tuples (or a batch of
+        rows tracked one by one), each part is one node of all their trees, one edge id per
+        part and anchoring tuple (`TupleEdges`); anchored to one tuple, rows go row by row.
+        Unanchored, the parts are untracked."""
         if isinstance(anchors, Columns):
             whole = anchors.anchors if anchors.tracked_whole else None
             if whole is not None:
@@ -289,11 +325,19 @@ class TrackedBoltCollector(BoltOutputCollector):
                 anchors.ack_val ^= edges.xor  # delivered: the parts' edges join the batch's tree
                 return
             anchors = anchors.tuples()
-        if not self._anchor_tuples(anchors):
+        trees = self._anchor_tuples(anchors)
+        if not trees:
             self._emit_columns(columns, stream)
             return
-        self._columns_route(stream, columns)  # checks the columns before any row goes out
-        self.emit_many(_rows(columns), anchors, stream)
+        if len(trees) == 1:
+            # one anchor: row by row costs an edge per row, and rows tracked one by one join
+            # the receiver's larger calls (a part tracked as a whole is a call of its own)
+            self._columns_route(stream, columns)  # checks the columns before any row goes out
+            self.emit_many(_rows(columns), trees, stream)
+            return
+        per_tuple = TupleEdges(self._trees.new_id, trees)
+        self._emit_columns(columns, stream, per_tuple)
+        per_tuple.commit()  # delivered: the parts' edges join each anchoring tuple's tree
 
     def emit_direct(
         self,

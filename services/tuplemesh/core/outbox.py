@@ -246,7 +246,12 @@ class Outbox:
                 part: Sequence[Sequence[Any]] = columns
                 n = count
             elif isinstance(selection, slice):
-                part = [column[selection] for column in columns]
+                # a list's slice is a copy; other sequences' may be views (an array's is): copied,
+                # so the emitter may reuse its buffers once emit returns
+                part = [
+                    column[selection] if column.__class__ is list else list(column[selection])
+                    for column in columns
+                ]
                 n = len(range(count)[selection])
             else:
                 part = take(columns, selection)
