@@ -218,3 +218,41 @@ def test_fetch_columns_reads_the_records_of_fetch_as_columns(echo_mesh: Mesh):
             assert got.columns == ([[r[0] for r in rows.records]] if rows.records else [])
             seen.extend(got.columns[0] if got.count else [])
     assert sorted(seen) == [f"column-{i:03d}" for i in range(200)]
+
+
+def test_publish_columns_sends_batches_of_columns_cut_to_the_batch_size(echo_mesh: Mesh):
+    with GatewayClient(targets(echo_mesh), batch_size=30, window=2) as client:
+        ends = {p: info.end for p, info in client.offsets("echo").partitions.items()}
+        batches = [
+            [[f"cols-{i:03d}" for i in range(start, start + size)]]
+            for start, size in ((0, 70), (70, 0), (70, 5))
+        ]
+        result = client.publish_columns("lines", iter(batches), batch_id="as-columns")
+        assert (result.rows, result.published, result.duplicates) == (75, 75, 0)
+        eventually(
+            lambda: sum(p.end for p in client.offsets("echo").partitions.values()) == sum(ends.values()) + 75
+        )
+        seen = [r.values[0] for r in client.records("echo", start=ends)]
+        assert sorted(seen) == [f"cols-{i:03d}" for i in range(75)]
+        again = client.publish_columns("lines", iter(batches), batch_id="as-columns")
+        # its requests (30, 30 and 10 rows of the first batch, 5 of the last) are all recognised
+        assert (again.rows, again.published, again.duplicates) == (75, 0, 4)
+        with pytest.raises(ValueError, match="one length"):
+            client.publish_columns("lines", [[["a", "b"], ["c"]]])
+        with pytest.raises(ValueError, match="not none"):
+            client.publish_columns("lines", [[]])
+        with pytest.raises(TypeError):  # a row that is no sequence reaches the caller, not gRPC's thread
+            client.publish("lines", [["fine"], 5])  # type: ignore[list-item]
+
+
+def test_publish_columns_with_acking_republishes_only_the_failed_rows(flaky_mesh: Mesh):
+    numbers = list(range(5_000, 5_600))
+    with GatewayClient(targets(flaky_mesh), batch_size=100, window=4, backoff=0.05) as client:
+        result = client.publish_columns(
+            "numbers", [[numbers[:250]], [numbers[250:]]], batch_id="columns", partition=2
+        )
+        failing = sum(1 for n in numbers if n % 7 == 0)
+        assert result.rows == 600 and result.attempts > 1
+        assert (result.published, result.duplicates) == (failing, 0)
+        seen = Counter(r.values[0] for r in client.records("numbered") if 5_000 <= r.values[0] < 5_600)
+    assert seen == Counter(numbers)  # each number's effect exactly once

@@ -138,7 +138,7 @@ def ingest() -> Iterator[tuple[IngestSpout, Collector]]:
 
 def publish(spout: IngestSpout, *rows: str) -> PublishTicket:
     ticket = PublishTicket(len(rows))
-    assert spout.queue.put(ticket, [[row] for row in rows], timeout=1.0)
+    assert spout.queue.put(ticket, [list(rows)], timeout=1.0)
     return ticket
 
 

@@ -114,6 +114,10 @@ def test_bad_input(pipeline_mesh: Mesh):
     def publish_raw(component: str, packed: bytes) -> object:
         return list(stub.Publish(iter([gateway_pb2.PublishRequest(component=component, packed=packed)])))
 
+    def publish_columns_raw(columns: object) -> object:
+        request = gateway_pb2.PublishRequest(component="lines", packed_columns=msgpack.packb(columns))
+        return list(stub.Publish(iter([request]), timeout=10))
+
     cases = [
         (
             lambda: publish_raw("nope", msgpack.packb([["x"]])),
@@ -137,6 +141,22 @@ def test_bad_input(pipeline_mesh: Mesh):
         (
             lambda: publish_raw("lines", msgpack.packb([["fine"], ["one", "too many"]])),
             (grpc.StatusCode.INVALID_ARGUMENT, "row 1 has 2 value(s)"),
+        ),
+        (
+            lambda: publish_columns_raw([["a"], ["b"]]),
+            (grpc.StatusCode.INVALID_ARGUMENT, "2 column(s); IngestSpout 'lines' declares 1 field(s)"),
+        ),
+        (
+            lambda: publish_columns_raw([]),
+            (grpc.StatusCode.INVALID_ARGUMENT, "0 column(s); IngestSpout 'lines' declares 1 field(s)"),
+        ),
+        (
+            lambda: publish_columns_raw(["not a column"]),
+            (grpc.StatusCode.INVALID_ARGUMENT, "packed_columns must be an array of arrays"),
+        ),
+        (
+            lambda: publish_columns_raw({"line": ["a"]}),
+            (grpc.StatusCode.INVALID_ARGUMENT, "packed_columns must be an array of arrays"),
         ),
         (
             lambda: stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=9)),
@@ -247,3 +267,33 @@ def test_fetch_as_columns_answers_the_same_records_as_rows(pipeline_mesh: Mesh):
     empty = stub.Fetch(gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.end,
                                                 columns=True))  # fmt: skip
     assert (empty.count, msgpack.unpackb(empty.packed_columns), empty.next_offset) == (0, [], p.end)
+
+
+def test_rows_published_as_columns_count_exactly_and_a_retry_is_recognised(pipeline_mesh: Mesh):
+    before = Counter(word for word, _ in exported_records(pipeline_mesh))
+    total_before = len(exported_records(pipeline_mesh))
+    stub = stubs(pipeline_mesh)[1]
+    lines = ["columns in one", "columns in two and three"] * 10
+    requests = [
+        gateway_pb2.PublishRequest(
+            component="lines", packed_columns=msgpack.packb([lines[i : i + 8]]), batch_id="cols", sequence=n
+        )
+        for n, i in enumerate(range(0, len(lines), 8), start=1)
+    ]
+    acks = list(stub.Publish(iter(requests), timeout=30))
+    assert [(a.sequence, a.accepted, a.duplicate) for a in acks] == [
+        (1, 8, False),
+        (2, 8, False),
+        (3, 4, False),
+    ]
+    again = list(stub.Publish(iter(requests), timeout=30))
+    assert [(a.accepted, a.duplicate) for a in again] == [(0, True)] * 3
+    words = Counter(w for line in lines for w in line.split())
+    records = exported_records(pipeline_mesh)
+    eventually(lambda: len(exported_records(pipeline_mesh)) == total_before + sum(words.values()), 30, 0.1)
+    records = exported_records(pipeline_mesh)
+    assert Counter(word for word, _ in records) - before == words
+    with pytest.raises(grpc.RpcError) as err:  # columns of unequal lengths
+        list(stub.Publish(iter([gateway_pb2.PublishRequest(component="lines", packed_columns=msgpack.packb(
+            [["a", "b"], ["c"]]))]), timeout=10))  # fmt: skip
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -1,4 +1,5 @@
-"""IngestQueue on its own: rows kept as their requests' chunks, taken in order within a limit."""
+"""IngestQueue on its own: rows kept as their requests' chunks of columns, taken in order within
+a limit."""
 
 from __future__ import annotations
 
@@ -10,18 +11,18 @@ from tuplemesh.gateway.ticket import PublishTicket
 
 
 def test_take_hands_over_rows_in_order_splitting_a_chunk_at_the_limit():
-    queue = IngestQueue(100, ["n"])
+    queue = IngestQueue(100, ["n", "s"])
     first, second = PublishTicket(3), PublishTicket(2)
-    assert queue.put(first, [[0], [1], [2]], timeout=1.0)
-    assert queue.put(second, [[10], [11]], timeout=1.0)
+    assert queue.put(first, [[0, 1, 2], ["a", "b", "c"]], timeout=1.0)
+    assert queue.put(second, [[10, 11], ["x", "y"]], timeout=1.0)
     assert len(queue) == 5 and queue.accepted == 5
     taken = queue.take(2)
-    assert [(c.ticket, c.indices, c.rows) for c in taken] == [(first, [0, 1], [[0], [1]])]
+    assert [(c.ticket, c.indices, c.columns) for c in taken] == [(first, [0, 1], [[0, 1], ["a", "b"]])]
     assert len(queue) == 3
     taken = queue.take(10)
-    assert [(c.ticket, c.indices, c.rows) for c in taken] == [
-        (first, [2], [[2]]),
-        (second, [0, 1], [[10], [11]]),
+    assert [(c.ticket, c.indices, c.columns) for c in taken] == [
+        (first, [2], [[2], ["c"]]),
+        (second, [0, 1], [[10, 11], ["x", "y"]]),
     ]
     assert len(queue) == 0 and queue.take(10) == []
 
@@ -32,29 +33,29 @@ def test_a_retry_queues_only_the_rows_its_ticket_still_publishes():
     ticket.fail_many([1, 3])
     retry = ticket.retry()
     queue = IngestQueue(10, ["n"])
-    rows = [["a"], ["b"], ["c"], ["d"]]
-    assert queue.put(retry, rows, timeout=1.0)
+    columns = [["a", "b", "c", "d"]]
+    assert queue.put(retry, columns, timeout=1.0)
     [chunk] = queue.take(10)
+    assert chunk.columns == [["b", "d"]]
     assert chunk.entries() == [(retry, 1, ["b"]), (retry, 3, ["d"])]
-    assert chunk.columns(1) == [["b", "d"]]
-    assert rows == [["a"], ["b"], ["c"], ["d"]]  # the request's rows are not touched
+    assert columns == [["a", "b", "c", "d"]]  # the request's columns are not touched
 
 
-def test_splitting_a_chunk_leaves_the_requests_own_rows_alone():
+def test_splitting_a_chunk_leaves_the_requests_own_columns_alone():
     queue = IngestQueue(10, ["n"])
-    rows = [[0], [1], [2]]
-    assert queue.put(PublishTicket(3), rows, timeout=1.0)
-    assert [c.rows for c in queue.take(1)] == [[[0]]]
-    assert [c.rows for c in queue.take(5)] == [[[1], [2]]]
-    assert rows == [[0], [1], [2]]
+    columns = [[0, 1, 2]]
+    assert queue.put(PublishTicket(3), columns, timeout=1.0)
+    assert [c.columns for c in queue.take(1)] == [[[0]]]
+    assert [c.columns for c in queue.take(5)] == [[[1, 2]]]
+    assert columns == [[0, 1, 2]]
 
 
 def test_a_full_queue_holds_the_publisher_until_rows_are_taken():
     queue = IngestQueue(3, ["n"])
-    assert queue.put(PublishTicket(3), [[0], [1], [2]], timeout=1.0)
+    assert queue.put(PublishTicket(3), [[0, 1, 2]], timeout=1.0)
     assert not queue.put(PublishTicket(1), [[3]], timeout=0.05)  # no room came in time
     put: list[bool] = []
-    thread = threading.Thread(target=lambda: put.append(queue.put(PublishTicket(2), [[4], [5]], 30)))
+    thread = threading.Thread(target=lambda: put.append(queue.put(PublishTicket(2), [[4, 5]], 30)))
     thread.start()
     thread.join(0.1)
     assert thread.is_alive()
@@ -65,7 +66,7 @@ def test_a_full_queue_holds_the_publisher_until_rows_are_taken():
 
 def test_an_empty_queue_takes_a_request_larger_than_its_capacity():
     queue = IngestQueue(2, ["n"])
-    assert queue.put(PublishTicket(5), [[i] for i in range(5)], timeout=1.0)
+    assert queue.put(PublishTicket(5), [list(range(5))], timeout=1.0)
     assert sum(len(c) for c in queue.take(100)) == 5
 
 

@@ -147,7 +147,7 @@ def test_close_refuses_rows_releases_full_logs_and_forgets_everything():
     queue = IngestQueue(10, ["line"])
     registry.register_ingest("rows", queue)
     ticket = PublishTicket(2)
-    assert queue.put(ticket, [[1], [2]], timeout=1.0)
+    assert queue.put(ticket, [[1, 2]], timeout=1.0)
     log = ExportLog(1)
     registry.register_export("out", 0, log, 1, ["n"], "n STRING")
     assert log.append([1])

@@ -233,10 +233,10 @@ def test_micro_batch_ids_and_overwrite_is_refused():
     assert writer.TuplemeshWriter(options, schema).indices == [0]
 
 
-def test_arrow_batches_become_rows_of_the_chosen_columns():
+def test_arrow_batches_become_the_chosen_columns_without_rows():
     batches = [
         pa.record_batch({"word": ["cow", "fox"], "count": [2, 1], "note": ["a", "b"]}),
         pa.record_batch({"word": ["owl"], "count": [7], "note": ["c"]}),
     ]
-    assert list(publish.arrow_rows(iter(batches), [1, 0])) == [(2, "cow"), (1, "fox"), (7, "owl")]
-    assert list(publish.arrow_rows(iter([]), [0])) == []
+    assert list(publish.arrow_columns(iter(batches), [1, 0])) == [[[2, 1], ["cow", "fox"]], [[7], ["owl"]]]
+    assert list(publish.arrow_columns(iter([]), [0])) == []

@@ -403,8 +403,52 @@ class GatewayClient:
         the next worker when the one called is unreachable or stops. ``rows`` is read lazily,
         at most ``window`` requests ahead.
         """
-        stream = _PublishStream(self, component, rows, batch_id or uuid.uuid4().hex, partition)
+        payloads = _row_payloads(rows, self.batch_size)
+        stream = _PublishStream(self, component, payloads, batch_id or uuid.uuid4().hex, partition)
         return stream.run()
+
+    def publish_columns(
+        self,
+        component: str,
+        batches: Iterable[Sequence[Sequence[Any]]],
+        *,
+        batch_id: str = "",
+        partition: int = 0,
+    ) -> PublishResult:
+        """As `publish`, with the rows given as batches of columns: each batch one sequence per
+        field of the IngestSpout, all of one length (an Arrow record batch's columns, say). They
+        travel as columns (``PublishRequest.packed_columns``), ``batch_size`` rows per request,
+        and the spout emits them as columns: no row is built on either side."""
+        payloads = _column_payloads(batches, self.batch_size)
+        stream = _PublishStream(self, component, payloads, batch_id or uuid.uuid4().hex, partition)
+        return stream.run()
+
+
+#: one request's rows, encoded: (whether as columns, the msgpack bytes, how many rows)
+_Payload = tuple[bool, bytes, int]
+
+
+def _row_payloads(rows: Iterable[Sequence[Any]], batch_size: int) -> Iterator[_Payload]:
+    """``rows`` as the payloads of requests of ``batch_size`` rows (``packed``), made lazily."""
+    source = iter(rows)
+    while chunk := [list(row) for row in itertools.islice(source, batch_size)]:
+        yield False, msgpack.packb(chunk, use_bin_type=True, default=str), len(chunk)
+
+
+def _column_payloads(batches: Iterable[Sequence[Sequence[Any]]], batch_size: int) -> Iterator[_Payload]:
+    """Each batch of columns as the payloads of requests of at most ``batch_size`` rows
+    (``packed_columns``), made lazily; ValueError for a batch without columns or whose columns
+    differ in length."""
+    for columns in batches:
+        if not columns:
+            raise ValueError("a batch of columns holds one column per field of the spout, not none")
+        lengths = {len(column) for column in columns}
+        if len(lengths) > 1:
+            raise ValueError(f"columns of one batch must be of one length, not {sorted(lengths)}")
+        count = lengths.pop()
+        for start in range(0, count, batch_size):
+            part = [list(column[start : start + batch_size]) for column in columns]
+            yield True, msgpack.packb(part, use_bin_type=True, default=str), len(part[0])
 
 
 @dataclass
@@ -424,31 +468,35 @@ class _PublishStream:
         self,
         client: GatewayClient,
         component: str,
-        rows: Iterable[Sequence[Any]],
+        payloads: Iterator[_Payload],
         batch_id: str,
         partition: int,
     ) -> None:
         self.client = client
         self.component = component
-        self.source = iter(rows)
+        self.source = payloads
         self.batch_id = batch_id
         self.partition = partition
         self.sequences = itertools.count(1)
         self.exhausted = False
         self.rows = 0  # rows read from ``source`` so far
         self.unacked: deque[gateway_pb2.PublishRequest] = deque()
+        #: what reading or encoding the caller's rows raised (on gRPC's thread): ``run`` raises it
+        self.source_error: Exception | None = None
         self.cond = threading.Condition()
         self.progress_at = time.monotonic()
 
     def _next_request(self) -> gateway_pb2.PublishRequest | None:
-        chunk = [list(row) for row in itertools.islice(self.source, self.client.batch_size)]
-        if not chunk:
+        payload = next(self.source, None)
+        if payload is None:
             self.exhausted = True
             return None
-        self.rows += len(chunk)
+        as_columns, encoded, count = payload
+        self.rows += count
         return gateway_pb2.PublishRequest(
             component=self.component,
-            packed=msgpack.packb(chunk, use_bin_type=True, default=str),
+            packed=b"" if as_columns else encoded,
+            packed_columns=encoded if as_columns else b"",
             batch_id=self.batch_id,
             partition=self.partition,
             sequence=next(self.sequences),
@@ -474,7 +522,13 @@ class _PublishStream:
                             attempt.call.cancel()
                         return
                     if len(self.unacked) < self.client.window and not self.exhausted:
-                        request = self._next_request()
+                        try:
+                            request = self._next_request()
+                        except Exception as exc:  # the caller's rows: theirs to hear of, not gRPC's
+                            self.source_error = exc
+                            if attempt.call is not None:
+                                attempt.call.cancel()
+                            return
                         if request is not None:
                             self.unacked.append(request)
                             continue
@@ -529,6 +583,8 @@ class _PublishStream:
                 with self.cond:
                     attempt.done = True
                     self.cond.notify_all()
+            if self.source_error is not None:  # the rows could not be read or encoded: no retry helps
+                raise self.source_error
             if code == grpc.StatusCode.NOT_FOUND and len(hosting) > 1:
                 hosting.remove(target)  # no ingest task on that worker: not a failure
                 continue

@@ -51,6 +51,8 @@ class IngestSpout(ReplayableSpout, GatewayTask):
     def __init__(
         self, name: str, fields: Sequence[str], capacity: int = 20_000, per_call: int = 1000
     ) -> None:
+        if not fields:
+            raise ValueError(f"IngestSpout {name!r} declares no field: a row is one value per field")
         self.name = name
         self.fields = list(fields)
         self.capacity = capacity
@@ -81,15 +83,15 @@ class IngestSpout(ReplayableSpout, GatewayTask):
             self._emit_checkpointed()
             return
         chunks = self.queue.take(self.per_call)
-        emit_columns, width = self.emit_columns, len(self.fields)
+        emit_columns = self.emit_columns
         done = 0
         try:
             for chunk in chunks:
                 if self.tracked:  # a tree per row: a failed row fails (and is republished) alone
                     ticket = chunk.ticket
-                    emit_columns(chunk.columns(width), msg_ids=[(ticket, index) for index in chunk.indices])
+                    emit_columns(chunk.columns, msg_ids=[(ticket, index) for index in chunk.indices])
                 else:
-                    emit_columns(chunk.columns(width))
+                    emit_columns(chunk.columns)
                     chunk.ticket.ack_many(chunk.indices)
                 done += 1
                 self.emitted += len(chunk)

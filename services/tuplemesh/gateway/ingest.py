@@ -18,24 +18,22 @@ IngestEntry = tuple[PublishTicket, int, list[Any]]
 
 @dataclass(slots=True)
 class IngestChunk:
-    """Consecutive rows of one request: ``rows[i]`` is the row at ``indices[i]`` of ``ticket``'s
-    request. The spout emits a chunk as one batch of columns and settles it with one call."""
+    """Consecutive rows of one request, as columns: row ``k`` (``columns[f][k]`` for each field
+    ``f``) is the row at ``indices[k]`` of ``ticket``'s request. The spout emits a chunk as one
+    batch of columns."""
 
     ticket: PublishTicket
     indices: list[int]
-    rows: list[list[Any]]
+    columns: list[list[Any]]
 
     def __len__(self) -> int:
         return len(self.indices)
 
-    def columns(self, width: int) -> list[list[Any]]:
-        """The chunk's rows as ``width`` columns."""
-        return columns_of(self.rows, width)
-
     def entries(self) -> list[IngestEntry]:
         """The chunk row by row."""
         ticket = self.ticket
-        return [(ticket, index, row) for index, row in zip(self.indices, self.rows, strict=True)]
+        rows = zip(*self.columns, strict=True) if self.columns else ([] for _ in self.indices)
+        return [(ticket, index, list(row)) for index, row in zip(self.indices, rows, strict=True)]
 
 
 def columns_of(rows: list[list[Any]], width: int) -> list[list[Any]]:
@@ -58,14 +56,15 @@ class IngestQueue:
         self.accepted = 0
         self.closed = False
 
-    def put(self, ticket: PublishTicket, rows: list[list[Any]], timeout: float) -> bool:
-        """Queue the rows of ``ticket.indices`` (all at once) once there is room; False if none
-        came in ``timeout`` or the queue is closed (check ``closed`` to tell the two apart)."""
+    def put(self, ticket: PublishTicket, columns: list[list[Any]], timeout: float) -> bool:
+        """Queue the rows of ``ticket.indices`` (all at once; the request's rows as ``columns``,
+        one per field) once there is room; False if none came in ``timeout`` or the queue is
+        closed (check ``closed`` to tell the two apart)."""
         indices = ticket.indices
-        if len(indices) == len(rows):  # a first attempt: every row, in order
-            chunk = IngestChunk(ticket, list(indices), rows)
+        if len(indices) == ticket.size:  # a first attempt: every row, in order
+            chunk = IngestChunk(ticket, list(indices), columns)
         else:  # a retry: only the rows the earlier attempts did not complete
-            chunk = IngestChunk(ticket, list(indices), [rows[index] for index in indices])
+            chunk = IngestChunk(ticket, list(indices), [[column[i] for i in indices] for column in columns])
         count = len(chunk)
         with self._cond:
             if not self._cond.wait_for(
@@ -93,9 +92,10 @@ class IngestQueue:
                     taken.append(chunks.popleft())
                     left -= len(chunk)
                 else:
-                    taken.append(IngestChunk(chunk.ticket, chunk.indices[:left], chunk.rows[:left]))
-                    # the rest stays queued; new lists: ``rows`` may be the request's own
-                    chunk.indices, chunk.rows = chunk.indices[left:], chunk.rows[left:]
+                    columns = chunk.columns
+                    taken.append(IngestChunk(chunk.ticket, chunk.indices[:left], [c[:left] for c in columns]))
+                    # the rest stays queued, in new lists: the columns may be the request's own
+                    chunk.indices, chunk.columns = chunk.indices[left:], [c[left:] for c in columns]
                     left = 0
             if taken:
                 self._rows -= sum(len(chunk) for chunk in taken)

@@ -20,7 +20,7 @@ import msgpack
 
 from tuplemesh import tracing
 from tuplemesh.gateway.export_log import ExportLog
-from tuplemesh.gateway.ingest import IngestQueue
+from tuplemesh.gateway.ingest import IngestQueue, columns_of
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.grpcutil import json_array, reject
@@ -139,9 +139,10 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             )
 
     def _put(
-        self, component: str, ticket: PublishTicket, rows: list[list[Any]], context: Any
+        self, component: str, ticket: PublishTicket, columns: list[list[Any]], context: Any
     ) -> _Refused | None:
-        """Queue the ticket's rows on one ingest task, waiting while its queue is full (backpressure)."""
+        """Queue the ticket's rows (as ``columns``) on one ingest task, waiting while its queue
+        is full (backpressure)."""
         queues: list[IngestQueue] = self.registry.ingest_queues(component)
         if not queues:
             return _Refused(
@@ -150,7 +151,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         with self._lock:
             target = queues[self._round_robin % len(queues)]
             self._round_robin += 1
-        while not target.put(ticket, rows, self.put_timeout):
+        while not target.put(ticket, columns, self.put_timeout):
             if target.closed:
                 ticket.fail_open()
                 return _Refused(
@@ -161,13 +162,16 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 return _Refused(grpc.StatusCode.CANCELLED, "publisher went away")
         return None
 
-    def _misfit(self, component: str, rows: list[list[Any]]) -> _Refused | None:
+    def _fields(self, component: str) -> list[str] | None:
+        """The declared fields of ingest ``component`` (None: not found or stopping, which
+        ``_put`` answers)."""
+        queues = self.registry.ingest_queues(component)
+        return queues[0].fields if queues else None
+
+    @staticmethod
+    def _misfit(component: str, fields: list[str], rows: list[list[Any]]) -> _Refused | None:
         """INVALID_ARGUMENT for the first row without one value per declared field: the spout
         could not emit it, and its publisher would wait for an answer that never comes."""
-        queues = self.registry.ingest_queues(component)
-        fields = queues[0].fields if queues else None
-        if fields is None:
-            return None  # not found or stopping: ``_put`` answers
         for index, row in enumerate(rows):
             if len(row) != len(fields):
                 return _Refused(
@@ -178,19 +182,60 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         return None
 
     @staticmethod
-    def _rows(request: Any) -> list[list[Any]] | _Refused:
+    def _columns_misfit(component: str, fields: list[str], columns: Any) -> _Refused | None:
+        """INVALID_ARGUMENT unless ``columns`` is one array per declared field, all of one length."""
+        if not isinstance(columns, list) or not all(isinstance(c, list) for c in columns):
+            return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "packed_columns must be an array of arrays")
+        if len(columns) != len(fields):
+            return _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"{len(columns)} column(s); IngestSpout {component!r} declares "
+                f"{len(fields)} field(s) {fields}",
+            )
+        lengths = sorted({len(column) for column in columns})
+        if len(lengths) > 1:
+            return _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"columns of unequal lengths {lengths}: one value per row in each",
+            )
+        return None
+
+    @staticmethod
+    def _decoded(request: Any) -> Any:
+        """The request's rows (``packed`` or ``rows_json``) or columns (``packed_columns``), decoded;
+        a `_Refused` when they do not decode."""
         try:
+            if request.packed_columns:
+                return msgpack.unpackb(request.packed_columns, raw=False)
             if request.packed:
-                rows = msgpack.unpackb(request.packed, raw=False)
-            else:
-                rows = [json.loads(r) for r in request.rows_json]
+                return msgpack.unpackb(request.packed, raw=False)
+            return [json.loads(r) for r in request.rows_json]
         except ValueError as exc:
             return _Refused(grpc.StatusCode.INVALID_ARGUMENT, f"rows are not msgpack/JSON: {exc}")
         except RecursionError:
             return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "rows are nested too deeply")
-        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+
+    def _columns(self, request: Any) -> tuple[list[list[Any]], int] | _Refused | None:
+        """The request's rows as columns of the spout's fields, and how many rows: rows are
+        checked and turned into columns here, columns checked as they are. None when the
+        component is not found or stops (``_put`` answers); a `_Refused` for bad input."""
+        decoded = self._decoded(request)
+        if isinstance(decoded, _Refused):
+            return decoded
+        fields = self._fields(request.component)
+        if fields is None:
+            return None
+        if request.packed_columns:
+            refused = self._columns_misfit(request.component, fields, decoded)
+            if refused is not None:
+                return refused
+            return decoded, len(decoded[0]) if decoded else 0
+        if not isinstance(decoded, list) or not all(isinstance(r, list) for r in decoded):
             return _Refused(grpc.StatusCode.INVALID_ARGUMENT, "rows must be an array of arrays of values")
-        return rows
+        refused = self._misfit(request.component, fields, decoded)
+        if refused is not None:
+            return refused
+        return columns_of(decoded, len(fields)), len(decoded)
 
     def _accept(self, request: gateway_pb2.PublishRequest, context: Any) -> _Accepted | _Refused:
         """Queue one request's rows (or recognise it as a retry) without waiting for them to be held."""
@@ -204,20 +249,22 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             with self._lock:
                 self.duplicates += 1
             return _Accepted(request.sequence, earlier, 0, True)  # held, or in flight: wait for it
-        rows = self._rows(request)
-        if isinstance(rows, _Refused):
-            return rows
-        misfit = self._misfit(request.component, rows)
-        if misfit is not None:
-            return misfit
-        if earlier is not None and len(rows) != earlier.size:
+        decoded = self._columns(request)
+        if isinstance(decoded, _Refused):
+            return decoded
+        if decoded is None:  # its queues closed since ``_refusal`` looked: the worker stops
+            return _Refused(
+                grpc.StatusCode.UNAVAILABLE, f"worker {self.worker} is stopping: publish elsewhere"
+            )
+        columns, count = decoded
+        if earlier is not None and count != earlier.size:
             return _Refused(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"request {request.sequence} of batch {request.batch_id!r} partition {request.partition} "
-                f"has {len(rows)} rows, its first attempt had {earlier.size}: "
+                f"has {count} rows, its first attempt had {earlier.size}: "
                 "a retry must resend the same rows",
             )
-        ticket = earlier.retry() if earlier is not None else PublishTicket(len(rows))
+        ticket = earlier.retry() if earlier is not None else PublishTicket(count)
         if request.batch_id:
             with self._lock:
                 self._tickets[key] = ticket
@@ -225,7 +272,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 while len(self._tickets) > _REMEMBERED:
                     self._tickets.popitem(last=False)
         if ticket.indices:
-            refused = self._put(request.component, ticket, rows, context)
+            refused = self._put(request.component, ticket, columns, context)
             if refused is not None:
                 return refused
         return _Accepted(request.sequence, ticket, len(ticket.indices), False)
@@ -348,11 +395,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         if refused is not None:
             reject(context, refused.code, refused.details)
         row = json_array(request.values_json, "values_json", context)
-        refused = self._misfit(request.component, [row])
+        fields = self._fields(request.component) or []
+        refused = self._misfit(request.component, fields, [row]) if fields else None
         if refused is not None:
             reject(context, refused.code, refused.details)
         ticket = PublishTicket(1)
-        refused = self._put(request.component, ticket, [row], context)
+        refused = self._put(request.component, ticket, [[value] for value in row], context)
         if refused is not None:
             reject(context, refused.code, refused.details)
         self._await(ticket, 0, context)

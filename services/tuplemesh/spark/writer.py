@@ -10,7 +10,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from tuplemesh.spark.options import OptionError, Options
-from tuplemesh.spark.publish import PublishCommit, arrow_rows, column_indices, publish_partition
+from tuplemesh.spark.publish import PublishCommit, arrow_columns, column_indices, publish_partition
 
 __all__ = ["TuplemeshStreamWriter", "TuplemeshWriter", "micro_batch_id"]
 
@@ -40,7 +40,7 @@ class TuplemeshWriter(DataSourceArrowWriter):
         self.write_id = uuid.uuid4().hex  # one job: a retried task reuses it and is recognised
 
     def write(self, iterator: Iterator[Any]) -> PublishCommit:
-        return publish_partition(self.opts, arrow_rows(iterator, self.indices), self.write_id)
+        return publish_partition(self.opts, arrow_columns(iterator, self.indices), self.write_id)
 
 
 class TuplemeshStreamWriter(DataSourceStreamArrowWriter):
@@ -58,7 +58,7 @@ class TuplemeshStreamWriter(DataSourceStreamArrowWriter):
         query = context.getLocalProperty("sql.streaming.queryId") if context else None
         batch = context.getLocalProperty("streaming.sql.batchId") if context else None
         batch_id = micro_batch_id(self.opts.sink_id, query, batch)
-        return publish_partition(self.opts, arrow_rows(iterator, self.indices), batch_id)
+        return publish_partition(self.opts, arrow_columns(iterator, self.indices), batch_id)
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         return None  # rows are held once acknowledged: nothing left to do

@@ -7,20 +7,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PublishRequest(_message.Message):
-    __slots__ = ("component", "packed", "rows_json", "batch_id", "partition", "sequence")
+    __slots__ = ("component", "packed", "rows_json", "batch_id", "partition", "sequence", "packed_columns")
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     PACKED_FIELD_NUMBER: _ClassVar[int]
     ROWS_JSON_FIELD_NUMBER: _ClassVar[int]
     BATCH_ID_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    PACKED_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     component: str
     packed: bytes
     rows_json: _containers.RepeatedScalarFieldContainer[str]
     batch_id: str
     partition: int
     sequence: int
-    def __init__(self, component: _Optional[str] = ..., packed: _Optional[bytes] = ..., rows_json: _Optional[_Iterable[str]] = ..., batch_id: _Optional[str] = ..., partition: _Optional[int] = ..., sequence: _Optional[int] = ...) -> None: ...
+    packed_columns: bytes
+    def __init__(self, component: _Optional[str] = ..., packed: _Optional[bytes] = ..., rows_json: _Optional[_Iterable[str]] = ..., batch_id: _Optional[str] = ..., partition: _Optional[int] = ..., sequence: _Optional[int] = ..., packed_columns: _Optional[bytes] = ...) -> None: ...
 
 class PublishAck(_message.Message):
     __slots__ = ("sequence", "accepted", "duplicate")
