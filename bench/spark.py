@@ -38,12 +38,13 @@ def run(quick: bool = False) -> list[Record]:
 
         def write(rows: int) -> float:
             df = spark.range(rows, numPartitions=2).selectExpr("concat('row-', id) AS line")
+            expected = held() + rows
             start = time.perf_counter()
             df.write.format("tuplemesh").option("targets", targets).option("component", "lines") \
                 .option("batchSize", "2000").mode("append").save()  # fmt: skip
             took = time.perf_counter() - start
             deadline = time.monotonic() + 300
-            while held() < rows and time.monotonic() < deadline:  # the sink answers once emitted
+            while held() < expected and time.monotonic() < deadline:  # the sink answers once emitted
                 time.sleep(0.05)
             return rows / took
 
@@ -58,8 +59,8 @@ def run(quick: bool = False) -> list[Record]:
             return rows / took
 
         def rate_noop(rows: int) -> float:
-            query = (
-                spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows // 2)
+            query = (  # availableNow: exactly one micro-batch of rowsPerBatch rows
+                spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows)
                 .option("numPartitions", 2).load().writeStream.format("noop")
                 .trigger(availableNow=True).start()
             )  # fmt: skip

@@ -221,28 +221,50 @@ def test_fetch_columns_reads_the_records_of_fetch_as_columns(echo_mesh: Mesh):
 
 
 def test_publish_columns_sends_batches_of_columns_cut_to_the_batch_size(echo_mesh: Mesh):
+    import pyarrow as pa
+
     with GatewayClient(targets(echo_mesh), batch_size=30, window=2) as client:
         ends = {p: info.end for p, info in client.offsets("echo").partitions.items()}
-        batches = [
-            [[f"cols-{i:03d}" for i in range(start, start + size)]]
-            for start, size in ((0, 70), (70, 0), (70, 5))
-        ]
+        values = [f"cols-{i:03d}" for i in range(75)]
+        batches = [[values[:70]], [[]], [pa.array(values[70:])]]  # lists, an empty batch, an Arrow array
         result = client.publish_columns("lines", iter(batches), batch_id="as-columns")
         assert (result.rows, result.published, result.duplicates) == (75, 75, 0)
         eventually(
             lambda: sum(p.end for p in client.offsets("echo").partitions.values()) == sum(ends.values()) + 75
         )
         seen = [r.values[0] for r in client.records("echo", start=ends)]
-        assert sorted(seen) == [f"cols-{i:03d}" for i in range(75)]
-        again = client.publish_columns("lines", iter(batches), batch_id="as-columns")
-        # its requests (30, 30 and 10 rows of the first batch, 5 of the last) are all recognised
-        assert (again.rows, again.published, again.duplicates) == (75, 0, 4)
+        assert sorted(seen) == values  # the Arrow array's values as strings, not as scalars' reprs
+        # the same rows batched otherwise make the same requests (30, 30 and 15 rows): all recognised
+        again = client.publish_columns("lines", [[values[:10]], [values[10:]]], batch_id="as-columns")
+        assert (again.rows, again.published, again.duplicates) == (75, 0, 3)
         with pytest.raises(ValueError, match="one length"):
             client.publish_columns("lines", [[["a", "b"], ["c"]]])
         with pytest.raises(ValueError, match="not none"):
             client.publish_columns("lines", [[]])
+        with pytest.raises(ValueError, match="a batch of 2 columns after batches of 1"):
+            client.publish_columns("lines", [[["a"]], [["b"], ["c"]]])
         with pytest.raises(TypeError):  # a row that is no sequence reaches the caller, not gRPC's thread
             client.publish("lines", [["fine"], 5])  # type: ignore[list-item]
+
+
+def test_fetch_columns_from_a_worker_that_answers_rows_makes_the_columns_itself(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """A worker from before columnar fetches ignores the request's ``columns`` and answers rows."""
+    client = GatewayClient(["127.0.0.1:1"])
+    rows_only = gateway_pb2.FetchResponse(
+        packed=msgpack.packb([["cow", 2], ["fox", 1]]), count=2, next_offset=12, end_offset=20, epoch=7
+    )
+    monkeypatch.setattr(client, "_fetch", lambda *args, **kwargs: rows_only)
+    got = client.fetch_columns("counts", 0, 10, epoch=7)
+    assert (got.columns, got.count, got.next_offset, got.end, got.epoch) == (
+        [["cow", "fox"], [2, 1]],
+        2,
+        12,
+        20,
+        7,
+    )
+    client.close()
 
 
 def test_publish_columns_with_acking_republishes_only_the_failed_rows(flaky_mesh: Mesh):

@@ -106,6 +106,9 @@ class Collector:
     def __init__(self) -> None:
         self.emitted: list[Any] = []
 
+    def emit(self, values: list[Any], msg_id: Any = None) -> None:
+        raise AssertionError("checkpointed: rows go out as columns")
+
     def emit_columns(self, columns: list[list[Any]], msg_ids: Any = None, batch_id: Any = None) -> None:
         assert msg_ids is None and batch_id is None  # checkpointed: replayed by rollback, not by acking
         assert columns[0], "no empty batches"

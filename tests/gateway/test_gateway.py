@@ -114,6 +114,10 @@ def test_bad_input(pipeline_mesh: Mesh):
     def publish_raw(component: str, packed: bytes) -> object:
         return list(stub.Publish(iter([gateway_pb2.PublishRequest(component=component, packed=packed)])))
 
+    two_ways = gateway_pb2.PublishRequest(
+        component="lines", packed=msgpack.packb([["a"]]), packed_columns=msgpack.packb([["a"]])
+    )
+
     def publish_columns_raw(columns: object) -> object:
         request = gateway_pb2.PublishRequest(component="lines", packed_columns=msgpack.packb(columns))
         return list(stub.Publish(iter([request]), timeout=10))
@@ -149,6 +153,10 @@ def test_bad_input(pipeline_mesh: Mesh):
         (
             lambda: publish_columns_raw([]),
             (grpc.StatusCode.INVALID_ARGUMENT, "0 column(s); IngestSpout 'lines' declares 1 field(s)"),
+        ),
+        (
+            lambda: list(stub.Publish(iter([two_ways]), timeout=10)),
+            (grpc.StatusCode.INVALID_ARGUMENT, "give the rows one way"),
         ),
         (
             lambda: publish_columns_raw(["not a column"]),

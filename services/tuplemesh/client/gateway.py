@@ -317,7 +317,10 @@ class GatewayClient:
         """As `fetch`, with the records as columns (one list per field): what a columnar
         consumer (Arrow, pandas) takes without a loop over rows."""
         got = self._fetch(export, partition, offset, max_records, epoch, columns=True)
-        columns = msgpack.unpackb(got.packed_columns, raw=False) if got.count else []
+        if got.packed_columns or not got.count:
+            columns = msgpack.unpackb(got.packed_columns, raw=False) if got.count else []
+        else:  # a worker from before columnar fetches answers rows: made columns here
+            columns = [list(column) for column in zip(*msgpack.unpackb(got.packed, raw=False), strict=True)]
         return FetchedColumns(
             partition, got.epoch, offset, columns, got.count, got.next_offset, got.end_offset
         )
@@ -416,9 +419,10 @@ class GatewayClient:
         partition: int = 0,
     ) -> PublishResult:
         """As `publish`, with the rows given as batches of columns: each batch one sequence per
-        field of the IngestSpout, all of one length (an Arrow record batch's columns, say). They
-        travel as columns (``PublishRequest.packed_columns``), ``batch_size`` rows per request,
-        and the spout emits them as columns: no row is built on either side."""
+        field of the IngestSpout, all of one length (lists, or an Arrow record batch's or numpy
+        arrays, whose values are sent as their Python equivalents). They travel as columns
+        (``PublishRequest.packed_columns``), ``batch_size`` rows per request whatever the
+        batches' sizes, and with acking off the spout emits them as columns."""
         payloads = _column_payloads(batches, self.batch_size)
         stream = _PublishStream(self, component, payloads, batch_id or uuid.uuid4().hex, partition)
         return stream.run()
@@ -436,19 +440,47 @@ def _row_payloads(rows: Iterable[Sequence[Any]], batch_size: int) -> Iterator[_P
 
 
 def _column_payloads(batches: Iterable[Sequence[Sequence[Any]]], batch_size: int) -> Iterator[_Payload]:
-    """Each batch of columns as the payloads of requests of at most ``batch_size`` rows
-    (``packed_columns``), made lazily; ValueError for a batch without columns or whose columns
-    differ in length."""
-    for columns in batches:
+    """The rows of ``batches`` (columns each) as the payloads of requests of ``batch_size`` rows
+    (``packed_columns``; the last one may hold fewer), made lazily. Requests are cut from the
+    rows, not from the batches: the same rows make the same requests however they were batched,
+    so a retry under the same ids is recognised. ValueError for a batch without columns, whose
+    columns differ in length, or whose width differs from the first batch's."""
+    pending: list[list[Any]] | None = None  # rows carried over to the next request, as columns
+    for batch in batches:
+        columns = [_plain_values(column) for column in batch]
         if not columns:
             raise ValueError("a batch of columns holds one column per field of the spout, not none")
         lengths = {len(column) for column in columns}
         if len(lengths) > 1:
             raise ValueError(f"columns of one batch must be of one length, not {sorted(lengths)}")
-        count = lengths.pop()
-        for start in range(0, count, batch_size):
-            part = [list(column[start : start + batch_size]) for column in columns]
-            yield True, msgpack.packb(part, use_bin_type=True, default=str), len(part[0])
+        if pending is None:
+            pending = [[] for _ in columns]
+        elif len(columns) != len(pending):
+            raise ValueError(f"a batch of {len(columns)} columns after batches of {len(pending)}")
+        for held, column in zip(pending, columns, strict=True):
+            held.extend(column)
+        start = 0
+        while len(pending[0]) - start >= batch_size:
+            part = [held[start : start + batch_size] for held in pending]
+            start += batch_size
+            yield True, msgpack.packb(part, use_bin_type=True, default=str), batch_size
+        if start:  # once per batch: what is left is less than a request
+            pending = [held[start:] for held in pending]
+    if pending is not None and pending[0]:
+        yield True, msgpack.packb(pending, use_bin_type=True, default=str), len(pending[0])
+
+
+def _plain_values(column: Sequence[Any]) -> list[Any]:
+    """A column's values as Python objects: an Arrow array's (``to_pylist``: nulls become None)
+    or a numpy array's (``tolist``) as their own types, not as the scalars they index to (which
+    msgpack would send as strings)."""
+    if isinstance(column, list):
+        return column
+    for name in ("to_pylist", "tolist"):  # pyarrow.Array, numpy.ndarray: optional libraries
+        convert = getattr(column, name, None)
+        if callable(convert):
+            return list(convert())
+    return list(column)
 
 
 @dataclass

@@ -35,12 +35,12 @@ class IngestSpout(ReplayableSpout, GatewayTask):
     ``name`` is what producers put in ``PublishRequest.component`` (use the component's name).
     A full queue slows the publishing stream down; nothing is dropped.
 
-    Rows leave the spout as batches of columns (``emit_columns``): the rows of one request
-    taken in one call (at most ``per_call``) are one batch. With acking on, every row is the
-    root of a tuple tree and the Gateway acknowledges a request once all its rows' trees
-    complete (a failed or timed-out row makes the producer retry that row alone, so a row whose
-    tree completed is never published twice). With acking off, a request is acknowledged once
-    all its rows are emitted.
+    With acking off, rows leave the spout as batches of columns (``emit_columns``): the rows of
+    one request taken in one call (at most ``per_call``) are one batch, and a request is
+    acknowledged once all its rows are emitted. With acking on, every row is the root of a tuple
+    tree of its own and the Gateway acknowledges a request once all its rows' trees complete (a
+    failed or timed-out row makes the producer retry that row alone, so a row whose tree
+    completed is never published twice).
 
     In a checkpointed topology a row is held only once a checkpoint with its effect commits: the
     spout keeps the rows it emitted since (at most ``capacity`` more), acknowledges them when
@@ -64,8 +64,8 @@ class IngestSpout(ReplayableSpout, GatewayTask):
 
     def open(self, conf: Mapping[str, Any], context: TaskContext, collector: Any) -> None:
         registry = self._registry(self.name)  # first: nothing else happens without one
-        self.emit_columns = collector.emit_columns
-        # acking off: no batch ids, whose "acked at once" would cost a call per batch for nothing
+        self.emit, self.emit_columns = collector.emit, collector.emit_columns
+        # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
         self.tracked = AckingSettings.from_config(conf).acker_executors > 0
         self.queue = IngestQueue(self.capacity, self.fields)
         # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
@@ -77,30 +77,46 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         registry.register_ingest(self.name, self.queue)
 
     def next_tuple(self) -> None:
-        """Each request's rows taken now go out as one batch of columns; with acking on, that
-        batch is one tuple tree, and its outcome settles all its rows at once."""
+        """Each request's rows taken now go out as one batch of columns (acking off), or row by
+        row with a tree each (acking on: a row that fails is republished alone)."""
         if self.checkpointed:
             self._emit_checkpointed()
             return
         chunks = self.queue.take(self.per_call)
+        if self.tracked:
+            self._emit_tracked([entry for chunk in chunks for entry in chunk.entries()])
+            return
         emit_columns = self.emit_columns
         done = 0
         try:
             for chunk in chunks:
-                if self.tracked:  # a tree per row: a failed row fails (and is republished) alone
-                    ticket = chunk.ticket
-                    emit_columns(chunk.columns, msg_ids=[(ticket, index) for index in chunk.indices])
-                else:
-                    emit_columns(chunk.columns)
-                    chunk.ticket.ack_many(chunk.indices)
+                emit_columns(chunk.columns)
+                chunk.ticket.ack_many(chunk.indices)
                 done += 1
                 self.emitted += len(chunk)
         except Exception:
             # rows the runtime refused (their values): they and the rows taken after them fail,
-            # so their publishers get an answer (and retry) instead of waiting for one forever
+            # so their publishers get an answer (and retry) instead of waiting for one forever;
+            # an emit that raised delivered none of its rows
             for chunk in chunks[done:]:
                 chunk.ticket.fail_many(chunk.indices)
             raise
+
+    def _emit_tracked(self, entries: list[IngestEntry]) -> None:
+        """One tree per row, ``(ticket, index)`` its message id. A row the runtime refuses fails
+        with the rows after it; the rows before it are out, and their trees decide for them."""
+        emit = self.emit
+        done = 0
+        try:
+            for ticket, index, row in entries:
+                emit(row, msg_id=(ticket, index))
+                done += 1
+        except Exception:
+            for ticket, index, _ in entries[done:]:
+                ticket.fail(index)
+            raise
+        finally:
+            self.emitted += done
 
     def _emit_checkpointed(self) -> None:
         """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.

@@ -58,6 +58,8 @@ class _Refused:
 
 
 _END = object()  # the publisher half-closed the stream
+#: records whose size a columns Fetch measures before it decides how to meet its byte budget
+_BUDGET_SAMPLE = 32
 
 
 class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
@@ -203,7 +205,12 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     @staticmethod
     def _decoded(request: Any) -> Any:
         """The request's rows (``packed`` or ``rows_json``) or columns (``packed_columns``), decoded;
-        a `_Refused` when they do not decode."""
+        a `_Refused` when they do not decode or when more than one of the three is given."""
+        if sum(map(bool, (request.packed, request.rows_json, request.packed_columns))) > 1:
+            return _Refused(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "give the rows one way: packed, rows_json or packed_columns, not several",
+            )
         try:
             if request.packed_columns:
                 return msgpack.unpackb(request.packed_columns, raw=False)
@@ -477,7 +484,13 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         context: grpc.ServicerContext,
     ) -> tuple[Sequence[Sequence[Any]], bytes]:
         """The first records that fit ``budget`` bytes (at least one) and their columns, packed.
-        Encoded as columns at once; only an answer over the budget is measured row by row."""
+        When a sample of the records says they all fit twice over, they are packed as columns at
+        once; otherwise (or when the sample misled) the prefix that fits is measured record by
+        record first, so large records are never all encoded for an answer that holds few."""
+        sample = records[:_BUDGET_SAMPLE]
+        sampled = sum(len(packer.pack(record)) for record in sample)
+        if sample and 2 * sampled * len(records) > budget * len(sample):
+            records = records[: len(self._rows_within(records, budget, packer, False)[0])]
         packed = self._pack_columns(records, packer, context)
         if len(packed) > budget and len(records) > 1:
             records = records[: len(self._rows_within(records, budget, packer, False)[0])]

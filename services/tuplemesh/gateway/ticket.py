@@ -9,6 +9,7 @@ producer that retries until OK gets each row's effect once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 __all__ = ["PublishTicket"]
 
@@ -61,21 +62,15 @@ class PublishTicket:
             self._cond.notify_all()
 
     def _settle(self, index: int, outcome: int) -> None:
-        with self._cond:
-            if self._state[index] != _OPEN:
-                return  # a late verdict (e.g. an ack after a timeout failed the row) changes nothing
-            self._state[index] = outcome
-            self.failures += outcome == _FAILED
-            self._open -= 1
-            if not self._open:
-                self._cond.notify_all()
+        self._settle_many((index,), outcome)
 
-    def _settle_many(self, indices: list[int], outcome: int) -> None:
+    def _settle_many(self, indices: Sequence[int], outcome: int) -> None:
         with self._cond:
             state = self._state
             settled = 0
             for index in indices:
-                if state[index] == _OPEN:  # a late verdict changes nothing (see _settle)
+                # a late verdict (an ack after a timeout failed the row) changes nothing
+                if state[index] == _OPEN:
                     state[index] = outcome
                     settled += 1
             if not settled:

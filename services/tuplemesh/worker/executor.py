@@ -338,7 +338,10 @@ class Executor:
                 "executor %s: undecodable %d-byte batch payload: %s", self.name, len(payload), exc
             )
             if isinstance(exc, _UnfitBatch):
-                self._fail_trees(exc.empty)
+                try:
+                    self._fail_trees(exc.empty)
+                except Exception as error:  # the rest of the inbox batch still runs
+                    self.errors_log.log("executor %s: failing an unfit batch's trees: %s", self.name, error)
             return []
 
     def _fail_trees(self, empty: Columns) -> None:
