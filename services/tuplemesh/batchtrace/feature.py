@@ -40,8 +40,7 @@ class BatchTracing:
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
         attributes = {"tuplemesh.component": executor.component, "tuplemesh.worker": self.worker}
         outbox = executor.outbox
-        outbox.tracer = self.tracer
-        outbox.trace_attributes = attributes
+        outbox.trace_emits(self.tracer, attributes)
         if not executor.is_bolt:
             return None  # a spout executes nothing: its emits are the roots of their traces
         tracer = self.tracer

@@ -97,15 +97,21 @@ class Outbox:
         self._budget = budget if budget is not None and budget.limit else None
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
         self.before_flush: Callable[[], None] | None = None
-        #: OpenTelemetry: the tracer (None: not tracing), the span attributes of this executor,
-        #: and the context emit spans are children of (the batch being executed, if any); set by
-        #: the tracing feature (tuplemesh.core.feature: ``ExecutorView.outbox``)
+        #: OpenTelemetry: the tracer (None: not tracing) and the span attributes of this
+        #: executor (``trace_emits``), and the context emit spans are children of (the batch being
+        #: executed, if any; the tracing feature sets it per batch)
         self.tracer: Any = None
         self.trace_attributes: dict[str, Any] = {}
         self.trace_parent: Any = None
         #: a feature's observer of emits (``ExecutorView.observe``: Admin.WatchTuples' sampling):
         #: called with each buffer as it is flushed; None (the one check per flush) while none
         self.watch: Callable[[list[tuple[int, Any]]], None] | None = None
+
+    def trace_emits(self, tracer: Any, attributes: dict[str, Any]) -> None:
+        """Make every emit buffer this outbox flushes a ``tuplemesh.emit`` span of ``tracer``
+        with ``attributes`` (the tracing feature calls it when it attaches to the executor)."""
+        self.tracer = tracer
+        self.trace_attributes = attributes
 
     def deliver(
         self,
