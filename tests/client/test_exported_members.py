@@ -11,6 +11,7 @@ def test_public_names():
         "EpochMismatchError",
         "ExportOffsets",
         "Fetched",
+        "FetchedBatch",
         "FetchedColumns",
         "GatewayClient",
         "GatewayError",

@@ -278,3 +278,61 @@ def test_publish_columns_with_acking_republishes_only_the_failed_rows(flaky_mesh
         assert (result.published, result.duplicates) == (failing, 0)
         seen = Counter(r.values[0] for r in client.records("numbered") if 5_000 <= r.values[0] < 5_600)
     assert seen == Counter(numbers)  # each number's effect exactly once
+
+
+def test_fetch_arrow_gives_a_batch_of_the_schema_and_falls_back_to_columns_arrow_cannot_hold(echo_mesh: Mesh):
+    import pyarrow as pa
+
+    schema = pa.schema([("line", pa.string())])
+    with GatewayClient(targets(echo_mesh)) as client:
+        ends = {p: info.end for p, info in client.offsets("echo").partitions.items()}
+        client.publish("lines", [[f"arrow-{i}"] for i in range(20)], batch_id="arrow")
+        eventually(
+            lambda: sum(p.end for p in client.offsets("echo").partitions.values()) == sum(ends.values()) + 20
+        )
+        [(partition, info)] = [
+            (p, i) for p, i in client.offsets("echo").partitions.items() if i.end > ends[p]
+        ]
+        got = client.fetch_arrow("echo", partition, ends[partition], schema, epoch=info.epoch)
+        assert got.batch.schema == schema and got.count == 20 and got.next_offset == ends[partition] + 20
+        assert got.batch.column(0).to_pylist() == [f"arrow-{i}" for i in range(20)]
+        # a column mixing numbers and strings makes no Arrow array on the worker: msgpack columns
+        client.publish("lines", [[7], ["seven"]], batch_id="mixed")
+        eventually(lambda: client.offsets("echo").partitions[partition].end == ends[partition] + 22)
+        request = gateway_pb2.FetchRequest(
+            export="echo", partition=partition, start_offset=ends[partition] + 20, columns=True, arrow=True
+        )
+        answers = []
+        for address in targets(echo_mesh):  # the raw answer, from the worker holding the partition
+            try:
+                answers.append(gateway_pb2_grpc.GatewayStub(open_channel(address)).Fetch(request, timeout=10))
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.NOT_FOUND  # the partition is on the other worker
+        [answer] = answers
+        assert (answer.count, answer.arrow_ipc, msgpack.unpackb(answer.packed_columns)) == (
+            2,
+            b"",
+            [[7, "seven"]],
+        )
+
+
+def test_fetch_arrow_from_a_worker_that_answers_msgpack_columns(monkeypatch: pytest.MonkeyPatch):
+    import pyarrow as pa
+
+    client = GatewayClient(["127.0.0.1:1"])
+    answer = gateway_pb2.FetchResponse(
+        packed_columns=msgpack.packb([["cow", "fox"], [2, None]]),
+        count=2,
+        next_offset=12,
+        end_offset=20,
+        epoch=7,
+    )
+    monkeypatch.setattr(client, "_fetch", lambda *args, **kwargs: answer)
+    schema = pa.schema([("word", pa.string()), ("count", pa.int64())])
+    got = client.fetch_arrow("counts", 0, 10, schema, epoch=7)
+    assert got.batch.schema == schema and got.batch.to_pylist() == [
+        {"word": "cow", "count": 2},
+        {"word": "fox", "count": None},
+    ]
+    assert (got.count, got.next_offset, got.end, got.epoch) == (2, 12, 20, 7)
+    client.close()

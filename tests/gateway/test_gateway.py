@@ -305,3 +305,34 @@ def test_rows_published_as_columns_count_exactly_and_a_retry_is_recognised(pipel
         list(stub.Publish(iter([gateway_pb2.PublishRequest(component="lines", packed_columns=msgpack.packb(
             [["a", "b"], ["c"]]))]), timeout=10))  # fmt: skip
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_fetch_in_arrow_answers_the_columns_as_an_arrow_record_batch(pipeline_mesh: Mesh):
+    import pyarrow as pa
+
+    publish(stubs(pipeline_mesh)[0], [[line] for line in LINES[:30]], batch_id="arrow")
+    eventually(lambda: len(exported_records(pipeline_mesh)) > 0)
+    stub = stubs(pipeline_mesh)[0]
+    [p] = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
+    assert p.end - p.start > 12
+
+    def fetch(**options: object) -> gateway_pb2.FetchResponse:
+        request = gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.start)
+        request.MergeFrom(gateway_pb2.FetchRequest(**options))  # type: ignore[arg-type]
+        return stub.Fetch(request)
+
+    rows, arrow = fetch(max_records=12), fetch(max_records=12, columns=True, arrow=True)
+    assert (arrow.count, arrow.next_offset, arrow.packed, arrow.packed_columns) == (
+        12,
+        p.start + 12,
+        b"",
+        b"",
+    )
+    batch = pa.ipc.open_stream(arrow.arrow_ipc).read_next_batch()
+    assert batch.schema.names == ["word", "count"] and batch.schema.types == [pa.string(), pa.int64()]
+    assert [[r["word"], r["count"]] for r in batch.to_pylist()] == msgpack.unpackb(rows.packed)
+    one = len(msgpack.packb(msgpack.unpackb(rows.packed)[0]))
+    cut = fetch(max_records=12, max_bytes=4 * one, columns=True, arrow=True)
+    rows_cut = fetch(max_records=12, max_bytes=4 * one)
+    assert 1 <= cut.count < 12 and (cut.count, cut.next_offset) == (rows_cut.count, rows_cut.next_offset)
+    assert pa.ipc.open_stream(cut.arrow_ipc).read_next_batch().num_rows == cut.count

@@ -12,9 +12,9 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 import tuplemesh.spark
 from tuplemesh.client import ExportOffsets, PartitionOffsets, TlsSettings
+from tuplemesh.client.arrow import columns_to_record_batch
 from tuplemesh.spark import OptionError, Options, clients, publish, writer
 from tuplemesh.spark import positions as positions_module
-from tuplemesh.spark.arrow import columns_to_record_batch
 from tuplemesh.spark.positions import Position
 
 

@@ -5,6 +5,7 @@ from tuplemesh.client.channel import TlsSettings, open_channel, open_channel_fro
 from tuplemesh.client.gateway import (
     ExportOffsets,
     Fetched,
+    FetchedBatch,
     FetchedColumns,
     GatewayClient,
     PartitionOffsets,
@@ -17,6 +18,7 @@ __all__ = [
     "EpochMismatchError",
     "ExportOffsets",
     "Fetched",
+    "FetchedBatch",
     "FetchedColumns",
     "GatewayClient",
     "GatewayError",

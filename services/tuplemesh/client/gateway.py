@@ -36,6 +36,7 @@ from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 __all__ = [
     "ExportOffsets",
     "Fetched",
+    "FetchedBatch",
     "FetchedColumns",
     "GatewayClient",
     "PartitionOffsets",
@@ -108,6 +109,20 @@ class FetchedColumns:
     epoch: int
     offset: int
     columns: list[list[Any]]
+    count: int
+    next_offset: int
+    end: int
+
+
+@dataclass
+class FetchedBatch:
+    """Records of one partition from ``offset`` up to ``next_offset`` as one Arrow record batch
+    (``batch``, of ``count`` rows) in the schema asked for (``end`` was the log's end)."""
+
+    partition: int
+    epoch: int
+    offset: int
+    batch: Any
     count: int
     next_offset: int
     end: int
@@ -317,16 +332,51 @@ class GatewayClient:
         """As `fetch`, with the records as columns (one list per field): what a columnar
         consumer (Arrow, pandas) takes without a loop over rows."""
         got = self._fetch(export, partition, offset, max_records, epoch, columns=True)
-        if got.packed_columns or not got.count:
-            columns = msgpack.unpackb(got.packed_columns, raw=False) if got.count else []
-        else:  # a worker from before columnar fetches answers rows: made columns here
-            columns = [list(column) for column in zip(*msgpack.unpackb(got.packed, raw=False), strict=True)]
+        columns = self._columns_of(got)
         return FetchedColumns(
             partition, got.epoch, offset, columns, got.count, got.next_offset, got.end_offset
         )
 
+    def fetch_arrow(
+        self,
+        export: str,
+        partition: int,
+        offset: int,
+        schema: Any,
+        *,
+        max_records: int = 10_000,
+        epoch: int = 0,
+    ) -> FetchedBatch:
+        """As `fetch`, with the records as one ``pyarrow.RecordBatch`` of ``schema`` (needs
+        pyarrow). The worker answers in Arrow where it can, and its columns are cast to the
+        schema's types; else in msgpack columns, each made an Arrow array of its field's type."""
+        from tuplemesh.client.arrow import columns_to_record_batch, ipc_to_record_batch
+
+        got = self._fetch(export, partition, offset, max_records, epoch, columns=True, arrow=True)
+        if got.arrow_ipc:
+            batch = ipc_to_record_batch(got.arrow_ipc, got.count, schema, export)
+        else:
+            batch = columns_to_record_batch(self._columns_of(got), got.count, schema, export)
+        return FetchedBatch(partition, got.epoch, offset, batch, got.count, got.next_offset, got.end_offset)
+
+    @staticmethod
+    def _columns_of(got: Any) -> list[list[Any]]:
+        """A Fetch answer's records as columns: its msgpack columns, or the columns of its rows
+        (a worker from before columnar fetches answers rows)."""
+        if got.packed_columns or not got.count:
+            return msgpack.unpackb(got.packed_columns, raw=False) if got.count else []
+        return [list(column) for column in zip(*msgpack.unpackb(got.packed, raw=False), strict=True)]
+
     def _fetch(
-        self, export: str, partition: int, offset: int, max_records: int, epoch: int, *, columns: bool
+        self,
+        export: str,
+        partition: int,
+        offset: int,
+        max_records: int,
+        epoch: int,
+        *,
+        columns: bool,
+        arrow: bool = False,
     ) -> Any:
         request = gateway_pb2.FetchRequest(
             export=export,
@@ -335,6 +385,7 @@ class GatewayClient:
             max_records=max_records,
             epoch=epoch,
             columns=columns,
+            arrow=arrow,
         )
         return self._on_partition(
             export, partition, "Fetch from", epoch, lambda stub: stub.Fetch(request, timeout=self.timeout)

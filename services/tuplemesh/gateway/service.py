@@ -11,7 +11,7 @@ import json
 import queue
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import grpc
 import msgpack
 
 from tuplemesh import tracing
+from tuplemesh.gateway import arrow_ipc
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue, columns_of
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
@@ -426,10 +427,15 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         # answer above the message limit, which gRPC refuses: the partition would be unreadable
         budget = min(request.max_bytes or self.fetch_max_bytes, self.max_message_bytes)
         packer = msgpack.Packer(use_bin_type=True)
-        packed, packed_columns, texts = b"", b"", ""
+        packed, packed_columns, arrow, texts = b"", b"", b"", ""
         records: Sequence[Sequence[Any]] = fetched
         if request.columns and not request.json:
-            records, packed_columns = self._columns_within(records, budget, packer, context)
+            if request.arrow:
+                records, arrow = self._arrow_within(request, records, budget, packer, context)
+            if not arrow:
+                records, packed_columns = self._encoded_within(
+                    records, budget, packer, lambda r: self._pack_columns(r, packer, context)
+                )
         else:
             rows, texts = self._rows_within(records, budget, packer, request.json)
             records = records[: len(rows)]
@@ -440,6 +446,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         return gateway_pb2.FetchResponse(
             packed=packed,
             packed_columns=packed_columns,
+            arrow_ipc=arrow,
             count=len(records),
             next_offset=request.start_offset + len(records),
             end_offset=end,
@@ -476,26 +483,44 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         except ValueError:
             reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
 
-    def _columns_within(
+    def _arrow_within(
         self,
+        request: gateway_pb2.FetchRequest,
         records: Sequence[Sequence[Any]],
         budget: int,
         packer: msgpack.Packer,
         context: grpc.ServicerContext,
     ) -> tuple[Sequence[Sequence[Any]], bytes]:
-        """The first records that fit ``budget`` bytes (at least one) and their columns, packed.
-        When a sample of the records says they all fit twice over, they are packed as columns at
+        """The records that fit ``budget`` as an Arrow IPC stream; no bytes where this worker has
+        no pyarrow or the values do not make Arrow arrays (the answer is msgpack columns then)."""
+        if not arrow_ipc.available():
+            return records, b""
+        fields = self._export(request.export, context).fields
+        try:
+            return self._encoded_within(records, budget, packer, lambda r: arrow_ipc.encode(r, fields))
+        except ValueError:
+            return records, b""
+
+    def _encoded_within(
+        self,
+        records: Sequence[Sequence[Any]],
+        budget: int,
+        packer: msgpack.Packer,
+        encode: Callable[[Sequence[Sequence[Any]]], bytes],
+    ) -> tuple[Sequence[Sequence[Any]], bytes]:
+        """The first records that fit ``budget`` bytes (at least one), ``encode``d together (as
+        columns). When a sample of the records says they all fit twice over, they are encoded at
         once; otherwise (or when the sample misled) the prefix that fits is measured record by
         record first, so large records are never all encoded for an answer that holds few."""
         sample = records[:_BUDGET_SAMPLE]
         sampled = sum(len(packer.pack(record)) for record in sample)
         if sample and 2 * sampled * len(records) > budget * len(sample):
             records = records[: len(self._rows_within(records, budget, packer, False)[0])]
-        packed = self._pack_columns(records, packer, context)
-        if len(packed) > budget and len(records) > 1:
+        encoded = encode(records)
+        if len(encoded) > budget and len(records) > 1:
             records = records[: len(self._rows_within(records, budget, packer, False)[0])]
-            packed = self._pack_columns(records, packer, context)
-        return records, packed
+            encoded = encode(records)
+        return records, encoded
 
     def Offsets(
         self, request: gateway_pb2.OffsetsRequest, context: grpc.ServicerContext

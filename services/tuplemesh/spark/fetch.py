@@ -10,8 +10,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
-from tuplemesh.client import FetchedColumns
-from tuplemesh.spark.arrow import columns_to_record_batch
+from tuplemesh.client import FetchedBatch
 from tuplemesh.spark.clients import client_for
 from tuplemesh.spark.options import Options
 
@@ -29,26 +28,26 @@ class ExportRange(InputPartition):
 
 
 def read_range(opts: Options, part: ExportRange, schema: StructType) -> Iterator[Any]:
-    """The records of one range as Arrow record batches, one per Fetch, fetched as columns (no
-    loop over rows on either side). The next Fetch is under way while Spark takes a batch, so
-    the worker answering and this task converting overlap. The fetches name the range's epoch,
-    so a log that restarted meanwhile fails the task (EpochMismatchError) instead of handing
-    over records of another log."""
+    """The records of one range as Arrow record batches, one per Fetch, answered in Arrow by
+    workers that can (else as columns: no loop over rows on either side). The next Fetch is under
+    way while Spark takes a batch, so the worker answering and this task overlap. The fetches
+    name the range's epoch, so a log that restarted meanwhile fails the task (EpochMismatchError)
+    instead of handing over records of another log."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     arrow_schema = to_arrow_schema(schema)
     client = client_for(opts)
 
-    def fetch(offset: int) -> FetchedColumns:
-        return client.fetch_columns(
-            opts.export, part.partition, offset, max_records=min(opts.batch_size * 10, part.end - offset),
-            epoch=part.epoch,
+    def fetch(offset: int) -> FetchedBatch:
+        return client.fetch_arrow(
+            opts.export, part.partition, offset, arrow_schema,
+            max_records=min(opts.batch_size * 10, part.end - offset), epoch=part.epoch,
         )  # fmt: skip
 
     if part.start >= part.end:
         return
     with ThreadPoolExecutor(1, thread_name_prefix="tuplemesh-fetch") as ahead:
-        pending: Future[FetchedColumns] | None = ahead.submit(fetch, part.start)
+        pending: Future[FetchedBatch] | None = ahead.submit(fetch, part.start)
         while pending is not None:
             got = pending.result()
             if not got.count:
@@ -57,4 +56,4 @@ def read_range(opts: Options, part: ExportRange, schema: StructType) -> Iterator
                     f"offset {got.offset} of {part.end}"
                 )
             pending = ahead.submit(fetch, got.next_offset) if got.next_offset < part.end else None
-            yield columns_to_record_batch(got.columns, got.count, arrow_schema, opts.export)
+            yield got.batch

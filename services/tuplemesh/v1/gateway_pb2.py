@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atuplemesh/v1/gateway.proto\x12\x0ctuplemesh.v1\"\x95\x01\n\x0ePublishRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0e\n\x06packed\x18\x02 \x01(\x0c\x12\x11\n\trows_json\x18\x03 \x03(\t\x12\x10\n\x08\x62\x61tch_id\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\r\x12\x10\n\x08sequence\x18\x06 \x01(\x04\x12\x16\n\x0epacked_columns\x18\x07 \x01(\x0c\"C\n\nPublishAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x04\x12\x11\n\tduplicate\x18\x03 \x01(\x08\";\n\x11PublishOneRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x13\n\x0bvalues_json\x18\x02 \x01(\t\"\x9d\x01\n\x0c\x46\x65tchRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cstart_offset\x18\x03 \x01(\x04\x12\x13\n\x0bmax_records\x18\x04 \x01(\r\x12\x0c\n\x04json\x18\x05 \x01(\x08\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x11\n\tmax_bytes\x18\x07 \x01(\x04\x12\x0f\n\x07\x63olumns\x18\x08 \x01(\x08\"\x94\x01\n\rFetchResponse\x12\x0e\n\x06packed\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x04\x12\x12\n\nend_offset\x18\x04 \x01(\x04\x12\x14\n\x0crecords_json\x18\x05 \x01(\t\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x16\n\x0epacked_columns\x18\x07 \x01(\x0c\" \n\x0eOffsetsRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\"P\n\x10PartitionOffsets\x12\x11\n\tpartition\x18\x01 \x01(\r\x12\r\n\x05start\x18\x02 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x04\x12\r\n\x05\x65poch\x18\x04 \x01(\x04\"\x7f\n\x0fOffsetsResponse\x12\x32\n\npartitions\x18\x01 \x03(\x0b\x32\x1e.tuplemesh.v1.PartitionOffsets\x12\x18\n\x10total_partitions\x18\x02 \x01(\r\x12\x0e\n\x06\x66ields\x18\x03 \x03(\t\x12\x0e\n\x06schema\x18\x04 \x01(\t\"Q\n\rCommitRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\r\n\x05\x65poch\x18\x04 \x01(\x04\".\n\x0e\x43ommitResponse\x12\r\n\x05start\x18\x01 \x01(\x04\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x32\xe8\x02\n\x07Gateway\x12\x45\n\x07Publish\x12\x1c.tuplemesh.v1.PublishRequest\x1a\x18.tuplemesh.v1.PublishAck(\x01\x30\x01\x12G\n\nPublishOne\x12\x1f.tuplemesh.v1.PublishOneRequest\x1a\x18.tuplemesh.v1.PublishAck\x12@\n\x05\x46\x65tch\x12\x1a.tuplemesh.v1.FetchRequest\x1a\x1b.tuplemesh.v1.FetchResponse\x12\x46\n\x07Offsets\x12\x1c.tuplemesh.v1.OffsetsRequest\x1a\x1d.tuplemesh.v1.OffsetsResponse\x12\x43\n\x06\x43ommit\x12\x1b.tuplemesh.v1.CommitRequest\x1a\x1c.tuplemesh.v1.CommitResponseB\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atuplemesh/v1/gateway.proto\x12\x0ctuplemesh.v1\"\x95\x01\n\x0ePublishRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x0e\n\x06packed\x18\x02 \x01(\x0c\x12\x11\n\trows_json\x18\x03 \x03(\t\x12\x10\n\x08\x62\x61tch_id\x18\x04 \x01(\t\x12\x11\n\tpartition\x18\x05 \x01(\r\x12\x10\n\x08sequence\x18\x06 \x01(\x04\x12\x16\n\x0epacked_columns\x18\x07 \x01(\x0c\"C\n\nPublishAck\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x04\x12\x11\n\tduplicate\x18\x03 \x01(\x08\";\n\x11PublishOneRequest\x12\x11\n\tcomponent\x18\x01 \x01(\t\x12\x13\n\x0bvalues_json\x18\x02 \x01(\t\"\xac\x01\n\x0c\x46\x65tchRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x14\n\x0cstart_offset\x18\x03 \x01(\x04\x12\x13\n\x0bmax_records\x18\x04 \x01(\r\x12\x0c\n\x04json\x18\x05 \x01(\x08\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x11\n\tmax_bytes\x18\x07 \x01(\x04\x12\x0f\n\x07\x63olumns\x18\x08 \x01(\x08\x12\r\n\x05\x61rrow\x18\t \x01(\x08\"\xa7\x01\n\rFetchResponse\x12\x0e\n\x06packed\x18\x01 \x01(\x0c\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x04\x12\x12\n\nend_offset\x18\x04 \x01(\x04\x12\x14\n\x0crecords_json\x18\x05 \x01(\t\x12\r\n\x05\x65poch\x18\x06 \x01(\x04\x12\x16\n\x0epacked_columns\x18\x07 \x01(\x0c\x12\x11\n\tarrow_ipc\x18\x08 \x01(\x0c\" \n\x0eOffsetsRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\"P\n\x10PartitionOffsets\x12\x11\n\tpartition\x18\x01 \x01(\r\x12\r\n\x05start\x18\x02 \x01(\x04\x12\x0b\n\x03\x65nd\x18\x03 \x01(\x04\x12\r\n\x05\x65poch\x18\x04 \x01(\x04\"\x7f\n\x0fOffsetsResponse\x12\x32\n\npartitions\x18\x01 \x03(\x0b\x32\x1e.tuplemesh.v1.PartitionOffsets\x12\x18\n\x10total_partitions\x18\x02 \x01(\r\x12\x0e\n\x06\x66ields\x18\x03 \x03(\t\x12\x0e\n\x06schema\x18\x04 \x01(\t\"Q\n\rCommitRequest\x12\x0e\n\x06\x65xport\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\r\x12\x0e\n\x06offset\x18\x03 \x01(\x04\x12\r\n\x05\x65poch\x18\x04 \x01(\x04\".\n\x0e\x43ommitResponse\x12\r\n\x05start\x18\x01 \x01(\x04\x12\r\n\x05\x65poch\x18\x02 \x01(\x04\x32\xe8\x02\n\x07Gateway\x12\x45\n\x07Publish\x12\x1c.tuplemesh.v1.PublishRequest\x1a\x18.tuplemesh.v1.PublishAck(\x01\x30\x01\x12G\n\nPublishOne\x12\x1f.tuplemesh.v1.PublishOneRequest\x1a\x18.tuplemesh.v1.PublishAck\x12@\n\x05\x46\x65tch\x12\x1a.tuplemesh.v1.FetchRequest\x1a\x1b.tuplemesh.v1.FetchResponse\x12\x46\n\x07Offsets\x12\x1c.tuplemesh.v1.OffsetsRequest\x1a\x1d.tuplemesh.v1.OffsetsResponse\x12\x43\n\x06\x43ommit\x12\x1b.tuplemesh.v1.CommitRequest\x1a\x1c.tuplemesh.v1.CommitResponseB\x13\n\x0fio.tuplemesh.v1P\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,19 +39,19 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PUBLISHONEREQUEST']._serialized_start=265
   _globals['_PUBLISHONEREQUEST']._serialized_end=324
   _globals['_FETCHREQUEST']._serialized_start=327
-  _globals['_FETCHREQUEST']._serialized_end=484
-  _globals['_FETCHRESPONSE']._serialized_start=487
-  _globals['_FETCHRESPONSE']._serialized_end=635
-  _globals['_OFFSETSREQUEST']._serialized_start=637
-  _globals['_OFFSETSREQUEST']._serialized_end=669
-  _globals['_PARTITIONOFFSETS']._serialized_start=671
-  _globals['_PARTITIONOFFSETS']._serialized_end=751
-  _globals['_OFFSETSRESPONSE']._serialized_start=753
-  _globals['_OFFSETSRESPONSE']._serialized_end=880
-  _globals['_COMMITREQUEST']._serialized_start=882
-  _globals['_COMMITREQUEST']._serialized_end=963
-  _globals['_COMMITRESPONSE']._serialized_start=965
-  _globals['_COMMITRESPONSE']._serialized_end=1011
-  _globals['_GATEWAY']._serialized_start=1014
-  _globals['_GATEWAY']._serialized_end=1374
+  _globals['_FETCHREQUEST']._serialized_end=499
+  _globals['_FETCHRESPONSE']._serialized_start=502
+  _globals['_FETCHRESPONSE']._serialized_end=669
+  _globals['_OFFSETSREQUEST']._serialized_start=671
+  _globals['_OFFSETSREQUEST']._serialized_end=703
+  _globals['_PARTITIONOFFSETS']._serialized_start=705
+  _globals['_PARTITIONOFFSETS']._serialized_end=785
+  _globals['_OFFSETSRESPONSE']._serialized_start=787
+  _globals['_OFFSETSRESPONSE']._serialized_end=914
+  _globals['_COMMITREQUEST']._serialized_start=916
+  _globals['_COMMITREQUEST']._serialized_end=997
+  _globals['_COMMITRESPONSE']._serialized_start=999
+  _globals['_COMMITRESPONSE']._serialized_end=1045
+  _globals['_GATEWAY']._serialized_start=1048
+  _globals['_GATEWAY']._serialized_end=1408
 # @@protoc_insertion_point(module_scope)

@@ -43,7 +43,7 @@ class PublishOneRequest(_message.Message):
     def __init__(self, component: _Optional[str] = ..., values_json: _Optional[str] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch", "max_bytes", "columns")
+    __slots__ = ("export", "partition", "start_offset", "max_records", "json", "epoch", "max_bytes", "columns", "arrow")
     EXPORT_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     START_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -52,6 +52,7 @@ class FetchRequest(_message.Message):
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    ARROW_FIELD_NUMBER: _ClassVar[int]
     export: str
     partition: int
     start_offset: int
@@ -60,10 +61,11 @@ class FetchRequest(_message.Message):
     epoch: int
     max_bytes: int
     columns: bool
-    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ..., columns: _Optional[bool] = ...) -> None: ...
+    arrow: bool
+    def __init__(self, export: _Optional[str] = ..., partition: _Optional[int] = ..., start_offset: _Optional[int] = ..., max_records: _Optional[int] = ..., json: _Optional[bool] = ..., epoch: _Optional[int] = ..., max_bytes: _Optional[int] = ..., columns: _Optional[bool] = ..., arrow: _Optional[bool] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch", "packed_columns")
+    __slots__ = ("packed", "count", "next_offset", "end_offset", "records_json", "epoch", "packed_columns", "arrow_ipc")
     PACKED_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     NEXT_OFFSET_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +73,7 @@ class FetchResponse(_message.Message):
     RECORDS_JSON_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     PACKED_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    ARROW_IPC_FIELD_NUMBER: _ClassVar[int]
     packed: bytes
     count: int
     next_offset: int
@@ -78,7 +81,8 @@ class FetchResponse(_message.Message):
     records_json: str
     epoch: int
     packed_columns: bytes
-    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ..., epoch: _Optional[int] = ..., packed_columns: _Optional[bytes] = ...) -> None: ...
+    arrow_ipc: bytes
+    def __init__(self, packed: _Optional[bytes] = ..., count: _Optional[int] = ..., next_offset: _Optional[int] = ..., end_offset: _Optional[int] = ..., records_json: _Optional[str] = ..., epoch: _Optional[int] = ..., packed_columns: _Optional[bytes] = ..., arrow_ipc: _Optional[bytes] = ...) -> None: ...
 
 class OffsetsRequest(_message.Message):
     __slots__ = ("export",)
