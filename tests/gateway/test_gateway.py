@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import msgpack
@@ -243,10 +244,12 @@ def test_grpcurl_publish_one_and_offsets(pipeline_mesh: Mesh):
     assert answer["total_partitions"] == 2 and answer["schema"] == "word STRING, count BIGINT"
 
 
-def test_fetch_as_columns_answers_the_same_records_as_rows(pipeline_mesh: Mesh):
-    publish(stubs(pipeline_mesh)[0], [[line] for line in LINES[:30]], batch_id="columns")
-    eventually(lambda: len(exported_records(pipeline_mesh)) > 0)
-    stub = stubs(pipeline_mesh)[0]
+def fetcher(mesh: Mesh, batch_id: str) -> tuple[Any, Any, Callable[..., gateway_pb2.FetchResponse]]:
+    """Publish some lines, then: worker 0's stub, its counts partition (more than 12 records),
+    and a Fetch of that partition from its start with the request fields given."""
+    publish(stubs(mesh)[0], [[line] for line in LINES[:30]], batch_id=batch_id)
+    eventually(lambda: len(exported_records(mesh)) > 0)
+    stub = stubs(mesh)[0]
     [p] = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
     assert p.end - p.start > 12
 
@@ -254,6 +257,12 @@ def test_fetch_as_columns_answers_the_same_records_as_rows(pipeline_mesh: Mesh):
         request = gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.start)
         request.MergeFrom(gateway_pb2.FetchRequest(**options))  # type: ignore[arg-type]
         return stub.Fetch(request)
+
+    return stub, p, fetch
+
+
+def test_fetch_as_columns_answers_the_same_records_as_rows(pipeline_mesh: Mesh):
+    stub, p, fetch = fetcher(pipeline_mesh, "columns")
 
     rows, columns = fetch(max_records=12), fetch(max_records=12, columns=True)
     assert (columns.count, columns.next_offset, columns.packed) == (12, p.start + 12, b"")
@@ -310,16 +319,7 @@ def test_rows_published_as_columns_count_exactly_and_a_retry_is_recognised(pipel
 def test_fetch_in_arrow_answers_the_columns_as_an_arrow_record_batch(pipeline_mesh: Mesh):
     import pyarrow as pa
 
-    publish(stubs(pipeline_mesh)[0], [[line] for line in LINES[:30]], batch_id="arrow")
-    eventually(lambda: len(exported_records(pipeline_mesh)) > 0)
-    stub = stubs(pipeline_mesh)[0]
-    [p] = stub.Offsets(gateway_pb2.OffsetsRequest(export="counts")).partitions
-    assert p.end - p.start > 12
-
-    def fetch(**options: object) -> gateway_pb2.FetchResponse:
-        request = gateway_pb2.FetchRequest(export="counts", partition=p.partition, start_offset=p.start)
-        request.MergeFrom(gateway_pb2.FetchRequest(**options))  # type: ignore[arg-type]
-        return stub.Fetch(request)
+    _, p, fetch = fetcher(pipeline_mesh, "arrow")
 
     rows, arrow = fetch(max_records=12), fetch(max_records=12, columns=True, arrow=True)
     assert (arrow.count, arrow.next_offset, arrow.packed, arrow.packed_columns) == (

@@ -29,6 +29,7 @@ def encode(records: Sequence[Sequence[Any]], fields: Sequence[str]) -> bytes:
     if not available():
         raise ValueError("pyarrow is not installed")
     import pyarrow as pa
+
     columns: list[Any] = [list(column) for column in zip(*records, strict=True)] if records else []
     if not records:
         columns = [[] for _ in fields]
