@@ -11,6 +11,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.disruptor import RingBuffer
+from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, Tuple
 
 T = TypeVar("T")
@@ -131,3 +134,22 @@ class GateBolt(Bolt):
 
     def report(self) -> Any:
         return self.count
+
+
+def local_and_remote_outbox(
+    batch_size: int, send_capacity: int, max_payload: int = 16 * 1024 * 1024
+) -> tuple[Outbox, RingBuffer[Any], RingBuffer[Any]]:
+    """An Outbox (msgpack) for task 1 in this worker and task 2 on worker 5; with task 1's inbox
+    and the transfer ring, to read what it delivered."""
+    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={1: inbox},
+        remote_workers={2: 5},
+        transfer_ring=transfer,
+        serializer=load_serializer("msgpack"),
+        batch_size=batch_size,
+        send_capacity=send_capacity,
+        max_payload=max_payload,
+    )
+    return outbox, inbox, transfer

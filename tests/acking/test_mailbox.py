@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.helpers import local_and_remote_outbox
 from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
@@ -15,16 +16,7 @@ ACKERS = (1, 2)  # acker 1 runs here, acker 2 on worker 5
 
 
 def make(limit: int = 256) -> tuple[Outbox, AckerMailbox, RingBuffer[Any], RingBuffer[Any]]:
-    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
-    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
-    outbox = Outbox(
-        local_inboxes={1: inbox},
-        remote_workers={2: 5},
-        transfer_ring=transfer,
-        serializer=load_serializer("msgpack"),
-        batch_size=100,
-        send_capacity=1000,
-    )
+    outbox, inbox, transfer = local_and_remote_outbox(100, 1000)
     return outbox, AckerMailbox(outbox, 9, "split", 3, FIELDS, limit=limit), inbox, transfer
 
 

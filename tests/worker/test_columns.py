@@ -13,7 +13,7 @@ import pytest
 
 from examples import wordcount
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
-from tests.helpers import ListSpout
+from tests.helpers import ListSpout, local_and_remote_outbox
 from tuplemesh.acking import ACKER
 from tuplemesh.acking.collectors import TrackedBoltCollector, TreeIds, TupleEdges
 from tuplemesh.acking.mailbox import AckerMailbox
@@ -700,26 +700,10 @@ def test_shuffle_goes_on_where_a_columnar_split_left_it() -> None:
     assert sum(given.values()) == 9 and set(given.values()) == {3}  # three whole rounds: even
 
 
-def _local_and_remote_outbox(max_payload: int) -> tuple[Outbox, RingBuffer[Any], RingBuffer[Any]]:
-    """An Outbox for task 1 here and task 2 on worker 5; with task 1's inbox and the transfer ring."""
-    inbox: RingBuffer[Any] = RingBuffer.multi_producer(16)
-    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
-    outbox = Outbox(
-        local_inboxes={1: inbox},
-        remote_workers={2: 5},
-        transfer_ring=transfer,
-        serializer=load_serializer("msgpack"),
-        batch_size=1000,
-        send_capacity=10_000,
-        max_payload=max_payload,
-    )
-    return outbox, inbox, transfer
-
-
 def test_an_emit_anchored_to_a_batch_that_raises_leaves_its_tree_as_it_was() -> None:
     """The parts' edges join the anchoring batch only once every part went out: an emit that
     raised (a part over messaging.max.message.bytes) sent nothing, so it adds nothing to ack."""
-    outbox, _, _ = _local_and_remote_outbox(max_payload=200)
+    outbox, _, _ = local_and_remote_outbox(1000, 10_000, max_payload=200)
     fields = Fields(["word"])
     chooser = AllGrouping().chooser((1, 2), frozenset({1}), fields)
     route = StreamRoute("default", 0, fields, False, [chooser], frozenset())
@@ -822,7 +806,7 @@ def test_an_emit_anchored_to_a_batch_of_rows_tracked_one_by_one_completes_every_
 def test_tuple_edges_give_each_part_one_edge_per_anchoring_tuple_and_the_trees_balance() -> None:
     """N anchors and P parts: N x P edge ids whatever the row count; per root, the anchors'
     ack_vals and the parts' values XOR to zero once every node acks."""
-    outbox, inbox, transfer = _local_and_remote_outbox(max_payload=1 << 20)
+    outbox, inbox, transfer = local_and_remote_outbox(1000, 10_000, max_payload=1 << 20)
     fields = Fields(["word"])
     chooser = AllGrouping().chooser((1, 2), frozenset({1}), fields)
     route = StreamRoute("default", 0, fields, False, [chooser], frozenset())
