@@ -278,11 +278,12 @@ KEYS: dict[str, ConfigKey] = {
             "topology.transfer.max.bytes",
             int,
             128 * 1024 * 1024,
-            "Ceiling on the serialized bytes a worker's executors have queued for other workers "
-            "and its transfer thread has not yet handed to a connection (each connection's send "
-            "window has its own bound, messaging.window.bytes). An executor whose batch would go "
-            "past it waits; nothing is dropped. A batch is always queued when nothing is held. "
-            "0: no ceiling (slots alone bound the transfer queue).",
+            "Ceiling on the serialized bytes a worker holds for other workers until they "
+            "acknowledge them: queued by its executors, merged by its transfer thread, and in "
+            "every connection's send window (each window also has its own bound, "
+            "messaging.window.bytes). An executor whose batch would go past it waits; nothing is "
+            "dropped. A batch is always queued when nothing is held. 0: no ceiling (slots and "
+            "each window's own bounds alone).",
             _non_negative,
             unit="bytes",
         ),

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tests.helpers import eventually
 from tuplemesh.config import Config
+from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.stats import BindingStats, PeerSnapshot, ReceiveSnapshot, TransferTotals, WorkerSnapshot
 from tuplemesh.errors import TransportError
 from tuplemesh.metrics import WorkerCollector
@@ -507,3 +508,45 @@ def test_a_sender_keeps_no_more_bytes_in_flight_than_its_receiver_grants(transpo
     ungranted, heard, payloads = _most_in_flight(transport, None)
     assert heard == 0 and len(payloads) == 60
     assert ungranted > grant, ungranted
+
+
+def test_a_window_holds_its_bytes_under_the_worker_ceiling_until_the_peer_acknowledges_them():
+    """Unacknowledged batches count against the worker's ceiling on outgoing bytes: an executor
+    asking for room waits until an acknowledgement brings them back; what a closed window still
+    held is given back once, not again by a late acknowledgement."""
+    [(first, _)] = pack_within([(1, b"x" * 30)], 1000)
+    [(second, _)] = pack_within([(1, b"y" * 10)], 1000)
+    joined = len(first) + len(second)
+    budget = ByteBudget(100)
+    window = SendWindow(batches=8, max_bytes=1000, address="peer", held=budget)
+    window.add(lambda seq: "a", 30)
+    window.add_packed(first, 1, most_bytes=1000)
+    window.add_packed(second, 1, most_bytes=1000)  # joins the open batch: held too
+    assert joined == 50 and (len(window), window.unacked_bytes, budget.used) == (2, 80, 80)
+    asked = threading.Thread(target=budget.acquire, args=(60,), daemon=True)
+    asked.start()
+    asked.join(0.2)
+    assert asked.is_alive()  # 80 held + 60 asked for > 100: the executor waits
+    assert window.ack(1) == 1 and budget.used == 50  # 30 back: 50 + 60 still too many
+    asked.join(0.2)
+    assert asked.is_alive()
+    assert window.ack(2) == 1  # the joined batch: 50 back, and the executor takes its 60
+    asked.join(5)
+    assert not asked.is_alive() and budget.used == 60
+    window.add(lambda seq: "b", 50)  # a window never waits on the ceiling: the batch is handed over
+    assert budget.used == 110
+    window.abort()  # 50 unacknowledged: the worker holds them no longer
+    assert budget.used == 60
+    window.ack(3)  # late: given back already
+    assert budget.used == 60 and window.unacked_bytes == 0
+
+
+def test_a_drained_window_gives_back_what_the_peer_never_acknowledged():
+    budget = ByteBudget(0)
+    window = SendWindow(batches=8, max_bytes=1000, address="peer", held=budget)
+    window.add(lambda seq: "a", 7)
+    window.add(lambda seq: "b", 9)
+    window.ack(1)
+    assert budget.used == 9
+    assert window.drain(0.05) == 1  # one batch given up (counted lost by its connection)
+    assert budget.used == 0

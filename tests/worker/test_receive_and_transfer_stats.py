@@ -81,6 +81,7 @@ class _HeldContext:
         on_congestion: Any = None,
         receiver: int = -1,
         epoch: str = "",
+        held: Any = None,
     ) -> _HeldConnection:
         return self.connection
 

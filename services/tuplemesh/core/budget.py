@@ -1,9 +1,17 @@
 """`ByteBudget`: a ceiling on the bytes a worker holds on their way out to other workers.
 
 Executors take bytes from it before they publish a batch of serialized tuples into the transfer
-ring, and the transfer thread gives them back once the batch is in a connection's send window
-(which has its own byte bound, ``messaging.window.bytes``). Slots alone bound the ring in
-batches, not bytes: 1024 batches of a hundred 1 MiB tuples is 100 GiB.
+ring. The bytes stay held until the peer has them: a connection's send window holds each batch
+it takes (``hold``: the transfer thread hands a batch over and gives back what the executors
+took for it) and gives its bytes back when the peer acknowledges it. So one ceiling bounds the
+ring, the transfer thread's merge buffers and every send window together. Slots alone bound the
+ring in batches, not bytes: 1024 batches of a hundred 1 MiB tuples is 100 GiB; and windows of
+``messaging.window.bytes`` each would add that much again per peer.
+
+Executors are the only ones who wait. A window never waits for room here: the transfer thread
+is what frees the ring, and a window that made it wait for room the ring itself held could never
+be served. Past the ceiling, executors wait until acknowledgements bring the bytes back down;
+the bytes held may exceed it by the batch being handed over, never by more.
 """
 
 from __future__ import annotations
@@ -37,6 +45,14 @@ class ByteBudget:
                     self._cond.wait()
                 self.waits += 1
                 self.wait_seconds += time.monotonic() - started
+            self.used += nbytes
+
+    def hold(self, nbytes: int) -> None:
+        """Take ``nbytes`` without waiting: a batch already in the worker's hands moves to a send
+        window (its executor's bytes are given back once it is there)."""
+        if not nbytes:
+            return
+        with self._cond:
             self.used += nbytes
 
     def release(self, nbytes: int) -> None:

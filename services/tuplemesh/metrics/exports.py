@@ -260,12 +260,12 @@ EXPORTS: dict[str, Export] = {
     # the transfer path
     "transfer.held_bytes": Export(
         "tuplemesh_transfer_held_bytes",
-        "Serialized bytes queued for other workers, not yet handed to a connection.",
+        "Serialized bytes held for other workers, not yet acknowledged by them (queued or in a send window).",
         "gauge",
     ),
     "transfer.held_bytes_capacity": Export(
         "tuplemesh_transfer_held_bytes_capacity",
-        "The ceiling on bytes queued for other workers (topology.transfer.max.bytes; 0: none).",
+        "The ceiling on bytes held for other workers (topology.transfer.max.bytes; 0: none).",
         "gauge",
     ),
     "transfer.ceiling_waits": Export(

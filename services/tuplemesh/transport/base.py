@@ -30,6 +30,7 @@ __all__ = [
     "Connection",
     "Context",
     "GrantedBytes",
+    "HeldBytes",
     "OnBatch",
     "OnCongestion",
     "SharedServerContext",
@@ -62,6 +63,17 @@ GrantedBytes = Callable[[int], int]
 
 #: Sending side: hears (the connection, the peer's congested tasks) from every acknowledgement.
 OnCongestion = Callable[[Any, list[int]], None]
+
+
+class HeldBytes(Protocol):
+    """Sending side: the worker's ceiling on bytes held for other workers. A connection's send
+    window ``hold``s the bytes of each batch it takes (never waiting: the batch is already in the
+    worker's hands) and ``release``s them once the peer acknowledges it, so what waits in send
+    windows counts against the same ceiling as what waits to reach them."""
+
+    def hold(self, nbytes: int) -> None: ...
+
+    def release(self, nbytes: int) -> None: ...
 
 
 def split_shutdown(batch: list[TaskMessage]) -> tuple[list[TaskMessage], bool]:
@@ -156,12 +168,15 @@ class Context(Protocol):
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> Connection:
         """A connection to the worker bound at ``host:port``. It need not be up yet.
         ``on_congestion`` hears the peer's congested tasks (used when ``reports_congestion``).
         ``receiver`` is that worker's index: with a mesh secret each stream's proof names it,
         and a worker takes only proofs made for it (-1, unknown: refused by a worker with one).
-        ``epoch``: the assignment epoch the sender routes by, named on every stream (empty: none)."""
+        ``epoch``: the assignment epoch the sender routes by, named on every stream (empty: none).
+        ``held``: the worker's ceiling on outgoing bytes, which holds what the connection has
+        not had acknowledged yet (a transport that keeps nothing unacknowledged ignores it)."""
         ...
 
     def term(self) -> None:

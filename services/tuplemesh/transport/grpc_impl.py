@@ -62,6 +62,7 @@ from tuplemesh.transport.base import (
     Capabilities,
     CongestedTasks,
     GrantedBytes,
+    HeldBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -271,9 +272,10 @@ class GrpcConnection(TransferSender):
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> None:
         super().__init__(
-            context.settings, context.conf, topology_id, host, port, on_congestion, receiver, epoch
+            context.settings, context.conf, topology_id, host, port, on_congestion, receiver, epoch, held
         )
         self._wake = threading.Event()
         self._channel = secure_channel(self.address, self._conf, self._options)
@@ -448,6 +450,7 @@ class GrpcContext:
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> TransferSender:
         if self._terminated:
             raise TransportError("grpc transport was terminated")
@@ -458,10 +461,19 @@ class GrpcContext:
             if self._links is None:
                 self._links = LinkLoop()
             conn = LoopConnection(
-                self.settings, self.conf, self._links, topology_id, host, port, on_congestion, receiver, epoch
+                self.settings,
+                self.conf,
+                self._links,
+                topology_id,
+                host,
+                port,
+                on_congestion,
+                receiver,
+                epoch,
+                held,
             )
         else:
-            conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
+            conn = GrpcConnection(self, topology_id, host, port, on_congestion, receiver, epoch, held)
         with self._lock:
             self._connections.append(conn)
         return conn

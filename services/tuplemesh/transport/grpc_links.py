@@ -28,7 +28,7 @@ import grpc
 import grpc.aio
 
 from tuplemesh.client.channel import peer_aio_channel
-from tuplemesh.transport.base import OnCongestion
+from tuplemesh.transport.base import HeldBytes, OnCongestion
 from tuplemesh.transport.grpc_sender import TRANSFER_STREAM, StreamAttempt, StreamRequests, TransferSender
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.v1 import messages_pb2
@@ -88,8 +88,9 @@ class LoopConnection(TransferSender):
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> None:
-        super().__init__(settings, conf, topology_id, host, port, on_congestion, receiver, epoch)
+        super().__init__(settings, conf, topology_id, host, port, on_congestion, receiver, epoch, held)
         self._loop = links.loop()
         self._channel: grpc.aio.Channel | None = None
         self._stream: Any = None

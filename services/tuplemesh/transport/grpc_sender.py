@@ -13,7 +13,7 @@ from typing import Any
 
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.security import mesh_proof
-from tuplemesh.transport.base import OnCongestion
+from tuplemesh.transport.base import HeldBytes, OnCongestion
 from tuplemesh.transport.framing import TransferBatchEncoder
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.window import WindowedConnection
@@ -175,8 +175,9 @@ class TransferSender(WindowedConnection):
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> None:
-        super().__init__(settings, topology_id, f"{host}:{port}", on_congestion)
+        super().__init__(settings, topology_id, f"{host}:{port}", on_congestion, held)
         self.min_wait = settings.reconnect_min_wait_seconds
         self.max_wait = settings.reconnect_max_wait_seconds
         self._closed = False

@@ -21,6 +21,7 @@ from tuplemesh.transport.base import (
     Capabilities,
     CongestedTasks,
     GrantedBytes,
+    HeldBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -254,8 +255,10 @@ class LocalContext:
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> _LocalConnection:
-        """``on_congestion`` is never called: this transport does not report congestion."""
+        """``on_congestion`` is never called: this transport does not report congestion. ``held``
+        is not used: a batch is in the receiver's mailbox once ``send`` returns."""
         return _LocalConnection(self, topology_id, port)
 
     def pending(self, topology_id: str, port: int) -> int:

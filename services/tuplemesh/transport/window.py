@@ -33,7 +33,7 @@ from typing import Any
 
 from tuplemesh import tracing
 from tuplemesh.errors import TransportError
-from tuplemesh.transport.base import OnCongestion, TaskMessage
+from tuplemesh.transport.base import HeldBytes, OnCongestion, TaskMessage
 from tuplemesh.transport.framing import join_packed, pack_within
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import ConnectionStats
@@ -133,7 +133,14 @@ class InFlightTimeLimit:
 class SendWindow:
     """Thread-safe: one producer (``add``), one sending thread, any thread for ``ack``/``close``."""
 
-    def __init__(self, batches: int, max_bytes: int, address: str, target_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        batches: int,
+        max_bytes: int,
+        address: str,
+        target_seconds: float = 0.0,
+        held: HeldBytes | None = None,
+    ) -> None:
         self.batches = batches
         self.max_bytes = max_bytes
         self.address = address
@@ -142,6 +149,9 @@ class SendWindow:
         self._items: deque[tuple[int, Any, int, int, float]] = deque()
         self._bytes = 0
         self._tuples = 0
+        #: the worker's ceiling on outgoing bytes: holds ``_bytes`` until they are acknowledged
+        #: (None: the window's own bounds only)
+        self.held = held
         self._credit = batches
         #: The bytes the receiver's last acknowledgement let this sender have unacknowledged
         #: (0: it grants none; ``max_bytes`` alone bounds the window).
@@ -238,6 +248,8 @@ class SendWindow:
             self._items.append((seq, make_item(seq), size, tuples, added))
             self._bytes += size
             self._tuples += tuples
+            if self.held is not None:
+                self.held.hold(size)
             self._changed()
             return seq
 
@@ -260,6 +272,8 @@ class SendWindow:
                     self._items[-1] = (seq, joined, held + size, held_tuples + tuples, added)
                     self._bytes += size
                     self._tuples += tuples
+                    if self.held is not None:
+                        self.held.hold(size)
                     self.coalesced += 1
                     return seq
             seq = self.add(lambda _: packed, size, tuples)
@@ -290,14 +304,18 @@ class SendWindow:
         unchanged) and ``granted_bytes`` (0: no grant) are what the receiver allows from now on."""
         released = 0
         released_tuples = 0
+        released_bytes = 0
         newest_added = 0.0
         with self.cond:
             while self._items and self._items[0][0] <= sequence:
                 _, _, size, tuples, newest_added = self._items.popleft()
-                self._bytes -= size
-                self._tuples -= tuples
+                released_bytes += size
                 released_tuples += tuples
                 released += 1
+            self._bytes -= released_bytes
+            self._tuples -= released_tuples
+            if released_bytes and self.held is not None and not self.closed:
+                self.held.release(released_bytes)
             if credit:
                 self._credit = credit
             self.granted_bytes = granted_bytes
@@ -364,8 +382,15 @@ class SendWindow:
     def abort(self) -> None:
         """Close at once: a blocked ``add`` raises, and ``drain`` waits for nothing."""
         with self.cond:
-            self.closed = True
-            self._changed()
+            self._close()
+
+    def _close(self) -> None:
+        """Take nothing more; the worker holds the unacknowledged bytes no longer (they are
+        counted lost by the caller, from ``unacked_tuples``). Held by ``cond``."""
+        if not self.closed and self.held is not None and self._bytes:
+            self.held.release(self._bytes)
+        self.closed = True
+        self._changed()
 
     def drain(self, timeout: float) -> int:
         """Wait up to ``timeout`` for every batch to be acknowledged, then close the window.
@@ -381,8 +406,7 @@ class SendWindow:
                 if remaining <= 0:
                     break
                 self.cond.wait(min(remaining, 0.1))
-            self.closed = True
-            self._changed()
+            self._close()
             return len(self._items)
 
 
@@ -399,6 +423,7 @@ class WindowedConnection:
         topology_id: str,
         address: str,
         on_congestion: OnCongestion | None = None,
+        held: HeldBytes | None = None,
     ) -> None:
         self.address = address
         self.topology_id = topology_id
@@ -407,7 +432,7 @@ class WindowedConnection:
         self.max_payload = settings.max_message_bytes
         self.close_timeout = settings.close_timeout_seconds
         self.window = SendWindow(
-            settings.window_batches, settings.window_bytes, address, settings.window_target_seconds
+            settings.window_batches, settings.window_bytes, address, settings.window_target_seconds, held
         )
         #: Hears (this connection, the peer's congested tasks) from every acknowledgement.
         self.on_congestion = on_congestion

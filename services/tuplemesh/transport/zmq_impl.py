@@ -67,6 +67,7 @@ from tuplemesh.transport.base import (
     Capabilities,
     CongestedTasks,
     GrantedBytes,
+    HeldBytes,
     OnBatch,
     OnCongestion,
     TaskMessage,
@@ -293,10 +294,11 @@ class ZmqConnection(WindowedConnection):
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> None:
         settings = context.settings
         super().__init__(
-            settings, topology_id, f"tcp://{host}:{port + settings.zmq_port_offset}", on_congestion
+            settings, topology_id, f"tcp://{host}:{port + settings.zmq_port_offset}", on_congestion, held
         )
         self.resend_after = settings.reconnect_max_wait_seconds
         self._epoch = epoch
@@ -520,9 +522,10 @@ class ZmqContext:
         on_congestion: OnCongestion | None = None,
         receiver: int = -1,
         epoch: str = "",
+        held: HeldBytes | None = None,
     ) -> ZmqConnection:
         try:
-            conn = ZmqConnection(self, topology_id, host, port, on_congestion, receiver, epoch)
+            conn = ZmqConnection(self, topology_id, host, port, on_congestion, receiver, epoch, held)
         except zmq.ZMQError as exc:
             raise TransportError(f"cannot connect to {host}:{port}: {exc}") from exc
         with self._lock:

@@ -3,7 +3,8 @@
 Executors publish ``(worker, [(task, payload), ...], nbytes[, trace])``; the transfer thread merges
 batches bound for the same worker until ``topology.transfer.batch.size`` tuples or the end of what
 is available, then hands them to that worker's Connection (which blocks while the peer's window is
-full) and gives their ``nbytes`` back to the worker's `ByteBudget` for bytes bound elsewhere.
+full) and gives their ``nbytes`` back to the worker's `ByteBudget`: the connection's send window
+holds them there instead until the peer acknowledges them.
 Every tuple that does not reach a connection is counted in `TransferStats`: refused by the
 transport (``lost_tuples``) or left in the ring when the transfer thread was halted
 (``stranded_tuples``).
@@ -146,8 +147,11 @@ class TransferPath:
 
     def _connect(self, worker: int, address: tuple[str, int]) -> Connection:
         # per-task backpressure reports from acks (plugins that report congestion); the worker
-        # index: a mesh secret's proofs are made for one receiver
-        return self.context.connect(self.topology_id, *address, self.on_congestion, worker, self.epoch)
+        # index: a mesh secret's proofs are made for one receiver; the budget: what the peer has
+        # not acknowledged yet is still the worker's to hold
+        return self.context.connect(
+            self.topology_id, *address, self.on_congestion, worker, self.epoch, held=self.budget
+        )
 
     def _connection(self, worker: int) -> Connection | None:
         """The connection to ``worker``, waiting (backpressure) until discovery has found it."""
@@ -263,7 +267,7 @@ class TransferPath:
             return
         try:
             self._send_traced(worker, messages)
-        finally:  # in the connection's window now (or counted lost): no longer the worker's to hold
+        finally:  # in the connection's window now, which holds its bytes (or counted lost)
             if self._pending_bytes:
                 self.budget.release(self._pending_bytes.pop(worker, 0))
 
