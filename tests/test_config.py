@@ -35,6 +35,21 @@ def test_precedence_yaml_env_overrides(tmp_path):
     assert conf["my.key"] == [1, 2]
 
 
+def test_a_topologys_own_conf_wins_over_file_environment_and_flags(tmp_path):
+    path = tmp_path / "tuplemesh.yaml"
+    path.write_text("topology.producer.batch.size: 50\ntopology.transfer.batch.size: 500\n")
+    env = {env_name("topology.transfer.batch.size"): "700"}
+    conf = Config.load(path, env=env, overrides={"topology.workers": 3})
+    own = {"topology.transfer.batch.size": 900, "topology.workers": 4, "word.list": ["a"]}
+    run = conf.with_topology(own)
+    assert (run["topology.producer.batch.size"], run["topology.transfer.batch.size"]) == (50, 900)
+    assert (run["topology.workers"], run["word.list"]) == (4, ["a"])
+    assert run.given("topology.transfer.batch.size") and not run.given("topology.max.spout.pending")
+    assert conf.with_topology({}) is conf
+    with pytest.raises(ConfigError, match=r"producer.batch.size'.*> 0.*got 0"):
+        conf.with_topology({"topology.producer.batch.size": 0})  # validated like any other source
+
+
 def test_env_name():
     assert env_name("topology.producer.batch.size") == "TUPLEMESH_TOPOLOGY_PRODUCER_BATCH_SIZE"
 

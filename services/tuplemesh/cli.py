@@ -380,8 +380,7 @@ def _run(args: argparse.Namespace) -> int:
     conf = Config.load(args.config, flags=_key_flags(args, ("workers", "transport")))
     topology = load_topology(args.target)
     workers = conf["topology.workers"]
-    # the topology's own conf may set it too, as every key
-    tolerated = conf.with_overrides(dict(topology.conf))["topology.errors.tolerated"]
+    tolerated = conf.with_topology(topology.conf)["topology.errors.tolerated"]
     if make_context(conf["messaging.transport"]).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 

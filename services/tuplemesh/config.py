@@ -991,6 +991,13 @@ class Config(Mapping[str, Any]):
         """A new Config with ``overrides`` applied (validated)."""
         return Config({**self._values, **overrides}, _given=self._given | frozenset(overrides))
 
+    def with_topology(self, topology_conf: Mapping[str, Any]) -> Config:
+        """The conf a topology runs with: its own conf (``Topology.conf``) over this one's file,
+        environment and flags, as Storm's topology conf wins over the cluster's. Every place that
+        starts or inspects a topology (worker processes, a joining worker, local runs, the
+        launcher, the CLI) goes through here, so that rule is written once."""
+        return self.with_overrides(topology_conf) if topology_conf else self
+
     def given(self, key: str) -> bool:
         """True when ``key`` was set (by the file, the environment, a flag or in code), False
         when it holds its default."""

@@ -127,7 +127,7 @@ class ProcessCluster:
         conf = Config.load(config_path)  # TLS material and the Admin token, as the workers see them
         # a run resumes no earlier run: its checkpoints go to a fresh file unless the config names one
         self.state_file = RunStateFile(
-            conf.with_overrides({"messaging.transport": transport, **topology.conf}), topology
+            conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
         self.env = {**os.environ, **self.state_file.env, **(env or {})}
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]

@@ -172,7 +172,7 @@ class JoiningServer:
     def __init__(
         self, conf: Mapping[str, Any], topology: Topology, index: int, own: Epoch, port: int
     ) -> None:
-        self.conf = as_config(conf).with_overrides(dict(topology.conf))
+        self.conf = as_config(conf).with_topology(topology.conf)
         self.topology = topology.name
         self.index = index
         self.own = own

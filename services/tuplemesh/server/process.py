@@ -127,9 +127,8 @@ class WorkerProcess:
         newer epoch is followed before anything is sent: what this worker sent by an epoch its
         peers then refuse would be lost. At most ``worker.epoch.confirm.secs``. ``epoch``: the
         one the process chose to route by (None: the configured one, ``topology.epoch``)."""
-        # The topology's own conf wins over the file and environment, as in LocalCluster and Storm.
-        self.conf = conf.with_overrides(
-            {**topology.conf, "worker.index": index, "topology.workers": num_workers}
+        self.conf = conf.with_topology(topology.conf).with_overrides(
+            {"worker.index": index, "topology.workers": num_workers}
         )
         if epoch is not None:  # components read the counter they run at from their conf
             self.conf = self.conf.with_overrides({"topology.epoch": epoch.counter})

@@ -26,7 +26,7 @@ class LocalCluster:
 
     def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
         base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
-        self.conf = base.with_overrides(dict(topology.conf)) if topology.conf else base
+        self.conf = base.with_topology(topology.conf)
         # the mesh's size: a network transport takes batches only from workers 0 .. num_workers - 1
         self.conf = self.conf.with_overrides({"topology.workers": num_workers})
         self.state_file = RunStateFile(self.conf, topology)  # a run resumes no earlier run
