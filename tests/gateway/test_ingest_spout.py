@@ -40,12 +40,14 @@ class Collector:
         self.batches.append(list(columns[0]))
 
 
-def open_spout(ackers: int, collector: Collector, per_call: int = 100) -> Iterator[IngestSpout]:
+def open_spout(
+    ackers: int, collector: Collector, per_call: int = 100, max_pending: int = 0
+) -> Iterator[IngestSpout]:
     topology = f"ingest-spout-{next(_names)}"
     spout = IngestSpout("rows", ["row"], capacity=100, per_call=per_call)
     builder = TopologyBuilder(topology)
     builder.set_spout("rows", spout)
-    conf = Config({"topology.acker.executors": ackers})
+    conf = Config({"topology.acker.executors": ackers, "topology.max.spout.pending": max_pending})
     gateway = GatewayFeature(FeatureContext(builder.build(), conf, 0, topology))
     gateway.attach(SimpleNamespace(component="rows", is_bolt=False, tasks={1: spout}))  # type: ignore[arg-type]
     spout.open(conf, SimpleNamespace(topology_name=topology, worker_index=0), collector)  # type: ignore[arg-type]
@@ -98,3 +100,22 @@ def test_acking_on_every_row_is_a_tree_and_a_refused_row_fails_only_from_there()
             spout.ack(msg_id)
         assert ticket.settled and ticket.retry().indices == [2, 3]  # a and b are not published again
         assert spout.emitted == 2
+
+
+def test_acking_on_a_call_takes_no_more_rows_than_max_spout_pending_leaves_room_for():
+    collector = Collector()
+    for spout in open_spout(1, collector, per_call=100, max_pending=3):
+        ticket = publish(spout, *"abcdefg")
+        spout.next_tuple()
+        assert [value for value, _ in collector.rows] == ["a", "b", "c"] and spout.open_trees == 3
+        spout.next_tuple()  # no room: nothing taken, nothing failed
+        assert len(collector.rows) == 3 and ticket.failures == 0
+        spout.ack(collector.rows[0][1])
+        spout.fail(collector.rows[1][1])  # a failed tree frees its room too
+        spout.next_tuple()
+        assert [value for value, _ in collector.rows] == ["a", "b", "c", "d", "e"] and spout.open_trees == 3
+        for _, msg_id in collector.rows[2:]:
+            spout.ack(msg_id)
+        spout.next_tuple()
+        assert [value for value, _ in collector.rows[5:]] == ["f", "g"] and spout.open_trees == 2
+        assert len(spout.queue) == 0 and spout.emitted == 7

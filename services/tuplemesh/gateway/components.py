@@ -40,7 +40,9 @@ class IngestSpout(ReplayableSpout, GatewayTask):
     acknowledged once all its rows are emitted. With acking on, every row is the root of a tuple
     tree of its own and the Gateway acknowledges a request once all its rows' trees complete (a
     failed or timed-out row makes the producer retry that row alone, so a row whose tree
-    completed is never published twice).
+    completed is never published twice). A call then takes no more rows than
+    ``topology.max.spout.pending`` leaves room for: the trees open at once stay within it, where
+    Storm's bound holds only between calls.
 
     In a checkpointed topology a row is held only once a checkpoint with its effect commits: the
     spout keeps the rows it emitted since (at most ``capacity`` more), acknowledges them when
@@ -66,7 +68,11 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         registry = self._registry(self.name)  # first: nothing else happens without one
         self.emit, self.emit_columns = collector.emit, collector.emit_columns
         # acking off: no message ids, whose "acked at once" would cost a call per row for nothing
-        self.tracked = AckingSettings.from_config(conf).acker_executors > 0
+        acking = AckingSettings.from_config(conf)
+        self.tracked = acking.acker_executors > 0
+        #: trees this task may have open (0: no limit), and how many are open now
+        self.max_pending = acking.max_spout_pending if self.tracked else 0
+        self.open_trees = 0
         self.queue = IngestQueue(self.capacity, self.fields)
         # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
         self.checkpointed = False
@@ -82,10 +88,16 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         if self.checkpointed:
             self._emit_checkpointed()
             return
-        chunks = self.queue.take(self.per_call)
         if self.tracked:
-            self._emit_tracked([entry for chunk in chunks for entry in chunk.entries()])
+            room = (
+                self.per_call
+                if not self.max_pending
+                else min(self.per_call, self.max_pending - self.open_trees)
+            )
+            if room > 0:
+                self._emit_tracked([entry for chunk in self.queue.take(room) for entry in chunk.entries()])
             return
+        chunks = self.queue.take(self.per_call)
         emit_columns = self.emit_columns
         done = 0
         try:
@@ -117,6 +129,7 @@ class IngestSpout(ReplayableSpout, GatewayTask):
             raise
         finally:
             self.emitted += done
+            self.open_trees += done
 
     def _emit_checkpointed(self) -> None:
         """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.
@@ -161,10 +174,12 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         self._base += done
 
     def ack(self, msg_id: tuple[PublishTicket, int]) -> None:
+        self.open_trees -= 1
         msg_id[0].ack(msg_id[1])
 
     def fail(self, msg_id: tuple[PublishTicket, int]) -> None:
         # no replay from here: the producer hears of the failure and publishes the row again
+        self.open_trees -= 1
         msg_id[0].fail(msg_id[1])
 
     def pending(self) -> int:
