@@ -39,12 +39,13 @@ from tuplemesh.server.signals import TerminationSignals
 from tuplemesh.server.stopping import MeshDrain
 from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
-from tuplemesh.transport import SharedServerContext, make_context
+from tuplemesh.transport import SharedServerContext
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import UiApp
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
+from tuplemesh.worker.assembly import prepared_context, worker_conf
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
 from tuplemesh.worker.worker import Worker
@@ -127,11 +128,7 @@ class WorkerProcess:
         newer epoch is followed before anything is sent: what this worker sent by an epoch its
         peers then refuse would be lost. At most ``worker.epoch.confirm.secs``. ``epoch``: the
         one the process chose to route by (None: the configured one, ``topology.epoch``)."""
-        self.conf = conf.with_topology(topology.conf).with_overrides(
-            {"worker.index": index, "topology.workers": num_workers}
-        )
-        if epoch is not None:  # components read the counter they run at from their conf
-            self.conf = self.conf.with_overrides({"topology.epoch": epoch.counter})
+        self.conf = worker_conf(conf, topology, index, num_workers, epoch)
         #: Set by a rescale: the epoch this worker's successor starts at.
         self.next_epoch: Epoch | None = None
         #: The epochs this process routed by (shown by the UI); the process's, passed from one
@@ -145,8 +142,7 @@ class WorkerProcess:
         tune_gc(self.conf)
         return_large_buffers_to_system()
         self.transport = settings.transport
-        self.context = make_context(self.transport)
-        self.context.prepare(self.conf)
+        self.context = prepared_context(self.conf)
         #: warned about once the worker serves (a worker that cannot start says only why)
         self._transfer_open = (
             self.transport != "local" and not settings.tls_enabled and not mesh_secret(self.conf)

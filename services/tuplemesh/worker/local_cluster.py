@@ -12,8 +12,8 @@ from tuplemesh.core.summary import RunSummary, component_totals, failing_error, 
 from tuplemesh.netutil import free_ports
 from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
-from tuplemesh.transport import make_context
 from tuplemesh.transport.base import Context
+from tuplemesh.worker.assembly import prepared_context, worker_conf
 from tuplemesh.worker.worker import Worker
 
 __all__ = ["LocalCluster", "RunSummary"]
@@ -26,29 +26,27 @@ class LocalCluster:
 
     def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
         base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
-        self.conf = base.with_topology(topology.conf)
         # the mesh's size: a network transport takes batches only from workers 0 .. num_workers - 1
-        self.conf = self.conf.with_overrides({"topology.workers": num_workers})
+        self.conf = base.with_topology(topology.conf).with_overrides({"topology.workers": num_workers})
         self.state_file = RunStateFile(self.conf, topology)  # a run resumes no earlier run
         self.conf = self.conf.with_overrides(self.state_file.overrides)
         self.topology = topology
         self.num_workers = num_workers
+        # each worker's conf and context as a worker process makes them (tuplemesh.worker.assembly)
+        confs = [worker_conf(self.conf, topology, i, num_workers) for i in range(num_workers)]
         self.transport = self.conf["messaging.transport"]
-        shared = make_context(self.transport)
-        if shared.capabilities.in_process:
+        first = prepared_context(confs[0])
+        if first.capabilities.in_process:
             # Storm's local mode: one in-process context, ports are only mailbox names.
-            shared.prepare(self.conf)
-            self.contexts: list[Context] = [shared] * num_workers
+            self.contexts: list[Context] = [first] * num_workers
             ports = [BASE_PORT + i for i in range(num_workers)]
         else:
             # A network transport: each worker gets its own context and a real loopback port.
-            self.contexts = [shared, *(make_context(self.transport) for _ in range(num_workers - 1))]
-            for i, context in enumerate(self.contexts):
-                context.prepare(self.conf.with_overrides({"worker.index": i}))
+            self.contexts = [first, *(prepared_context(c) for c in confs[1:])]
             ports = free_ports(num_workers, self.conf["worker.bind.host"])
         peers = {i: (self.conf["worker.bind.host"], port) for i, port in enumerate(ports)}
         self.workers = [
-            Worker(topology, i, num_workers, self.conf, self.contexts[i], port=ports[i], peers=peers)
+            Worker(topology, i, num_workers, confs[i], self.contexts[i], port=ports[i], peers=peers)
             for i in range(num_workers)
         ]
         self._started_at = 0.0
