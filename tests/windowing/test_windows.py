@@ -404,3 +404,17 @@ def test_a_watermark_goes_downstream_only_after_the_windows_it_closed():
         ("default", [10, 1, 10]),
         (WATERMARK_STREAM, [25]),
     ]
+
+
+def test_a_windows_column_gives_one_fields_values_in_window_order_across_streams():
+    other = Fields(["ts", "sensor", "n"])  # another stream: the field sits elsewhere
+    tuples = [
+        Tuple([1, 10.0], 1, "src", "default", FIELDS),
+        Tuple([11.0, "a", 2], 2, "other", "default", other),
+        Tuple([3, 12.0], 1, "src", "default", FIELDS),
+    ]
+    window = Window(tuples, 10.0, 20.0, [])
+    assert window.column("n") == [1, 2, 3] and window.column("ts") == [10.0, 11.0, 12.0]
+    assert sum(window.column("n")) == 6 and Window([], None, None, []).column("n") == []
+    with pytest.raises(KeyError, match=r"no field 'sensor'; declared fields are \['n', 'ts'\]"):
+        window.column("sensor")

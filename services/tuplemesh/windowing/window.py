@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
-from tuplemesh.topology.tuple import Tuple
+from tuplemesh.topology.tuple import Fields, Tuple
 
 __all__ = ["Window"]
 
@@ -43,6 +44,21 @@ class Window:
         """The tuples of the previous window that are not in this one."""
         now = {id(t) for t in self.tuples}
         return [t for t in self._previous if id(t) not in now]
+
+    def column(self, name: str) -> list[Any]:
+        """The values of field ``name``, one per tuple in window order (as ``Columns.column``
+        gives a batch's): aggregate a window over columns, ``sum(window.column("value"))``, with
+        no row view touched by your code. A tuple whose stream has no such field raises KeyError
+        naming that stream's fields."""
+        values: list[Any] = []
+        fields: Fields | None = None
+        at = 0
+        for tup in self.tuples:
+            if tup.fields is not fields:  # a window may mix streams: look the position up again
+                fields = tup.fields
+                at = fields.index(name)
+            values.append(tup.values[at])
+        return values
 
     def __len__(self) -> int:
         return len(self.tuples)
