@@ -207,6 +207,30 @@ def test_at_most_capacity_rows_wait_for_a_commit(ingest):
     assert collector.take() == ["r4"] and not late.settled
 
 
+def test_requests_are_split_row_exactly_by_calls_rollbacks_and_commits(ingest):
+    spout, collector = ingest  # 3 rows per call, 4 waiting for a commit at most
+    first = publish(spout, "a", "b")
+    spout.next_tuple()
+    second = publish(spout, "c", "d")
+    spout.next_tuple()
+    assert collector.take() == ["a", "b", "c", "d"]
+    spout.rewind(None)  # nothing committed: everything again, 3 rows per call
+    spout.next_tuple()
+    assert collector.take() == ["a", "b", "c"]  # one batch: a request and part of the next
+    inside = spout.position()  # between c and d, inside the second request
+    spout.next_tuple()
+    assert collector.take() == ["d"]
+    spout.committed(inside)
+    assert first.held and not second.settled and second.retry().indices == [1]  # c held, d not
+    assert spout.report()["uncommitted"] == 1 and spout.pending() == 0
+    spout.rewind(inside)  # rolled back to that checkpoint: d alone again
+    third = publish(spout, "e", "f", "g")
+    spout.next_tuple()
+    assert collector.take() == ["d", "e", "f"]
+    spout.committed(spout.position())
+    assert second.held and third.retry().indices == [2] and len(spout.queue) == 1
+
+
 def test_a_log_awaiting_its_restore_is_restoring_until_the_checkpoint_restores_it():
     log = ExportLog(100)
     assert not log.restoring  # a log that is no checkpointed state is complete from the start

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.acking.settings import AckingSettings
 from tuplemesh.gateway.export_log import ExportLog
-from tuplemesh.gateway.ingest import IngestEntry, IngestQueue, columns_of
+from tuplemesh.gateway.ingest import IngestChunk, IngestEntry, IngestQueue, joined_columns
 from tuplemesh.gateway.registry import GatewayTask
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.state.base import KeyValueState
@@ -77,8 +78,11 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         # checkpointed (the runtime rewound the spout): rows since the last committed checkpoint
         self.checkpointed = False
         self.instance = secrets.token_hex(8)  # positions of another process mean nothing here
-        self._uncommitted: list[IngestEntry] = []
-        self._base = 0  # the sequence number of _uncommitted[0]
+        # the chunks taken since the last committed checkpoint, as they came (columns), and the
+        # rows they hold
+        self._uncommitted: deque[IngestChunk] = deque()
+        self._buffered = 0
+        self._base = 0  # the sequence number of the first row of _uncommitted
         self._cursor = 0  # the sequence number of the next row to emit
         registry.register_ingest(self.name, self.queue)
 
@@ -132,25 +136,40 @@ class IngestSpout(ReplayableSpout, GatewayTask):
             self.open_trees += done
 
     def _emit_checkpointed(self) -> None:
-        """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit.
-        No ids: a rollback replays, and a commit acknowledges."""
-        budget = self.per_call
-        buffered = self._uncommitted
-        first = self._cursor - self._base
-        replayed = buffered[first : first + budget]
-        self._emit_entries(replayed)
-        budget -= len(replayed)
-        room = self.capacity - len(buffered)
-        taken = self.queue.take(min(budget, room)) if budget and room > 0 else []
-        entries = [entry for chunk in taken for entry in chunk.entries()]
-        buffered.extend(entries)
-        self._emit_entries(entries)
+        """Replayed rows first, then new ones while fewer than ``capacity`` wait for a commit,
+        as one batch of columns. No ids: a rollback replays, and a commit acknowledges. Rows
+        stay in the columns they came in, from the request to the emit and in the replay buffer."""
+        pieces = self._replayed(self.per_call)
+        budget = self.per_call - sum(len(piece) for piece in pieces)
+        room = self.capacity - self._buffered
+        if budget > 0 and room > 0:
+            taken = self.queue.take(min(budget, room))
+            self._uncommitted.extend(taken)
+            self._buffered += sum(len(chunk) for chunk in taken)
+            pieces.extend(taken)
+        if pieces:
+            count = sum(len(piece) for piece in pieces)
+            self.emit_columns(joined_columns(pieces, len(self.fields)))
+            self._cursor += count
+            self.emitted += count
 
-    def _emit_entries(self, entries: list[IngestEntry]) -> None:
-        if entries:
-            self.emit_columns(columns_of([row for _, _, row in entries], len(self.fields)))
-            self._cursor += len(entries)
-            self.emitted += len(entries)
+    def _replayed(self, budget: int) -> list[IngestChunk]:
+        """Up to ``budget`` rows from the cursor that were emitted before a rollback (none
+        otherwise: the cursor is then past every buffered row)."""
+        pieces: list[IngestChunk] = []
+        skip = self._cursor - self._base  # buffered rows emitted since the rollback
+        for chunk in self._uncommitted:
+            if budget <= 0:
+                break
+            size = len(chunk)
+            if skip >= size:
+                skip -= size
+                continue
+            stop = min(size, skip + budget)
+            pieces.append(chunk if skip == 0 and stop == size else chunk.slice(skip, stop))
+            budget -= stop - skip
+            skip = 0
+        return pieces
 
     def position(self) -> Any:
         return [self.instance, self._cursor]
@@ -167,10 +186,19 @@ class IngestSpout(ReplayableSpout, GatewayTask):
 
     def _release(self, sequence: int) -> None:
         """Acknowledge (to their producers) the rows before ``sequence``: their effect is committed."""
-        done = max(0, min(sequence - self._base, len(self._uncommitted)))
-        for ticket, index, _ in self._uncommitted[:done]:
-            ticket.ack(index)
-        del self._uncommitted[:done]
+        done = max(0, min(sequence - self._base, self._buffered))
+        left = done
+        while left:
+            chunk = self._uncommitted[0]
+            if len(chunk) <= left:
+                chunk.ticket.ack_many(chunk.indices)
+                self._uncommitted.popleft()
+                left -= len(chunk)
+            else:
+                chunk.ticket.ack_many(chunk.indices[:left])
+                self._uncommitted[0] = chunk.slice(left, len(chunk))
+                left = 0
+        self._buffered -= done
         self._base += done
 
     def ack(self, msg_id: tuple[PublishTicket, int]) -> None:
@@ -183,12 +211,12 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         msg_id[0].fail(msg_id[1])
 
     def pending(self) -> int:
-        return len(self.queue) + self._base + len(self._uncommitted) - self._cursor
+        return len(self.queue) + self._base + self._buffered - self._cursor
 
     def report(self) -> Any:
         report = {"emitted": self.emitted, "queued": len(self.queue)}
         if self.checkpointed:  # rows waiting for a checkpoint with their effect to commit
-            report["uncommitted"] = len(self._uncommitted)
+            report["uncommitted"] = self._buffered
         return report
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from tuplemesh.gateway.ticket import PublishTicket
 
-__all__ = ["IngestChunk", "IngestEntry", "IngestQueue", "columns_of"]
+__all__ = ["IngestChunk", "IngestEntry", "IngestQueue", "columns_of", "joined_columns"]
 
 #: one row waiting for a checkpoint to commit: the ticket that settles it, its index in the
 #: request, its values
@@ -29,6 +29,10 @@ class IngestChunk:
     def __len__(self) -> int:
         return len(self.indices)
 
+    def slice(self, start: int, stop: int) -> IngestChunk:
+        """Rows ``start`` to ``stop`` (exclusive) of this chunk, in new lists."""
+        return IngestChunk(self.ticket, self.indices[start:stop], [c[start:stop] for c in self.columns])
+
     def entries(self) -> list[IngestEntry]:
         """The chunk row by row."""
         ticket = self.ticket
@@ -39,6 +43,13 @@ class IngestChunk:
 def columns_of(rows: list[list[Any]], width: int) -> list[list[Any]]:
     """``rows`` (each of ``width`` values) as ``width`` columns."""
     return [[row[field] for row in rows] for field in range(width)]
+
+
+def joined_columns(chunks: list[IngestChunk], width: int) -> list[list[Any]]:
+    """The rows of ``chunks``, in order, as ``width`` columns (one batch to emit)."""
+    if len(chunks) == 1:
+        return chunks[0].columns
+    return [[value for chunk in chunks for value in chunk.columns[field]] for field in range(width)]
 
 
 class IngestQueue:
