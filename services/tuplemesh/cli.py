@@ -379,16 +379,18 @@ def _run(args: argparse.Namespace) -> int:
 
     conf = Config.load(args.config, flags=_key_flags(args, ("workers", "transport")))
     topology = load_topology(args.target)
-    workers = conf["topology.workers"]
-    tolerated = conf.with_topology(topology.conf)["topology.errors.tolerated"]
-    if make_context(conf["messaging.transport"]).capabilities.in_process:
+    run_conf = conf.with_topology(topology.conf)  # what the workers will run with
+    workers = run_conf["topology.workers"]
+    tolerated = run_conf["topology.errors.tolerated"]
+    transport = run_conf["messaging.transport"]
+    if make_context(transport).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
         if args.serve:
             raise CliError("--serve needs worker processes: use --transport grpc or zmq, not local")
-        tune_gc(conf)
+        tune_gc(run_conf)
         cluster = LocalCluster(topology, workers, conf)
-        freeze_startup_objects(conf)
+        freeze_startup_objects(run_conf)
         from tuplemesh.launcher import Interrupted, SignalLatch, ignoring_signals
 
         try:
@@ -408,7 +410,7 @@ def _run(args: argparse.Namespace) -> int:
             args.target,
             topology,
             workers,
-            conf["messaging.transport"],
+            transport,
             args.timeout,
             args.config,
             live,

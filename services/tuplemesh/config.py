@@ -282,8 +282,9 @@ KEYS: dict[str, ConfigKey] = {
             "acknowledge them: queued by its executors, merged by its transfer thread, and in "
             "every connection's send window (each window also has its own bound, "
             "messaging.window.bytes). An executor whose batch would go past it waits; nothing is "
-            "dropped. A batch is always queued when nothing is held. 0: no ceiling (slots and "
-            "each window's own bounds alone).",
+            "dropped. A batch is always queued when nothing is held. Since it also bounds what is "
+            "in flight, a value below what the links carry in a round trip limits throughput "
+            "between workers. 0: no ceiling (slots and each window's own bounds alone).",
             _non_negative,
             unit="bytes",
         ),

@@ -14,6 +14,7 @@ from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, MessageTooLargeError
 from tuplemesh.serialization import ROWS_HEADER_BYTES, ROWS_MARKER, load_serializer, rows_count
 from tuplemesh.topology import AnchoredTuple, Fields, Tuple
+from tuplemesh.transport.framing import pack_within
 
 FIELDS = Fields(["word"])
 
@@ -239,10 +240,13 @@ def test_batches_for_other_workers_take_their_bytes_from_the_budget_and_wait_pas
     emit(outbox, "x" * 60, 4)
     outbox.flush()
     [(worker, [(task, payload)], nbytes)] = published(transfer)
-    assert (worker, task, nbytes, budget.used) == (7, 4, len(payload), len(payload))
+    # counted as packed for the wire, framing included at most: a send window holds no more
+    assert (worker, task, nbytes, budget.used) == (7, 4, len(payload) + 11, len(payload) + 11)
+    [(packed, _)] = pack_within([(task, payload)], 1 << 20)
+    assert len(packed) <= nbytes
     emit(outbox, "y" * 60, 5)
     blocked = threading.Thread(target=outbox.flush)
-    blocked.start()  # 2 x ~64 bytes > 100: this flush waits for the transfer thread to give back
+    blocked.start()  # 2 x ~75 bytes > 100: this flush waits for the transfer thread to give back
     blocked.join(0.2)
     assert blocked.is_alive() and transfer.cursor == 0 and budget.waits == 0
     budget.release(nbytes)  # the transfer thread handed the first batch to a connection

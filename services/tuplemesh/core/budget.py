@@ -1,17 +1,21 @@
 """`ByteBudget`: a ceiling on the bytes a worker holds on their way out to other workers.
 
 Executors take bytes from it before they publish a batch of serialized tuples into the transfer
-ring. The bytes stay held until the peer has them: a connection's send window holds each batch
-it takes (``hold``: the transfer thread hands a batch over and gives back what the executors
-took for it) and gives its bytes back when the peer acknowledges it. So one ceiling bounds the
-ring, the transfer thread's merge buffers and every send window together. Slots alone bound the
-ring in batches, not bytes: 1024 batches of a hundred 1 MiB tuples is 100 GiB; and windows of
+ring (as packed for the wire: payloads plus their framing, at most). The bytes stay held until
+the peer has them: a connection's send window holds each chunk it takes (``hold``: the transfer
+thread hands a chunk over and gives back the executors' share for it, which is never less) and
+gives its bytes back when the peer acknowledges it. So one ceiling bounds the ring, the transfer
+thread's merge buffers and every send window together. Slots alone bound the ring in batches,
+not bytes: 1024 batches of a hundred 1 MiB tuples is 100 GiB; and windows of
 ``messaging.window.bytes`` each would add that much again per peer.
 
 Executors are the only ones who wait. A window never waits for room here: the transfer thread
 is what frees the ring, and a window that made it wait for room the ring itself held could never
-be served. Past the ceiling, executors wait until acknowledgements bring the bytes back down;
-the bytes held may exceed it by the batch being handed over, never by more.
+be served. Past the ceiling, executors wait until acknowledgements bring the bytes back down. A
+batch is always taken when nothing is held (in the ring or in any window), so the bytes held
+pass the ceiling by at most one batch. A peer that acknowledges nothing keeps what its window
+holds, and every executor sending to other workers waits once that reaches the ceiling (as
+they would once the single transfer thread waited on that peer's full window).
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from tuplemesh.topology.columns import Columns
 from tuplemesh.topology.groupings import Selection, TaskChooser, split_by_rows
 from tuplemesh.topology.partition import take
 from tuplemesh.tracing import EMIT, context_of
+from tuplemesh.transport.framing import MOST_FRAMING_PER_MESSAGE
 
 __all__ = ["Outbox"]
 
@@ -483,7 +484,8 @@ class Outbox:
                 worker = self._workers[dest - self._local_count]
                 nbytes = 0
                 if self._budget is not None:  # waits while the worker holds too much for others
-                    nbytes = sum([len(message[1]) for message in buf])
+                    # as packed for the wire, so moving into a send window never adds to it
+                    nbytes = sum([len(message[1]) for message in buf]) + MOST_FRAMING_PER_MESSAGE * len(buf)
                     self._budget.acquire(nbytes)
                 # a traced batch tells the transfer thread its emit span (its transfer span links it)
                 try:

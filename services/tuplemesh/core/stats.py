@@ -249,8 +249,8 @@ class TransferTotals:
     retargets: int = 0
     #: Tuples per batch handed to connections.
     batch_sizes: HistogramSnapshot = HistogramSnapshot()
-    #: Serialized bytes executors queued for other workers and the transfer thread has not yet
-    #: handed to a connection (a gauge), and the ceiling on them (``topology.transfer.max.bytes``).
+    #: Serialized bytes held for other workers and not yet acknowledged by them (queued, merged,
+    #: or in a send window; a gauge), and the ceiling on them (``topology.transfer.max.bytes``).
     held_bytes: int = 0
     held_bytes_capacity: int = 0
     #: Batches whose executor waited for that ceiling before it queued them, and the wait in all.

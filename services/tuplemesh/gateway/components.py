@@ -158,6 +158,8 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         otherwise: the cursor is then past every buffered row)."""
         pieces: list[IngestChunk] = []
         skip = self._cursor - self._base  # buffered rows emitted since the rollback
+        if skip >= self._buffered:  # the common case, no rollback: nothing to walk
+            return pieces
         for chunk in self._uncommitted:
             if budget <= 0:
                 break
@@ -202,13 +204,19 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         self._base += done
 
     def ack(self, msg_id: tuple[PublishTicket, int]) -> None:
-        self.open_trees -= 1
+        self._closed_tree()
         msg_id[0].ack(msg_id[1])
 
     def fail(self, msg_id: tuple[PublishTicket, int]) -> None:
         # no replay from here: the producer hears of the failure and publishes the row again
-        self.open_trees -= 1
+        self._closed_tree()
         msg_id[0].fail(msg_id[1])
+
+    def _closed_tree(self) -> None:
+        # never below 0: a row whose emit raised after its tree was opened is not counted open,
+        # yet its timeout closes it
+        if self.open_trees:
+            self.open_trees -= 1
 
     def pending(self) -> int:
         return len(self.queue) + self._base + self._buffered - self._cursor

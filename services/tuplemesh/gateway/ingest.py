@@ -103,10 +103,9 @@ class IngestQueue:
                     taken.append(chunks.popleft())
                     left -= len(chunk)
                 else:
-                    columns = chunk.columns
-                    taken.append(IngestChunk(chunk.ticket, chunk.indices[:left], [c[:left] for c in columns]))
+                    taken.append(chunk.slice(0, left))
                     # the rest stays queued, in new lists: the columns may be the request's own
-                    chunk.indices, chunk.columns = chunk.indices[left:], [c[left:] for c in columns]
+                    chunks[0] = chunk.slice(left, len(chunk))
                     left = 0
             if taken:
                 self._rows -= sum(len(chunk) for chunk in taken)

@@ -67,9 +67,9 @@ OnCongestion = Callable[[Any, list[int]], None]
 
 class HeldBytes(Protocol):
     """Sending side: the worker's ceiling on bytes held for other workers. A connection's send
-    window ``hold``s the bytes of each batch it takes (never waiting: the batch is already in the
-    worker's hands) and ``release``s them once the peer acknowledges it, so what waits in send
-    windows counts against the same ceiling as what waits to reach them."""
+    window holds the bytes of each batch it takes (``hold``, never waiting: the batch is already
+    in the worker's hands) and gives them back once the peer acknowledges it (``release``), so
+    what waits in send windows counts against the same ceiling as what waits to reach them."""
 
     def hold(self, nbytes: int) -> None: ...
 

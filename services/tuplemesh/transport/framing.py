@@ -20,7 +20,13 @@ from tuplemesh.errors import MessageTooLargeError
 from tuplemesh.serialization import tuples_in
 from tuplemesh.transport.base import TaskMessage
 
-__all__ = ["TransferBatchEncoder", "join_packed", "pack_within", "unpack_batch"]
+__all__ = ["MOST_FRAMING_PER_MESSAGE", "TransferBatchEncoder", "join_packed", "pack_within", "unpack_batch"]
+
+#: The most bytes `pack_within` adds to one message's payload: its ``[task, payload]`` array
+#: header (1), the task (at most a 5-byte int) and the payload's bin header (at most 5). What an
+#: executor takes from the worker's ceiling on outgoing bytes counts this much per message, so a
+#: batch counts no less in the ring than packed in a send window.
+MOST_FRAMING_PER_MESSAGE = 11
 
 _pack = msgpack.Packer(use_bin_type=True, autoreset=True).pack
 

@@ -26,14 +26,16 @@ class LocalCluster:
 
     def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
         base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
-        # the mesh's size: a network transport takes batches only from workers 0 .. num_workers - 1
-        self.conf = base.with_topology(topology.conf).with_overrides({"topology.workers": num_workers})
-        self.state_file = RunStateFile(self.conf, topology)  # a run resumes no earlier run
-        self.conf = self.conf.with_overrides(self.state_file.overrides)
+        # a run resumes no earlier run: its own state file unless the conf names one; set below
+        # the topology's conf, as the launcher sets it in a worker process's environment
+        self.state_file = RunStateFile(base.with_topology(topology.conf), topology)
+        base = base.with_overrides(self.state_file.overrides)
         self.topology = topology
         self.num_workers = num_workers
-        # each worker's conf and context as a worker process makes them (tuplemesh.worker.assembly)
-        confs = [worker_conf(self.conf, topology, i, num_workers) for i in range(num_workers)]
+        # each worker's conf and context as a worker process makes them (tuplemesh.worker.assembly);
+        # the mesh's size: a network transport takes batches only from workers 0 .. num_workers - 1
+        confs = [worker_conf(base, topology, i, num_workers) for i in range(num_workers)]
+        self.conf = base.with_topology(topology.conf).with_overrides({"topology.workers": num_workers})
         self.transport = self.conf["messaging.transport"]
         first = prepared_context(confs[0])
         if first.capabilities.in_process:

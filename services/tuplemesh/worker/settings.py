@@ -18,7 +18,7 @@ class QueueSettings:
 
     receive_buffer_batches: int  # slots of each executor's inbox ring (a power of two)
     receive_max_bytes: int  # payload bytes received and not yet taken, all inboxes; 0: no ceiling
-    transfer_max_bytes: int  # serialized bytes queued for other workers, not yet sent; 0: none
+    transfer_max_bytes: int  # serialized bytes held for other workers until acknowledged; 0: none
     transfer_buffer_batches: int  # slots of the worker's transfer ring (a power of two)
     wait_strategy: str  # how threads wait on an empty ring
     wait_timeout_seconds: float  # of the timeout-blocking wait strategy

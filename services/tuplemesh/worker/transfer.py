@@ -3,8 +3,8 @@
 Executors publish ``(worker, [(task, payload), ...], nbytes[, trace])``; the transfer thread merges
 batches bound for the same worker until ``topology.transfer.batch.size`` tuples or the end of what
 is available, then hands them to that worker's Connection (which blocks while the peer's window is
-full) and gives their ``nbytes`` back to the worker's `ByteBudget`: the connection's send window
-holds them there instead until the peer acknowledges them.
+full) and gives their ``nbytes`` back to the worker's `ByteBudget` chunk by chunk: the
+connection's send window holds each chunk's bytes there instead until the peer acknowledges it.
 Every tuple that does not reach a connection is counted in `TransferStats`: refused by the
 transport (``lost_tuples``) or left in the ring when the transfer thread was halted
 (``stranded_tuples``).
@@ -267,9 +267,22 @@ class TransferPath:
             return
         try:
             self._send_traced(worker, messages)
-        finally:  # in the connection's window now, which holds its bytes (or counted lost)
+        finally:  # what a failed or halted send left unreleased (counted lost)
             if self._pending_bytes:
                 self.budget.release(self._pending_bytes.pop(worker, 0))
+
+    def _handed_over(self, worker: int, count: int, left: int) -> None:
+        """``count`` of the ``left`` messages still pending for ``worker`` are in its connection's
+        window, which holds their bytes now: give back their share of what the executors took
+        (all of it with the last chunk), so a chunk waiting for room in the window is not
+        counted twice, in the merge buffer and in the window."""
+        if not self._pending_bytes:
+            return
+        held = self._pending_bytes.get(worker, 0)
+        share = held if count >= left else held * count // left
+        if share:
+            self._pending_bytes[worker] = held - share
+            self.budget.release(share)
 
     def _send_traced(self, worker: int, messages: list[Any]) -> None:
         traces = self._traces.pop(worker, None) if self._traces else None
@@ -290,6 +303,7 @@ class TransferPath:
                     raise TransportError(f"no connection to worker {worker}")
                 tuples = tuples_in(chunk)  # a rows payload carries many
                 conn.send(chunk)
+                self._handed_over(worker, len(chunk), len(messages) - start)
                 self.sent_batches += 1
                 self.sent_messages += tuples
                 self.sent_to[worker] = self.sent_to.get(worker, 0) + tuples

@@ -109,7 +109,8 @@ class Worker:
         self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
             queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
         )
-        #: the ceiling on serialized bytes queued for other workers (executors take, transfer gives back)
+        #: the ceiling on serialized bytes held for other workers (executors take, acknowledgements
+        #: give back)
         self.transfer_budget = ByteBudget(queues.transfer_max_bytes)
         self._serializer_name = settings.serializer
         load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
