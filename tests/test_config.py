@@ -136,7 +136,7 @@ class _ContextShape:
 
     def bind(self, *args): ...
 
-    def connect(self, *args): ...
+    def connect(self, *args, held=None): ...
 
     def term(self): ...
 
@@ -159,6 +159,20 @@ def test_a_users_transport_must_declare_its_capabilities_when_the_config_is_buil
     )
     conf = Config({"messaging.transport": "tests.test_config:DeclaredTransport"})
     assert conf["messaging.transport"] == "tests.test_config:DeclaredTransport"
+
+
+class TransportOfAnOlderApi(DeclaredTransport):
+    def connect(self, topology_id, host, port, on_congestion=None, receiver=-1, epoch=""): ...
+
+
+def test_a_transport_whose_connect_takes_no_held_bytes_is_refused_naming_the_argument():
+    with pytest.raises(ConfigError) as err:
+        Config({"messaging.transport": "tests.test_config:TransportOfAnOlderApi"})
+    message = str(err.value)
+    assert "'tests.test_config:TransportOfAnOlderApi': its connect() takes no 'held' argument" in message
+    assert "tuplemesh.transport.HeldBytes" in message
+    for builtin in ("local", "grpc", "zmq"):  # every built-in transport takes it
+        assert Config({"messaging.transport": builtin})["messaging.transport"] == builtin
 
 
 def test_a_state_backend_without_from_conf_is_refused_when_the_config_is_built():

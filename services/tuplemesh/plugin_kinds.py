@@ -15,6 +15,7 @@ and not beside the transport protocols; `tuplemesh.transport` re-exports it for 
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +70,26 @@ def transport_class(name: str) -> Any:
         raise PluginError(
             f"messaging.transport: {name!r} is not a transport plugin (no {', '.join(missing)})"
         )
+    if not _takes_keyword(factory.connect, "held"):
+        # said here, when the configuration is built, not as a TypeError when a worker connects
+        raise PluginError(
+            f"messaging.transport: {name!r}: its connect() takes no 'held' argument (the worker's "
+            "ceiling on outgoing bytes, tuplemesh.transport.HeldBytes; accept held=None and "
+            "ignore it if the transport keeps nothing unacknowledged)"
+        )
     return factory
+
+
+def _takes_keyword(function: Any, name: str) -> bool:
+    """``function`` accepts keyword argument ``name`` (by name or through ``**kwargs``); True
+    when its signature cannot be read (a builtin): it is not refused on a guess."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(
+        p.kind is p.VAR_KEYWORD or (p.name == name and p.kind is not p.POSITIONAL_ONLY) for p in parameters
+    )
 
 
 def store_class(name: str) -> Any:
