@@ -140,15 +140,16 @@ class IngestSpout(ReplayableSpout, GatewayTask):
         as one batch of columns. No ids: a rollback replays, and a commit acknowledges. Rows
         stay in the columns they came in, from the request to the emit and in the replay buffer."""
         pieces = self._replayed(self.per_call)
-        budget = self.per_call - sum(len(piece) for piece in pieces)
+        count = sum(len(piece) for piece in pieces)
         room = self.capacity - self._buffered
-        if budget > 0 and room > 0:
-            taken = self.queue.take(min(budget, room))
+        if count < self.per_call and room > 0:
+            taken = self.queue.take(min(self.per_call - count, room))
+            rows = sum(len(chunk) for chunk in taken)
             self._uncommitted.extend(taken)
-            self._buffered += sum(len(chunk) for chunk in taken)
+            self._buffered += rows
             pieces.extend(taken)
+            count += rows
         if pieces:
-            count = sum(len(piece) for piece in pieces)
             self.emit_columns(joined_columns(pieces, len(self.fields)))
             self._cursor += count
             self.emitted += count
