@@ -382,7 +382,7 @@ def test_every_key_that_counts_something_declares_what():
 
 
 def test_settings_views_hold_each_key_in_the_unit_their_field_names():
-    from tuplemesh.acking.settings import AckingSettings
+    from tuplemesh.core.acking import AckingSettings
     from tuplemesh.server.settings import ServerSettings
     from tuplemesh.transport.settings import TransportSettings
     from tuplemesh.worker.settings import QueueSettings, WorkerSettings

@@ -361,6 +361,31 @@ def test_only_the_composition_roots_import_the_worker() -> None:
     assert "tuplemesh.server.process" in importers  # the check sees the roots' own imports
 
 
+#: What plugs into the worker (through tuplemesh.core.feature, tuplemesh.core.acking and the
+#: registry's names), which the worker's own modules therefore never import.
+PLUGGED_IN = (
+    "tuplemesh.acking",
+    "tuplemesh.state",
+    "tuplemesh.ticks",
+    "tuplemesh.hotkeys",
+    "tuplemesh.sampling",
+    "tuplemesh.batchtrace",
+    "tuplemesh.gateway",
+)
+
+
+def test_the_worker_imports_no_feature_nor_acking_nor_state() -> None:
+    graph = import_graph()
+    found = {
+        module: hits
+        for module, imported in sorted(graph.items())
+        if package_of(module) == "tuplemesh.worker"
+        and (hits := sorted(name for name in imported if package_of(name) in PLUGGED_IN))
+    }
+    assert found == {}, f"worker modules importing what plugs into them: {found}"
+    assert any(package_of(m) == "tuplemesh.worker" for m in graph)  # the check sees the worker
+
+
 def test_package_graph_sees_a_cycle_no_module_cycle_shows() -> None:
     graph: Graph = {
         "tuplemesh.a.x": {"tuplemesh.b.y": 3},

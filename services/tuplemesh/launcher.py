@@ -26,11 +26,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
+from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import RunSummary, failing_error, summarize
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
-from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -126,10 +126,10 @@ class ProcessCluster:
         self.procs: list[subprocess.Popen[bytes]] = []
         conf = Config.load(config_path)  # TLS material and the Admin token, as the workers see them
         # a run resumes no earlier run: its checkpoints go to a fresh file unless the config names one
-        self.state_file = RunStateFile(
+        self.run_resources = RunResources(
             conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
-        self.env = {**os.environ, **self.state_file.env, **(env or {})}
+        self.env = {**os.environ, **self.run_resources.env, **(env or {})}
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -276,7 +276,7 @@ class ProcessCluster:
         codes = stop_processes(self.procs, timeout)
         for channel in self.channels:
             channel.close()
-        self.state_file.close()
+        self.run_resources.close()
         return codes
 
 

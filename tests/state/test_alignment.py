@@ -78,15 +78,17 @@ class Harness:
             outputs_of={TASK: (OUT,)},
         )
         executor: Any = SimpleNamespace(
-            spec=SimpleNamespace(component="counter", tasks=(TASK,)),
-            conf=Config({"messaging.transport": "local"}),
-            bolts={TASK: self.bolt},
+            component="counter",
+            task_ids=(TASK,),
+            tasks={TASK: self.bolt},
             collectors={TASK: self.collector},
             counters=self.counters,
+            unpack=lambda entry: None,
         )
-        aligned = AlignedInput.attach(executor, plan, self._execute, lambda payload: None)
+        aligned = AlignedInput.attach(executor, plan, Config({"messaging.transport": "local"}))
         assert aligned is not None
         self.aligned = aligned
+        self.on_batch = aligned.wrap(self._execute)
 
     def _execute(self, items: list[tuple[int | None, Any]]) -> None:
         self.counters.received += len(items)
@@ -95,7 +97,7 @@ class Harness:
             self.bolt.execute(tup)
 
     def feed(self, *items: Tuple) -> None:
-        self.aligned.on_batch([(TASK, item) for item in items])
+        self.on_batch([(TASK, item) for item in items])
 
     @property
     def key(self) -> PartKey:

@@ -18,12 +18,14 @@ from tests.helpers import eventually
 from tuplemesh.config import Config
 from tuplemesh.errors import ConfigError
 from tuplemesh.state import MemoryStore, PartKey, StoreUnavailable
+from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.codec import encode_value
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER
+from tuplemesh.state.feature import Checkpoints
 from tuplemesh.state.protocol import COORDINATOR
 from tuplemesh.topology import BasicBolt, Topology, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor
 from tuplemesh.worker.local_cluster import LocalCluster
+from tuplemesh.worker.worker import Worker
 
 _names = itertools.count()
 
@@ -82,6 +84,13 @@ def coordinator(cluster: LocalCluster) -> dict[str, Any]:
         if reports:
             return dict(next(iter(reports.values())))
     raise AssertionError("no coordinator task")
+
+
+def aligned_inputs(worker: Worker) -> list[AlignedInput]:
+    """The barrier alignment of each of the worker's bolt executors that aligns."""
+    checkpoints = worker.features["checkpoints"]
+    assert isinstance(checkpoints, Checkpoints)
+    return list(checkpoints.aligned.values())
 
 
 def counts(cluster: LocalCluster) -> Counter[str]:
@@ -176,9 +185,8 @@ def test_corrupt_state_for_a_task_stops_it_with_an_error_naming_topology_compone
         return {
             task: aligned.restore_error
             for worker in cluster.workers
-            for executor in worker.executors
-            if isinstance(executor, BoltExecutor) and executor.checkpoints is not None
-            for task, aligned in executor.checkpoints.tasks().items()
+            for aligning in aligned_inputs(worker)
+            for task, aligned in aligning.tasks().items()
             if aligned.restore_error is not None
         }
 
@@ -233,10 +241,5 @@ def test_a_spout_that_cannot_rewind_keeps_at_least_once_acking_across_a_rollback
     assert cluster.run_until_done(60)
     spouts = [r for worker in cluster.workers for r in worker.live_reports().get("ids", {}).values()]
     assert [r["acked"] for r in spouts] == [ids, ids]  # every id's tree completed: none lost
-    dropped = sum(
-        executor.checkpoints.stale_dropped
-        for worker in cluster.workers
-        for executor in worker.executors
-        if isinstance(executor, BoltExecutor) and executor.checkpoints is not None
-    )
+    dropped = sum(aligned.stale_dropped for worker in cluster.workers for aligned in aligned_inputs(worker))
     assert sum(r["replayed"] for r in spouts) >= dropped  # each dropped tuple was failed and replayed

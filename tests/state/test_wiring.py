@@ -7,7 +7,13 @@ from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBo
 from examples.wordcount import SplitBolt
 from examples.wordcount import topology as stateless
 from tuplemesh.config import Config
-from tuplemesh.state.protocol import BARRIER_STREAM, CONTROL_STREAM, COORDINATOR, REPORT_STREAM
+from tuplemesh.state.protocol import (
+    BARRIER_STREAM,
+    CONTROL_STREAM,
+    COORDINATOR,
+    REPORT_STREAM,
+    CheckpointPlan,
+)
 from tuplemesh.state.spout import CheckpointedSpout
 from tuplemesh.state.wiring import is_stateful, with_checkpointing
 from tuplemesh.topology import Topology, TopologyBuilder
@@ -25,7 +31,9 @@ def stateful() -> Topology:
 def test_a_topology_without_state_is_left_as_it_is_and_has_no_checkpoint_plan():
     assert not is_stateful(stateless)
     assert with_checkpointing(stateless) is stateless
-    assert WorkerPlan.build(stateless, 0, 2, Config({})).checkpointing is None
+    plan = WorkerPlan.build(stateless, 0, 2, Config({}))
+    assert COORDINATOR not in plan.topology.components
+    assert CheckpointPlan.of(plan.topology, plan.assignment, plan.conf) is None
 
 
 def test_a_stateful_topology_gets_the_coordinator_streams_and_wrapped_spouts():
@@ -46,7 +54,7 @@ def test_a_stateful_topology_gets_the_coordinator_streams_and_wrapped_spouts():
 
 def test_the_plan_knows_every_tasks_barrier_inputs_and_outputs():
     plan = WorkerPlan.build(stateful(), 0, 2, Config({}))
-    checkpointing = plan.checkpointing
+    checkpointing = CheckpointPlan.of(plan.topology, plan.assignment, plan.conf)
     assert checkpointing is not None
     tasks = plan.assignment.component_tasks
     assert checkpointing.coordinator_task == tasks[COORDINATOR][0]

@@ -148,10 +148,12 @@ def test_receiver_killed_and_restarted_loses_nothing(
         # zmq also resends the window whenever no ack came for max_wait, so how often depends on
         # how long the peer took to come back: the batches of the window that had left once at
         # least (one the high-water mark held while the peer was down never left, so it is no
-        # resend). Every batch was written once, and again at most once per counted resend
-        # (fewer when an ack overtakes a resend held back by the high-water mark).
+        # resend). Every batch was written once, and again at most once per counted resend:
+        # fewer when an ack overtakes a resend, none at all when zmq's pipe kept the batches
+        # written before the kill and handed them to the restarted peer, whose acks then came
+        # before any counted resend was written (seen once on a loaded machine).
         assert stats.resent_batches >= 1
-        assert batches < stats.sent_batches <= batches + stats.resent_batches
+        assert batches <= stats.sent_batches <= batches + stats.resent_batches
 
 
 @pytest.mark.parametrize("sender", ["threads", "event-loop"])

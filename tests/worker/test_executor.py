@@ -87,7 +87,8 @@ def test_the_plan_is_the_same_in_every_worker_apart_from_what_is_local() -> None
     conf = Config({"topology.acker.executors": 2})
     plans = [WorkerPlan.build(topology(1), i, 2, conf) for i in range(2)]
     assert plans[0].assignment == plans[1].assignment
-    assert plans[0].stream_ids == plans[1].stream_ids and plans[0].acker_tasks == (1, 2)
+    assert plans[0].stream_ids == plans[1].stream_ids
+    assert plans[0].assignment.component_tasks["__acker"] == (1, 2)
     assert set(plans[0].executor_of_task) | set(plans[1].executor_of_task) == {1, 2, 3, 4}
     assert not set(plans[0].executor_of_task) & set(plans[1].executor_of_task)
     s_default = plans[0].streams["s"]["default"]

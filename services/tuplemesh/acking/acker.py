@@ -29,18 +29,25 @@ from dataclasses import replace
 from typing import Any
 
 from tuplemesh.config import seconds
+from tuplemesh.core.acking import VERDICT_STREAM, AckingSettings
 from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
 from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, TaskContext
 from tuplemesh.topology.groupings import DirectGrouping
 from tuplemesh.topology.tuple import Fields, Tuple
 
-__all__ = ["ACKER", "ACKING_STREAM", "SYSTEM_STREAMS", "VERDICT_STREAM", "AckerBolt", "with_acker"]
+__all__ = [
+    "ACKER",
+    "ACKING_STREAM",
+    "SYSTEM_STREAMS",
+    "VERDICT_STREAM",
+    "AckerBolt",
+    "with_acker",
+    "with_ackers",
+]
 
 ACKER = "__acker"
 #: spout or bolt -> acker: [inits [root, value, spout task]*, acks [root, value]*, fails [root]*]
 ACKING_STREAM = "__acking"
-#: acker -> spout: [acked roots, failed roots]
-VERDICT_STREAM = "__ack_verdict"
 SYSTEM_STREAMS = frozenset({ACKING_STREAM, VERDICT_STREAM})
 
 _TO_ACKER = {ACKING_STREAM: StreamDef(Fields(["inits", "acks", "fails"]), direct=True)}
@@ -72,6 +79,12 @@ def with_acker(topology: Topology, executors: int) -> Topology:
         inputs=tuple(acker_inputs),
     )
     return replace(topology, components=components)
+
+
+def with_ackers(topology: Topology, conf: Mapping[str, Any]) -> Topology:
+    """``topology`` plus the ackers ``topology.acker.executors`` asks for (a topology part the
+    worker plan adds, named in ``tuplemesh.core.registry``)."""
+    return with_acker(topology, AckingSettings.from_config(conf).acker_executors)
 
 
 class AckerBolt(Bolt):

@@ -17,9 +17,6 @@ from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import (
     DEFAULT_STREAM,
     AnchoredTuple,
-    BasicBolt,
-    BatchBolt,
-    ColumnarBolt,
     Columns,
     Tuple,
 )
@@ -30,8 +27,6 @@ __all__ = [
     "TrackedSpoutCollector",
     "TreeIds",
     "TupleEdges",
-    "bolt_batch_call",
-    "bolt_process_call",
 ]
 
 
@@ -460,37 +455,3 @@ def _expanded_rows(trees: TreeIds, batch: Columns) -> list[Tuple]:
         trees.mailbox.ack(trees.acker_of(root), root, edge ^ batch.ack_val ^ xor)
     batch.rows_made(rows)
     return rows
-
-
-def bolt_process_call(bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
-    """The call that hands a bolt one batch as columns: ``process`` itself, except for a BasicBolt
-    with acking on, whose inputs (the batch's rows) are all acked once ``process`` returns (when it
-    raises, the caller fails them all). Its emits are anchored to the inputs passed as ``anchors``."""
-    process = bolt.process
-    if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
-        return process
-    tracked = collector
-
-    def process_and_ack(batch: Columns) -> None:
-        process(batch)
-        tracked.ack(batch)  # once when tracked as a whole, else each row
-
-    return process_and_ack
-
-
-def bolt_batch_call(bolt: BatchBolt, collector: BoltOutputCollector) -> Callable[[list[Tuple]], None]:
-    """The call that hands a bolt one inbox batch: ``execute_batch`` itself, except for a BasicBolt
-    with acking on, whose inputs are all acked once ``execute_batch`` returns (when it raises, the
-    caller fails them all). Its emits are anchored to the inputs passed as ``anchors``."""
-    execute_batch = bolt.execute_batch
-    if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
-        return execute_batch
-    tracked = collector
-
-    def execute_batch_and_ack(tuples: list[Tuple]) -> None:
-        execute_batch(tuples)
-        ack = tracked.ack
-        for tup in tuples:
-            ack(tup)
-
-    return execute_batch_and_ack

@@ -1,60 +1,29 @@
-"""Guaranteed processing on or off, decided once per executor when it is built.
+"""Acking on, decided once per executor when it is built. The executor names only the port
+(`tuplemesh.core.acking`: ``ExecutorAcking``, and ``NoAcking`` for acking off).
 
-``NoAcking`` (the null object) hands out the plain collectors and calls ``execute`` directly;
-``TreeAcking`` hands out the tracked collectors that share one AckerMailbox per executor. Either
-way the choice is made at construction, so no per-tuple code asks whether acking is on.
+``TreeAcking`` hands out the tracked collectors that share one AckerMailbox per executor, and the
+calls that ack a BasicBolt's input once it returns. `acking_of` is what the worker plan loads
+(named in ``tuplemesh.core.registry``): the factory for a topology's executors, tracked when the
+topology has ackers.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from tuplemesh.acking.acker import ACKING_STREAM
+from tuplemesh.acking.acker import ACKER, ACKING_STREAM
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
+from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking, no_acking
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
-from tuplemesh.topology import BasicBolt, Bolt, Tuple
+from tuplemesh.topology import BasicBolt, BatchBolt, Bolt, ColumnarBolt, Columns, Topology, Tuple
+from tuplemesh.topology.assignment import Assignment
 
-__all__ = ["ExecutorAcking", "NoAcking", "TreeAcking", "executor_acking"]
-
-
-class ExecutorAcking(Protocol):
-    """How one executor's tasks take part in guaranteed processing."""
-
-    def spout_collector(
-        self, task: int, routes: Mapping[str, StreamRoute], counters: Any, tracker: SpoutTracker
-    ) -> SpoutOutputCollector: ...
-
-    def bolt_collector(
-        self, task: int, routes: Mapping[str, StreamRoute], counters: Any
-    ) -> BoltOutputCollector: ...
-
-    def bolt_call(self, bolt: Bolt, collector: BoltOutputCollector) -> Callable[[Tuple], None]: ...
-
-
-class NoAcking:
-    """Acking off: plain collectors, ``execute`` called as is."""
-
-    def __init__(self, outbox: Outbox, component: str) -> None:
-        self._outbox = outbox
-        self._component = component
-
-    def spout_collector(
-        self, task: int, routes: Mapping[str, StreamRoute], counters: Any, tracker: SpoutTracker
-    ) -> SpoutOutputCollector:
-        return SpoutOutputCollector(task, self._component, routes, self._outbox, counters, tracker)
-
-    def bolt_collector(
-        self, task: int, routes: Mapping[str, StreamRoute], counters: Any
-    ) -> BoltOutputCollector:
-        return BoltOutputCollector(task, self._component, routes, self._outbox, counters)
-
-    def bolt_call(self, bolt: Bolt, collector: BoltOutputCollector) -> Callable[[Tuple], None]:
-        return bolt.execute
+__all__ = ["TreeAcking", "acking_of", "executor_acking"]
 
 
 class TreeAcking:
@@ -105,6 +74,38 @@ class TreeAcking:
 
         return execute_and_ack
 
+    def batch_call(self, bolt: BatchBolt, collector: BoltOutputCollector) -> Callable[[list[Tuple]], None]:
+        """``execute_batch`` itself, except for a BasicBolt, whose inputs are all acked once
+        ``execute_batch`` returns (when it raises, the caller fails them all). Its emits are
+        anchored to the inputs passed as ``anchors``."""
+        execute_batch = bolt.execute_batch
+        if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
+            return execute_batch
+        tracked = collector
+
+        def execute_batch_and_ack(tuples: list[Tuple]) -> None:
+            execute_batch(tuples)
+            ack = tracked.ack
+            for tup in tuples:
+                ack(tup)
+
+        return execute_batch_and_ack
+
+    def process_call(self, bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
+        """``process`` itself, except for a BasicBolt, whose inputs (the batch's rows) are all
+        acked once ``process`` returns (when it raises, the caller fails them all). Its emits are
+        anchored to the inputs passed as ``anchors``."""
+        process = bolt.process
+        if not isinstance(bolt, BasicBolt) or not isinstance(collector, TrackedBoltCollector):
+            return process
+        tracked = collector
+
+        def process_and_ack(batch: Columns) -> None:
+            process(batch)
+            tracked.ack(batch)  # once when tracked as a whole, else each row
+
+        return process_and_ack
+
 
 def executor_acking(
     outbox: Outbox,
@@ -120,3 +121,22 @@ def executor_acking(
     if not acker_tasks or acking_route is None:
         return NoAcking(outbox, component)
     return TreeAcking(outbox, component, first_task, acking_route, acker_tasks, local_tasks)
+
+
+def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
+    """How the executors of ``topology`` (placed by ``assignment``) take part in acking: tracked
+    when it has ackers (`with_ackers` added them), else not at all."""
+    acker_tasks = assignment.component_tasks.get(ACKER, ())
+    if not acker_tasks:
+        return no_acking
+
+    def tracked(
+        outbox: Outbox,
+        component: str,
+        first_task: int,
+        routes: Mapping[str, StreamRoute],
+        local_tasks: frozenset[int],
+    ) -> ExecutorAcking:
+        return executor_acking(outbox, component, first_task, routes, acker_tasks, local_tasks)
+
+    return tracked

@@ -21,8 +21,13 @@ it knows only the types here. A feature may
     be bounded: no user values);
 (d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``;
 (e) wrap an executor's handling of each whole inbox batch (``ExecutorHooks.wrap_batch``: e.g. a
-    tracing span per batch), and set its outbox's hooks (``ExecutorView.outbox``: e.g. the
-    tracer of its emit spans), both once, when it is built;
+    tracing span per batch, or checkpoints' barrier alignment, which holds back, drops or acts
+    on entries itself: it counts them in ``ExecutorView.counters``, decodes them with
+    ``ExecutorView.unpack`` and fails a dropped tree through ``ExecutorView.collectors``), fill
+    fields of the executor's snapshot (``ExecutorHooks.snapshot_fields``: its alignment counts)
+    and release what only the executor thread used as its loop ends (``ExecutorHooks.on_exit``),
+    and set its outbox's hooks (``ExecutorView.outbox``: e.g. the tracer of its emit spans), all
+    chosen once, when it is built;
 (f) observe, switched on and off at run time, what an executor takes to execute and what it
     emits (``ExecutorView.observe``: e.g. Admin.WatchTuples' sampling, which a client starts and
     ends at any time, so it cannot wrap at construction). While nothing observes, the executor
@@ -50,13 +55,13 @@ Everything here is read-only for the data path: the hooks are plain callables ch
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
+from tuplemesh.core.registry import resolve
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology import Bolt, Columns, Spout, Topology, Tuple
 from tuplemesh.topology.assignment import Assignment
@@ -72,6 +77,7 @@ __all__ = [
     "DrainingFeature",
     "ExecuteBatchFn",
     "ExecuteFn",
+    "ExecutorCounts",
     "ExecutorHooks",
     "ExecutorView",
     "Feature",
@@ -121,6 +127,13 @@ class FeatureContext:
     inject: Callable[[int, Tuple], None] | None = None
 
 
+class ExecutorCounts(Protocol):
+    """The counts of an executor a feature may add to (see ``ExecutorView.counters``)."""
+
+    received: int  # inbox entries consumed (balances the senders' deliveries)
+    errors: int  # exceptions raised by bolt code
+
+
 class ExecutorView(Protocol):
     """What a feature sees of one executor when it is attached (before the executor starts)."""
 
@@ -159,6 +172,18 @@ class ExecutorView(Protocol):
         thread (a batch wrapper) for an exact count."""
         ...
 
+    @property
+    def collectors(self) -> Mapping[int, Any]:
+        """Its tasks' collectors (task id -> a bolt's `BoltOutputCollector`, a spout's
+        `SpoutOutputCollector`): a batch wrapper emits, acks and fails through them."""
+        ...
+
+    @property
+    def counters(self) -> ExecutorCounts:
+        """Its counts: a batch wrapper that consumes inbox entries itself (drops them, or acts on
+        them without executing) counts them here, executor thread only."""
+        ...
+
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """Executor thread only (a marker handler): hand every task ``tup`` through the bolt's own
         ``execute``/``execute_batch``, neither counted nor acked; an exception is counted and
@@ -179,6 +204,12 @@ class ExecutorView(Protocol):
 
     def tuples_in(self, payload: bytes) -> int:
         """How many tuples a payload entry carries, without decoding it."""
+        ...
+
+    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
+        """Executor thread only (a batch wrapper): the tuples an inbox entry other than a Tuple
+        carries (a payload, a rows or columns payload, a local batch) and how many tuples it
+        stands for; undecodable ones are counted (as failed) and left out."""
         ...
 
 
@@ -205,6 +236,12 @@ class ExecutorHooks:
     #: run as the executor starts (its threads), and as it stops or halts (any thread)
     on_start: Callable[[], None] | None = None
     on_stop: Callable[[], None] | None = None
+    #: run on the executor thread as its loop ends (stopped or halted), after its last batch and
+    #: before its final flush: release what only that thread uses (a wrapper's store)
+    on_exit: Callable[[], None] | None = None
+    #: fields of the executor's snapshot (``ExecutorSnapshot`` in tuplemesh.core.stats) that the
+    #: feature fills, by field name (e.g. ``alignment``). Any thread.
+    snapshot_fields: Callable[[], Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,12 +345,10 @@ def load_features(names: Sequence[str]) -> list[FeatureFactory]:
     does not resolve fails the worker's construction, naming it."""
     factories = []
     for name in names:
-        module_name, _, attribute = name.partition(":")
         try:
-            factory = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise ImportError(f"feature {name!r} does not resolve: {exc}") from exc
-        factories.append(factory)
+            factories.append(resolve(name))
+        except ImportError as exc:
+            raise ImportError(f"feature {exc}") from exc
     return factories
 
 

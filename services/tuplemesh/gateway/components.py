@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tuplemesh.acking.settings import AckingSettings
+from tuplemesh.core.acking import AckingSettings
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestChunk, IngestEntry, IngestQueue, joined_columns
 from tuplemesh.gateway.registry import GatewayTask

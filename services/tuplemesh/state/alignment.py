@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tuplemesh.config import as_config
+from tuplemesh.core.feature import BatchRun, ExecutorCounts
 from tuplemesh.core.stats import AlignmentSnapshot
 from tuplemesh.errors import SerializationError
 from tuplemesh.logutil import RateLimitedLog
@@ -57,22 +58,24 @@ Item = tuple[int | None, Any]
 
 
 class BoltTasks(Protocol):
-    """What alignment needs of a bolt executor (`tuplemesh.worker.executor.BoltExecutor`)."""
+    """What alignment needs of a bolt executor (the feature interface's ``ExecutorView`` has it)."""
 
     @property
-    def spec(self) -> Any: ...  # .component and .tasks
+    def component(self) -> str: ...
 
     @property
-    def conf(self) -> Mapping[str, Any]: ...
+    def task_ids(self) -> tuple[int, ...]: ...
 
     @property
-    def bolts(self) -> Mapping[int, Any]: ...
+    def tasks(self) -> Mapping[int, Any]: ...  # task -> its bolt
 
     @property
     def collectors(self) -> Mapping[int, Any]: ...  # task -> its BoltCollector
 
     @property
-    def counters(self) -> Any: ...  # .received and .errors are counted here
+    def counters(self) -> ExecutorCounts: ...  # .received and .errors are counted here
+
+    def unpack(self, entry: Any) -> tuple[list[Tuple], int]: ...
 
 
 class TaskAlignment:
@@ -108,15 +111,9 @@ class TaskAlignment:
 class AlignedInput:
     """Feeds a bolt executor's batches to its tasks under the checkpoint protocol."""
 
-    def __init__(
-        self,
-        executor: BoltTasks,
-        plan: CheckpointPlan,
-        execute: Callable[[list[Item]], None],
-        unpack: Callable[[Any], tuple[list[Tuple], int]],
-    ) -> None:
-        component = executor.spec.component
-        self._conf = executor.conf
+    def __init__(self, executor: BoltTasks, plan: CheckpointPlan, conf: Mapping[str, Any]) -> None:
+        component = executor.component
+        self._conf = conf
         self._plan = plan
         self._tasks = {
             task: TaskAlignment(
@@ -124,19 +121,19 @@ class AlignedInput:
                 PartKey(plan.topology, component, task),
                 plan.inputs_of.get(task, frozenset()),
                 plan.outputs_of.get(task, ()),
-                executor.bolts[task],
+                executor.tasks[task],
             )
-            for task in executor.spec.tasks
+            for task in executor.task_ids
         }
         self._collectors = executor.collectors
         self._counters = executor.counters
-        self._execute = execute
-        self._unpack = unpack
+        self._execute: BatchRun = _not_wrapped
+        self._unpack = executor.unpack
         self._bound = plan.settings.alignment_buffer
         self._run: list[Item] = []
         self._steady = False
         self._store: StateStore | None = None
-        interval = as_config(executor.conf).seconds("tuplemesh.log.rate.limit.secs")
+        interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
         self._warnings = RateLimitedLog(log, interval)
         self._errors = RateLimitedLog(log, interval, logging.ERROR)
         self.stale_dropped = 0  # tuples of an earlier attempt, dropped
@@ -156,19 +153,20 @@ class AlignedInput:
 
     @classmethod
     def attach(
-        cls,
-        executor: BoltTasks,
-        plan: CheckpointPlan | None,
-        execute: Callable[[list[Item]], None],
-        unpack: Callable[[Any], tuple[list[Tuple], int]],
+        cls, executor: BoltTasks, plan: CheckpointPlan, conf: Mapping[str, Any]
     ) -> AlignedInput | None:
-        """The protocol for ``executor`` when its component aligns barriers, else None.
-        ``execute`` runs decoded items (counting them received); ``unpack`` turns an inbox entry
-        that is not a Tuple (a payload, a rows payload, a local emit_many's list) into the tuples
-        it carries and the count it stands for (undecodable ones counted and left out)."""
-        if plan is None or executor.spec.component not in plan.aligned:
+        """The protocol for ``executor`` when its component aligns barriers, else None. It runs
+        once `wrap` gave it the executor's handling of what may execute now."""
+        if executor.component not in plan.aligned:
             return None
-        return cls(executor, plan, execute, unpack)
+        return cls(executor, plan, conf)
+
+    def wrap(self, execute: BatchRun) -> BatchRun:
+        """The executor's handling of an inbox batch under the protocol: ``execute`` runs the
+        decoded items that may run now (counting them received); the executor calls what this
+        returns instead, for every inbox batch."""
+        self._execute = execute
+        return self.on_batch
 
     def close(self) -> None:
         if self._store is not None:
@@ -407,3 +405,7 @@ class AlignedInput:
         if self._store is None:
             self._store = open_store(self._conf)
         return self._store
+
+
+def _not_wrapped(items: list[Item]) -> None:
+    raise RuntimeError("AlignedInput runs only once wrap() gave it the executor's handling")

@@ -14,10 +14,11 @@ every worker of the mesh, the feature
   that names checkpointing; the clock stops as the worker begins to stop (``stopping``);
 - fills the snapshot's ``checkpoints`` (the coordinator's counts, on its worker only: Admin's
   status, ``/metrics`` and the UI read them there) and serves in its section the stateful tasks
-  of this worker whose state is not restored yet (``restoring``: Admin refuses their reports).
-
-Barrier alignment itself stays in the bolt executor (its ``checkpoints``, read here for the
-tasks being restored): it sits between the inbox and the tasks, below every feature's wrappers.
+  of this worker whose state is not restored yet (``restoring``: Admin refuses their reports);
+- aligns barriers in every bolt executor of a component that takes part (`AlignedInput`, the
+  executor's handling of each inbox batch: the registry lists this feature first, so it sits
+  below every other feature's wrappers, right above the tasks), fills that executor's snapshot
+  ``alignment`` counts, and closes its store on the executor thread as its loop ends.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ class Checkpoints:
         self.coordinator_worker = coordinator_worker
         #: the coordinator task when this worker runs it (its counts are the snapshot's)
         self.coordinator: CoordinatorBolt | None = None
-        #: bolt executors whose tasks align barriers (their alignment tells who is restoring)
-        self._aligning: list[ExecutorView] = []
+        #: executor name -> its barrier alignment, for the bolt executors whose tasks align
+        self.aligned: dict[str, AlignedInput] = {}
         #: the coordinator's clock, on its worker once started
         self.ticker: CheckpointTicker | None = None
 
@@ -62,9 +63,15 @@ class Checkpoints:
         coordinator = executor.tasks.get(self.plan.coordinator_task)
         if isinstance(coordinator, CoordinatorBolt):
             self.coordinator = coordinator
-        if executor.is_bolt and executor.component in self.plan.aligned:
-            self._aligning.append(executor)
-        return None  # alignment is the executor's own (see the module docstring)
+        aligned = AlignedInput.attach(executor, self.plan, self._context.conf) if executor.is_bolt else None
+        if aligned is None:
+            return None
+        self.aligned[executor.name] = aligned
+        return ExecutorHooks(
+            wrap_batch=aligned.wrap,
+            on_exit=aligned.close,
+            snapshot_fields=lambda: {"alignment": aligned.snapshot()},
+        )
 
     def start(self) -> None:
         # before any task runs: counts this start as a new attempt (a rollback for a running mesh)
@@ -101,13 +108,7 @@ class Checkpoints:
     def restoring(self) -> list[int]:
         """The stateful tasks of this worker whose checkpointed state is not restored yet. Any
         thread."""
-        out: list[int] = []
-        for executor in self._aligning:
-            # the executor builds its alignment after the features attach: read it now
-            aligned: AlignedInput | None = getattr(executor, "checkpoints", None)
-            if aligned is not None:
-                out.extend(aligned.restoring())
-        return sorted(out)
+        return sorted(task for aligned in list(self.aligned.values()) for task in aligned.restoring())
 
     def section(self) -> Mapping[str, Any]:
         return {"restoring": self.restoring()}

@@ -4,7 +4,9 @@ derives it (see `tuplemesh.state.protocol`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from tuplemesh.state.components import StatefulBolt
 from tuplemesh.state.coordinator import CoordinatorBolt
@@ -21,7 +23,7 @@ from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
 from tuplemesh.topology.components import Spout, StreamDef
 from tuplemesh.topology.groupings import DirectGrouping
 
-__all__ = ["is_stateful", "with_checkpointing"]
+__all__ = ["checkpointing_part", "is_stateful", "with_checkpointing"]
 
 BARRIER_OUT = {BARRIER_STREAM: StreamDef(SIGNAL_FIELDS, direct=True)}
 REPORT_OUT = {REPORT_STREAM: StreamDef(REPORT_FIELDS, direct=True)}
@@ -72,3 +74,9 @@ def with_checkpointing(topology: Topology) -> Topology:
         inputs=tuple(Subscription(name, REPORT_STREAM, direct) for name in spouts + stateful),
     )
     return replace(topology, components=components)
+
+
+def checkpointing_part(topology: Topology, conf: Mapping[str, Any]) -> Topology:
+    """`with_checkpointing` as the topology part the worker plan adds (named in
+    ``tuplemesh.core.registry``); whether a topology is checkpointed depends on its bolts alone."""
+    return with_checkpointing(topology)

@@ -16,19 +16,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, Generic, TypeVar, cast
 
-from tuplemesh.acking import VERDICT_STREAM
-from tuplemesh.acking.collectors import bolt_batch_call, bolt_process_call
-from tuplemesh.acking.mode import ExecutorAcking, executor_acking
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
+from tuplemesh.core.acking import VERDICT_STREAM, ExecutorAcking
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.feature import BatchObserver, BatchRun, ExecutorHooks, Feature, FlushObserver
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
-from tuplemesh.core.stats import AlignmentSnapshot, ErrorSnapshot
+from tuplemesh.core.stats import ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError, SerializationError
@@ -43,7 +41,6 @@ from tuplemesh.serialization import (
     is_batch,
     rows_count,
 )
-from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.topology import (
     AnchoredTuple,
     BatchBolt,
@@ -134,8 +131,15 @@ class _UnfitBatch(ValueError):
         self.empty = empty
 
 
-class Executor:
+#: the collector type of an executor's tasks (a spout's or a bolt's)
+CollectorT = TypeVar("CollectorT", SpoutOutputCollector, BoltOutputCollector)
+
+
+class Executor(Generic[CollectorT]):
     """State shared by spout and bolt executors. Started and stopped by its Worker."""
+
+    #: its tasks' collectors (set by the subclass before this __init__ adds them)
+    collectors: dict[int, CollectorT]
 
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
         plan = wiring.plan
@@ -168,9 +172,7 @@ class Executor:
             self.tasks[task] = component.new_instance()
             routes = build_routes(streams, local_tasks)
             if acking is None:  # one per executor: its tasks share the Outbox and the acker mailbox
-                acking = executor_acking(
-                    self.outbox, spec.component, task, routes, plan.acker_tasks, local_tasks
-                )
+                acking = plan.acking(self.outbox, spec.component, task, routes, local_tasks)
             self._add_collector(task, routes, acking)
             self.contexts[task] = TopologyContext(
                 plan.topology, plan.assignment, task, spec.component, plan.index, conf, wiring.user_metrics
@@ -226,10 +228,14 @@ class Executor:
     def executed(self) -> int:
         return self.counters.executed
 
-    def alignment(self) -> AlignmentSnapshot | None:
-        """Its barrier alignment counts now: a bolt executor's of a checkpointed topology (see
-        BoltExecutor); None here. Any thread."""
-        return None
+    def feature_fields(self) -> dict[str, Any]:
+        """The fields of its snapshot its features fill (``ExecutorHooks.snapshot_fields``: a
+        checkpointed topology's barrier alignment counts). Any thread."""
+        fields: dict[str, Any] = {}
+        for hooks in self.feature_hooks:
+            if hooks.snapshot_fields is not None:
+                fields.update(hooks.snapshot_fields())
+        return fields
 
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
@@ -244,6 +250,12 @@ class Executor:
         for hooks in self.feature_hooks:
             if hooks.on_stop is not None:
                 hooks.on_stop()
+
+    def _exit_features(self) -> None:
+        """The executor thread, as its loop ends: what the features release there."""
+        for hooks in self.feature_hooks:
+            if hooks.on_exit is not None:
+                hooks.on_exit()
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
@@ -353,7 +365,7 @@ class Executor:
         decoded = self._decode_batch(payload)
         return self._rows_of(decoded) if isinstance(decoded, Columns) else decoded
 
-    def _unpack(self, entry: Any) -> tuple[list[Tuple], int]:
+    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
         """The tuples an inbox entry other than a Tuple carries (a payload, a rows or columns
         payload, a local emit_many's list or emit_columns' `Columns`) and how many tuples it
         stands for; undecodable ones are counted (as failed) and left out."""
@@ -420,11 +432,11 @@ class Executor:
 _Calls = tuple[dict[int, Any], dict[int, Any], dict[int, Any]]
 
 
-class BoltExecutor(Executor):
+class BoltExecutor(Executor[BoltOutputCollector]):
     """Runs bolt tasks on a BatchEventProcessor over the inbox."""
 
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
-        self.collectors: dict[int, BoltOutputCollector] = {}
+        self.collectors = {}
         #: set by ``halt`` (any thread); the executing loops stop at the next tuple
         self._halting = False
         super().__init__(spec, wiring)
@@ -441,13 +453,13 @@ class BoltExecutor(Executor):
         #: each task's entry point (``process``, ``execute_batch`` or ``execute``), chosen once
         self._entry = {task: entry_point(bolt) for task, bolt in self.bolts.items()}
         self._execute_batches = {
-            task: bolt_batch_call(cast(BatchBolt, bolt), self.collectors[task])
+            task: self.acking.batch_call(cast(BatchBolt, bolt), self.collectors[task])
             for task, bolt in self.bolts.items()
             if self._entry[task] == "execute_batch"
         }
         # bolts with ``process`` get their input as columns (`Columns`)
         self._process = {
-            task: bolt_process_call(cast(ColumnarBolt, bolt), self.collectors[task])
+            task: self.acking.process_call(cast(ColumnarBolt, bolt), self.collectors[task])
             for task, bolt in self.bolts.items()
             if self._entry[task] == "process"
         }
@@ -488,11 +500,9 @@ class BoltExecutor(Executor):
         if every > 1:
             self._execute, self._execute_batches, self._process = plain
             self._run_batch = self._execute_batch_sampled
-        # checkpointed topologies: barriers, alignment and rollbacks sit between inbox and tasks
-        self.checkpoints = AlignedInput.attach(self, wiring.plan.checkpointing, self._run_batch, self._unpack)
-        # an inbox batch's whole handling (alignment included), chosen here with the features'
-        # wrappers around it: with none, the plain run
-        take: BatchRun = self._run_batch if self.checkpoints is None else self.checkpoints.on_batch
+        # an inbox batch's whole handling, chosen here with the features' wrappers around it (a
+        # checkpointed topology's barrier alignment innermost): with none, the plain run
+        take: BatchRun = self._run_batch
         for hooks in self.feature_hooks:
             if hooks.wrap_batch is not None:
                 take = hooks.wrap_batch(take)
@@ -503,10 +513,6 @@ class BoltExecutor(Executor):
 
     def _fail_trees(self, empty: Columns) -> None:
         next(iter(self.collectors.values())).fail(empty)  # the executor's tasks share its trees
-
-    def alignment(self) -> AlignmentSnapshot | None:
-        """Its barrier alignment counts when its component aligns barriers, else None."""
-        return None if self.checkpoints is None else self.checkpoints.snapshot()
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")
@@ -538,8 +544,7 @@ class BoltExecutor(Executor):
         self._stop_features()
         if self._halting:
             self._count_left_in_inbox()
-        if self.checkpoints is not None:
-            self.checkpoints.close()
+        self._exit_features()
         self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
@@ -887,7 +892,7 @@ class BoltExecutor(Executor):
             )
 
 
-class SpoutExecutor(Executor):
+class SpoutExecutor(Executor[SpoutOutputCollector]):
     """Runs spout tasks in a loop: poll the inbox, call next_tuple, flush on size or time.
 
     With acking on, the inbox also brings the ackers' verdicts on the trees this executor's tasks
@@ -898,7 +903,7 @@ class SpoutExecutor(Executor):
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
         acking = wiring.plan.acking_settings
         self.tracker = SpoutTracker(acking.message_timeout_seconds, acking.max_spout_pending)
-        self.collectors: dict[int, SpoutOutputCollector] = {}
+        self.collectors = {}
         super().__init__(spec, wiring)
         self.poller = EventPoller(self.inbox, release_slots=True)
         self.inbox.add_gating_sequences(self.poller.sequence)
@@ -1109,6 +1114,7 @@ class SpoutExecutor(Executor):
             log.warning("spout executor %s: a destination was halted; stopping", self.name)
         finally:
             self._stop_features()
+            self._exit_features()
             self._final_flush()
             self._record_reports()
             for task, spout in spouts:

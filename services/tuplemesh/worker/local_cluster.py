@@ -7,10 +7,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tuplemesh.config import Config
+from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import RunSummary, component_totals, failing_error, summarize
 from tuplemesh.netutil import free_ports
-from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Context
 from tuplemesh.worker.assembly import prepared_context, worker_conf
@@ -26,10 +26,11 @@ class LocalCluster:
 
     def __init__(self, topology: Topology, num_workers: int, conf: Config | Mapping[str, Any] | None = None):
         base = conf if isinstance(conf, Config) else Config(dict(conf or {}))
-        # a run resumes no earlier run: its own state file unless the conf names one; set below
-        # the topology's conf, as the launcher sets it in a worker process's environment
-        self.state_file = RunStateFile(base.with_topology(topology.conf), topology)
-        base = base.with_overrides(self.state_file.overrides)
+        # a run resumes no earlier run (its own state file unless the conf names one): what the
+        # run holds is set below the topology's conf, as the launcher sets it in a worker
+        # process's environment
+        self.run_resources = RunResources(base.with_topology(topology.conf), topology)
+        base = base.with_overrides(self.run_resources.overrides)
         self.topology = topology
         self.num_workers = num_workers
         # each worker's conf and context as a worker process makes them (tuplemesh.worker.assembly);
@@ -108,7 +109,7 @@ class LocalCluster:
             clean &= worker.stop()
         for context in {id(c): c for c in self.contexts}.values():
             context.term()
-        self.state_file.close()
+        self.run_resources.close()
         return clean
 
     def snapshots(self) -> list[WorkerSnapshot]:

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from tuplemesh.acking.acker import ACKER, with_acker
-from tuplemesh.acking.settings import AckingSettings
+from tuplemesh.core.acking import AckingFactory, AckingSettings
+from tuplemesh.core.registry import ACKING, TOPOLOGY_PARTS, resolve
 from tuplemesh.core.stream_plan import StreamPlan
-from tuplemesh.state.protocol import CheckpointPlan
-from tuplemesh.state.wiring import with_checkpointing
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.assignment import Epoch, code_hash
 from tuplemesh.topology.groupings import Grouping
@@ -31,7 +29,9 @@ __all__ = ["WorkerPlan"]
 class WorkerPlan:
     """The assignment, the stream table and the routes of worker ``index``. Immutable."""
 
-    topology: Topology  # with the checkpoint coordinator and ackers added (every worker adds the same)
+    #: with the components features add (``TOPOLOGY_PARTS``: the checkpoint coordinator, the
+    #: ackers; every worker adds the same)
+    topology: Topology
     index: int
     conf: Mapping[str, Any]  # as components see it in open/prepare
     #: the keys the worker and its executors read, typed and in seconds (built once, here)
@@ -51,9 +51,8 @@ class WorkerPlan:
     remote_worker_of_task: Mapping[int, int]
     #: component -> stream -> StreamPlan
     streams: Mapping[str, Mapping[str, StreamPlan]]
-    acker_tasks: tuple[int, ...]
-    #: the checkpoint protocol's wiring; None when the topology has no stateful bolt
-    checkpointing: CheckpointPlan | None
+    #: builds each executor's part in guaranteed processing (``ACKING``'s, for this topology)
+    acking: AckingFactory
 
     @classmethod
     def build(
@@ -72,8 +71,8 @@ class WorkerPlan:
             epoch = Epoch.configured(topology, num_workers, conf)
         elif epoch.workers != num_workers or epoch.code != code_hash(topology):
             raise ValueError(f"epoch {epoch} is not one of this topology at {num_workers} worker(s)")
-        acking_settings = AckingSettings.from_config(conf)
-        topology = with_acker(with_checkpointing(topology), acking_settings.acker_executors)
+        for add_part in TOPOLOGY_PARTS:
+            topology = resolve(add_part)(topology, conf)
         assignment = Assignment.compute(topology, num_workers)
         stream_ids = topology.stream_ids()
         executors = assignment.executors_of(index)
@@ -92,7 +91,7 @@ class WorkerPlan:
             conf=conf,
             queue_settings=QueueSettings.from_config(conf),
             worker_settings=WorkerSettings.from_config(conf),
-            acking_settings=acking_settings,
+            acking_settings=AckingSettings.from_config(conf),
             assignment=assignment,
             epoch=epoch,
             stream_ids=MappingProxyType(stream_ids),
@@ -108,8 +107,7 @@ class WorkerPlan:
                 {t: w for t, w in assignment.worker_of_task().items() if w != index}
             ),
             streams=MappingProxyType(streams),
-            acker_tasks=assignment.component_tasks.get(ACKER, ()),
-            checkpointing=CheckpointPlan.of(topology, assignment, conf),
+            acking=resolve(ACKING)(topology, assignment),
         )
 
     @property

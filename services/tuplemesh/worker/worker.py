@@ -393,9 +393,8 @@ class Worker:
                 delivered=e.outbox.delivered,
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
-                alignment=e.alignment(),
                 first_error=e.first_error,
-                **c,
+                **{**c, **e.feature_fields()},
             )
             for e, c in counters
         )

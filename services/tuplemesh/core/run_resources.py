@@ -1,0 +1,50 @@
+"""`RunResources`: what a one-off run (``tuplemesh run``, a `LocalCluster`) holds for its whole
+length on behalf of its features, e.g. a checkpointed topology's fresh sqlite file, so that running
+a topology again starts it from the beginning. Each feature's part is named in
+``tuplemesh.core.registry.RUN_RESOURCES``: the run names none of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from tuplemesh.core.registry import RUN_RESOURCES, resolve
+from tuplemesh.topology import Topology
+
+__all__ = ["RunResource", "RunResources"]
+
+
+class RunResource(Protocol):
+    """One feature's part of a run, built from ``(conf, topology)`` (the run's conf with the
+    topology's own over it): the conf keys it sets for the run, as config overrides and as the
+    environment of worker processes, and ``close`` once the run is over (idempotent)."""
+
+    @property
+    def overrides(self) -> Mapping[str, str]: ...
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+class RunResources:
+    """Every registered feature's part of one run, opened together and closed together."""
+
+    def __init__(self, conf: Mapping[str, Any], topology: Topology) -> None:
+        self.parts: tuple[RunResource, ...] = tuple(resolve(name)(conf, topology) for name in RUN_RESOURCES)
+
+    @property
+    def overrides(self) -> dict[str, str]:
+        """Config overrides naming what the run holds (set below the topology's own conf)."""
+        return {key: value for part in self.parts for key, value in part.overrides.items()}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The same, as the environment of the run's worker processes."""
+        return {key: value for part in self.parts for key, value in part.env.items()}
+
+    def close(self) -> None:
+        """The run is over: release every part (nothing will resume from them). Idempotent."""
+        for part in self.parts:
+            part.close()
