@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from tests.helpers import ListSpout, RecordingBolt, eventually
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector
 from tuplemesh.config import Config
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector
+from tuplemesh.core.feature import ControlledSpout
 from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import frame_rows, load_serializer
-from tuplemesh.topology import TopologyBuilder
+from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.plan import WorkerPlan
 
@@ -115,3 +119,48 @@ def test_a_rows_payload_is_executed_tuple_by_tuple_and_a_garbled_one_is_counted(
     assert counters.received == 7  # every tuple the two payloads carried, decodable or not
     assert counters.executed == 3
     assert counters.deserialize_errors == 1 and counters.failed == 4
+
+
+class ControlledListSpout(ListSpout):
+    """A ListSpout that takes system messages (a ControlledSpout): it records each one, and the
+    first rewinds it (True: it has tuples to emit again)."""
+
+    def __init__(self, items: list[list[Any]], fields: list[str]) -> None:
+        super().__init__(items, fields)
+        self.messages: list[list[Any]] = []
+
+    def on_control(self, tup: Tuple) -> bool:
+        self.messages.append(list(tup.values))
+        return len(self.messages) == 1
+
+
+def test_only_a_spout_that_declares_on_control_is_a_controlled_spout() -> None:
+    assert isinstance(ControlledListSpout([], ["n"]), ControlledSpout)
+    assert not isinstance(ListSpout([], ["n"]), ControlledSpout)
+
+
+@pytest.mark.parametrize("taken", [True, False], ids=["controlled", "plain"])
+def test_a_system_message_reaches_a_spout_that_takes_them_and_is_counted_and_ignored_by_others(
+    taken: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    spout = ControlledListSpout([[1]], ["n"]) if taken else ListSpout([[1]], ["n"])
+    builder = TopologyBuilder("t")
+    builder.set_spout("s", spout)
+    builder.set_bolt("b", RecordingBolt()).shuffle_grouping("s")
+    plan = WorkerPlan.build(builder.build(), 0, 1, Config({}))
+    [spec] = [e for e in plan.executors if e.component == "s"]
+    executor = SpoutExecutor(spec, wiring(plan))
+    [instance] = executor.tasks.values()
+    executor.start()
+    eventually(executor.finished.is_set, message="spout finished")
+    message = Tuple(["rollback", 3, 2], 99, "__system", "__control", Fields(["kind", "n", "attempt"]))
+    with caplog.at_level(logging.WARNING, logger="tuplemesh.worker.executor"):
+        executor.inbox.put(Batch([(spec.tasks[0], message)]))
+        eventually(lambda: executor.counters.received == 1, message="the message was taken")
+        if isinstance(instance, ControlledListSpout):
+            eventually(lambda: instance.messages == [["rollback", 3, 2]], message="the spout got it")
+            eventually(executor.finished.is_set, message="finished again after the rewind")
+        executor.request_stop()
+        assert executor.join(10.0)
+    ignored = [r for r in caplog.records if "ignored unexpected tuple" in r.getMessage()]
+    assert len(ignored) == (0 if taken else 1)

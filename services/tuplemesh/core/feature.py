@@ -73,6 +73,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchObserver",
     "BatchRun",
+    "ControlledSpout",
     "DrainWait",
     "DrainingFeature",
     "ExecuteBatchFn",
@@ -333,6 +334,19 @@ class DrainingFeature(Protocol):
         """The worker begins to drain (its spouts stop emitting): stop what would keep an idle
         mesh from reading idle, and return what a whole-mesh stop waits for (None: nothing).
         Any thread; returns promptly."""
+        ...
+
+
+@runtime_checkable
+class ControlledSpout(Protocol):
+    """A spout that takes the system's messages on its inbox besides the ackers' verdicts (a
+    feature's wrapper around a user spout: e.g. a checkpointed topology's `CheckpointedSpout`,
+    told by the coordinator to checkpoint, commit or roll back). Its executor finds it once,
+    when it is built; a message for a spout task that is not one is counted and logged."""
+
+    def on_control(self, tup: Tuple) -> bool:
+        """Executor thread: one message; True when the spout has tuples to emit again (a
+        rollback rewound it), so that a finished spout is called again."""
         ...
 
 

@@ -74,9 +74,10 @@ class CheckpointedSpout(Spout):
         self.spout.open(conf, context, collector)
 
     # -- the protocol -----------------------------------------------------------------------
-    def on_checkpoint_control(self, tup: Tuple) -> bool:
-        """A coordinator message; True when a rollback began: the spout was rewound, or will
-        retry the rewind from ``next_tuple``, so its executor must call it again."""
+    def on_control(self, tup: Tuple) -> bool:
+        """A coordinator message (`tuplemesh.core.feature.ControlledSpout`); True when a rollback
+        began: the spout was rewound, or will retry the rewind from ``next_tuple``, so its
+        executor must call it again."""
         kind, checkpoint, attempt = tup.values
         if kind == ROLLBACK:
             return self._roll_back(checkpoint, attempt)

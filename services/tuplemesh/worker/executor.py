@@ -23,7 +23,14 @@ from tuplemesh.core.acking import VERDICT_STREAM, ExecutorAcking
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
-from tuplemesh.core.feature import BatchObserver, BatchRun, ExecutorHooks, Feature, FlushObserver
+from tuplemesh.core.feature import (
+    BatchObserver,
+    BatchRun,
+    ControlledSpout,
+    ExecutorHooks,
+    Feature,
+    FlushObserver,
+)
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
@@ -919,6 +926,12 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         self._quiet = threading.Event()
         self._started = threading.Event()
         self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
+        #: the spouts that take the system's messages (a checkpointed topology's), by task
+        self._controlled: dict[int, Callable[[Tuple], bool]] = {
+            task: spout.on_control
+            for task, spout in self._spouts.items()
+            if isinstance(spout, ControlledSpout)
+        }
 
     def _count_user_error(self) -> None:
         self.counters.spout_errors += 1
@@ -990,7 +1003,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                 if item.source_stream == VERDICT_STREAM:
                     self._on_verdict(item)
                 else:
-                    self._on_checkpoint_control(task, item)
+                    self._on_system_message(task, item)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -999,10 +1012,9 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, event)
 
-    def _on_checkpoint_control(self, task: int | None, tup: Tuple) -> None:
-        """A checkpoint coordinator's message for a spout task (tuplemesh.state.spout)."""
-        spout = None if task is None else self._spouts.get(task)
-        handler = getattr(spout, "on_checkpoint_control", None)
+    def _on_system_message(self, task: int | None, tup: Tuple) -> None:
+        """A message for a spout task other than a verdict (a checkpoint coordinator's)."""
+        handler = None if task is None else self._controlled.get(task)
         if handler is None:
             self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
         elif handler(tup):
