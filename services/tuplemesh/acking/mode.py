@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from tuplemesh.acking.acker import ACKER, ACKING_STREAM
@@ -108,17 +109,17 @@ class TreeAcking:
 
 
 def executor_acking(
+    acker_tasks: Sequence[int],
     outbox: Outbox,
     component: str,
     first_task: int,
     routes: Mapping[str, StreamRoute],
-    acker_tasks: Sequence[int],
     local_tasks: frozenset[int],
 ) -> ExecutorAcking:
-    """Acking for one executor: on when the topology has ackers and the component reports to
-    them (every component but the ackers themselves)."""
+    """Acking for one executor of a topology whose ackers are ``acker_tasks``: on when the
+    component reports to them (every component but the ackers themselves)."""
     acking_route = routes.get(ACKING_STREAM)
-    if not acker_tasks or acking_route is None:
+    if acking_route is None:
         return NoAcking(outbox, component)
     return TreeAcking(outbox, component, first_task, acking_route, acker_tasks, local_tasks)
 
@@ -127,16 +128,4 @@ def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
     """How the executors of ``topology`` (placed by ``assignment``) take part in acking: tracked
     when it has ackers (`with_ackers` added them), else not at all."""
     acker_tasks = assignment.component_tasks.get(ACKER, ())
-    if not acker_tasks:
-        return no_acking
-
-    def tracked(
-        outbox: Outbox,
-        component: str,
-        first_task: int,
-        routes: Mapping[str, StreamRoute],
-        local_tasks: frozenset[int],
-    ) -> ExecutorAcking:
-        return executor_acking(outbox, component, first_task, routes, acker_tasks, local_tasks)
-
-    return tracked
+    return partial(executor_acking, acker_tasks) if acker_tasks else no_acking
