@@ -46,6 +46,7 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
         "tests/worker/test_receive_and_transfer_stats.py",
         "tests/worker/test_backpressure.py",
     ),
+    "tuplemesh.worker.inbox_reader": ("tests/worker/test_inbox_reader.py", *_EXECUTOR),
     "tuplemesh.worker.executor": _EXECUTOR,
 }
 

@@ -33,6 +33,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.acking.collectors",
     "tuplemesh.acking.mailbox",
     "tuplemesh.worker.receive",
+    "tuplemesh.worker.inbox_reader",
     "tuplemesh.worker.executor",
 )
 

@@ -36,20 +36,14 @@ from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
-from tuplemesh.errors import AlertError, SerializationError
+from tuplemesh.errors import AlertError
 from tuplemesh.logutil import RateLimitedLog
-from tuplemesh.plugin_api import RowsSerializer
 from tuplemesh.serialization import (
-    ANCHORED_COLUMNS_MARKER,
-    ROWS_HEADER_BYTES,
-    ROWS_MARKER,
     Serializer,
-    anchors_of,
     is_batch,
     rows_count,
 )
 from tuplemesh.topology import (
-    AnchoredTuple,
     BatchBolt,
     Bolt,
     ColumnarBolt,
@@ -63,6 +57,7 @@ from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
+from tuplemesh.worker.inbox_reader import InboxReader
 from tuplemesh.worker.plan import WorkerPlan
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
@@ -129,15 +124,6 @@ class ExecutorWiring:
     flush_timer: FlushTimer = field(default_factory=lambda: FlushTimer(0.001))
 
 
-class _UnfitBatch(ValueError):
-    """A tracked columns payload that decoded but does not fit its stream; ``empty`` is a batch of
-    no rows with its anchors, to fail its trees with."""
-
-    def __init__(self, message: str, empty: Columns) -> None:
-        super().__init__(message)
-        self.empty = empty
-
-
 #: the collector type of an executor's tasks (a spout's or a bolt's)
 CollectorT = TypeVar("CollectorT", SpoutOutputCollector, BoltOutputCollector)
 
@@ -187,22 +173,16 @@ class Executor(Generic[CollectorT]):
         assert acking is not None  # an executor runs at least one task
         self.acking = acking
         self.final_reports: dict[int, Any] = {}
-        self._stream_info = plan.stream_info
-        #: the rows of a batch of columns as tuples (a bolt's collector makes a batch tracked as a
-        #: whole into rows tracked one by one)
-        self._rows_of: Callable[[Columns], list[Tuple]] = Columns.tuples
-        deserializer = wiring.new_serializer()
-        self._deserialize = deserializer.deserialize
-        #: None when the serializer has no rows codec: then no payload is taken for a rows payload
-        self._deserialize_rows: Callable[[bytes], tuple[int, int, list[list[Any]]]] | None = (
-            deserializer.deserialize_rows if isinstance(deserializer, RowsSerializer) else None
-        )
         enabled = settings.metrics_enabled
         # per tuple: each batch's mean, weighted by the tuples it executed (one timer per batch)
         self.execute_seconds = make_buckets(SECONDS_BUCKETS, enabled)
         self.inbox_wait = make_buckets(SECONDS_BUCKETS, enabled)  # publish -> first execute, per batch
         self.flush_requested = False
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
+        #: reads what crossed workers as bytes (its own deserializer: one per thread)
+        self.reader = InboxReader(
+            spec.name, wiring.new_serializer(), plan.stream_info, self.counters, self.errors_log
+        )
         self.user_errors_log = RateLimitedLog(log, settings.log_interval_seconds, logging.ERROR)
         #: The first exception user code raised here (set once, by the executor thread)
         self.first_error: ErrorSnapshot | None = None
@@ -275,20 +255,16 @@ class Executor(Generic[CollectorT]):
 
     def tuples_in(self, payload: bytes) -> int:
         """How many tuples an inbox payload carries, without decoding it."""
-        return rows_count(payload) if self._deserialize_rows is not None and is_batch(payload) else 1
+        return self.reader.tuples_in(payload)
 
     def peek(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a payload, for an observer: none when it does not decode (uncounted here:
-        its execution counts it)."""
-        try:
-            if self._deserialize_rows is not None and is_batch(payload):
-                decoded = self._read_batch(payload)
-                return decoded.tuples() if decoded.__class__ is Columns else cast(list[Tuple], decoded)
-            source_task, stream_id, values, _ = self._deserialize(payload)
-            component, stream, fields = self._stream_info[stream_id]
-        except (SerializationError, KeyError, ValueError, TypeError):
-            return []
-        return [Tuple(values, source_task, component, stream, fields)]
+        """The tuples of a payload, for an observer (`InboxReader.peek`)."""
+        return self.reader.peek(payload)
+
+    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
+        """The tuples an inbox entry other than a Tuple carries and the count it stands for
+        (`InboxReader.unpack`)."""
+        return self.reader.unpack(entry)
 
     def _final_flush(self) -> None:
         """Flush on the way out. Tuples that cannot go out any more (a destination halted, now or
@@ -301,90 +277,6 @@ class Executor(Generic[CollectorT]):
         if dropped:
             self.counters.dropped_on_stop += dropped
             log.warning("executor %s: a destination halted; %d emitted tuples dropped", self.name, dropped)
-
-    def _decode(self, payload: bytes) -> Tuple | None:
-        """The payload's tuple; None (counted, logged, failed) for one that cannot be decoded.
-
-        Its tree cannot be failed early (its anchors are in the bytes that did not decode): with
-        acking on, the spout fails it at ``topology.message.timeout.secs`` and replays it."""
-        try:
-            source_task, stream_id, values, anchors = self._deserialize(payload)
-            component, stream, fields = self._stream_info[stream_id]
-        except (SerializationError, KeyError, ValueError, TypeError) as exc:
-            self.counters.deserialize_errors += 1
-            self.counters.failed += 1
-            self.errors_log.log("executor %s: undecodable %d-byte payload: %s", self.name, len(payload), exc)
-            return None
-        if anchors is None:
-            return Tuple(values, source_task, component, stream, fields)
-        return AnchoredTuple(values, source_task, component, stream, fields, anchors)
-
-    def _read_batch(self, payload: bytes) -> Columns | list[Tuple]:
-        """A rows payload's tuples, or a columns payload's `Columns`; raises when it does not
-        decode, or when its columns do not match its stream's fields and its row count."""
-        assert self._deserialize_rows is not None  # only called for a rows or columns payload
-        source_task, stream_id, lists = self._deserialize_rows(payload[ROWS_HEADER_BYTES:])
-        component, stream, fields = self._stream_info[stream_id]
-        marker = payload[0]
-        if marker == ROWS_MARKER:
-            return [Tuple(values, source_task, component, stream, fields) for values in lists]
-        anchors = None
-        if marker == ANCHORED_COLUMNS_MARKER:
-            if not lists:
-                raise ValueError("anchored columns payload without its anchors")
-            anchors = anchors_of(lists.pop())
-        count = rows_count(payload)
-        if len(lists) != len(fields) or any(len(column) != count for column in lists):
-            message = f"columns payload of {count} rows does not match the fields {list(fields)}"
-            if anchors is None:
-                raise ValueError(message)
-            empty = Columns([[] for _ in fields], 0, fields, source_task, component, stream, None, anchors)
-            raise _UnfitBatch(message, empty)
-        return Columns(lists, count, fields, source_task, component, stream, None, anchors)
-
-    def _decode_batch(self, payload: bytes) -> Columns | list[Tuple]:
-        """A rows or columns payload, decoded (`_read_batch`); none (each of its tuples counted as
-        failed, logged) when it cannot be. A batch tracked as a whole whose anchors decoded but
-        whose columns do not fit its stream has its trees failed now (its spout replays it); one
-        that does not decode at all is failed by its trees' timeout (its anchors are in the bytes
-        that did not decode). Rows payloads are untracked."""
-        try:
-            return self._read_batch(payload)
-        except (SerializationError, KeyError, ValueError, TypeError) as exc:
-            self.counters.deserialize_errors += 1
-            self.counters.failed += rows_count(payload)
-            self.errors_log.log(
-                "executor %s: undecodable %d-byte batch payload: %s", self.name, len(payload), exc
-            )
-            if isinstance(exc, _UnfitBatch):
-                try:
-                    self._fail_trees(exc.empty)
-                except Exception as error:  # the rest of the inbox batch still runs
-                    self.errors_log.log("executor %s: failing an unfit batch's trees: %s", self.name, error)
-            return []
-
-    def _fail_trees(self, empty: Columns) -> None:
-        """Fail the trees of ``empty`` (no rows, a tracked batch's anchors) at once. Only bolts
-        receive tracked batches."""
-
-    def _decode_rows(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a rows or columns payload (`_decode_batch`), as tuples."""
-        decoded = self._decode_batch(payload)
-        return self._rows_of(decoded) if isinstance(decoded, Columns) else decoded
-
-    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
-        """The tuples an inbox entry other than a Tuple carries (a payload, a rows or columns
-        payload, a local emit_many's list or emit_columns' `Columns`) and how many tuples it
-        stands for; undecodable ones are counted (as failed) and left out."""
-        kind = entry.__class__
-        if kind is list:
-            return entry, len(entry)
-        if kind is Columns:
-            return self._rows_of(entry), len(entry)
-        if self._deserialize_rows is not None and is_batch(entry):
-            return self._decode_rows(entry), rows_count(entry)
-        tup = self._decode(entry)
-        return ([] if tup is None else [tup]), 1
 
     def _user_call(self, what: str, task: int, fn: Any, *args: Any) -> bool:
         try:
@@ -447,7 +339,9 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         #: set by ``halt`` (any thread); the executing loops stop at the next tuple
         self._halting = False
         super().__init__(spec, wiring)
-        self._rows_of = next(iter(self.collectors.values())).rows_of  # the executor's tasks share trees
+        first = next(iter(self.collectors.values()))  # the executor's tasks share their trees
+        self.reader.rows_of = first.rows_of
+        self.reader.fail_trees = first.fail
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
         # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
         self._execute = {
@@ -517,9 +411,6 @@ class BoltExecutor(Executor[BoltOutputCollector]):
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
-
-    def _fail_trees(self, empty: Columns) -> None:
-        next(iter(self.collectors.values())).fail(empty)  # the executor's tasks share its trees
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")
@@ -643,7 +534,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         execute = self._execute
         counters = self.counters
         executed = 0
-        rows_codec = self._deserialize_rows is not None
+        rows_codec = self.reader.rows_codec
         for index, (task, item) in enumerate(batch):
             if self._halting:  # checked per tuple: a halt must not wait for a slow bolt's batch
                 self._abandon(batch, index)
@@ -651,16 +542,16 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             kind = item.__class__
             if kind is bytes:
                 if rows_codec and is_batch(item):
-                    executed += self._execute_each(task, self._decode_rows(item), rows_count(item))
+                    executed += self._execute_each(task, self.reader.decode_rows(item), rows_count(item))
                     continue
-                item = self._decode(item)
+                item = self.reader.decode(item)
                 if item is None:
                     continue
             elif kind is list:  # a local emit_many's tuples for this task
                 executed += self._execute_each(task, item, len(item))
                 continue
             elif kind is Columns:  # a local emit_columns' rows for this task
-                executed += self._execute_each(task, self._rows_of(item), len(item))
+                executed += self._execute_each(task, self.reader.rows_of(item), len(item))
                 continue
             if task is None:  # no task: broadcast to every task of this executor
                 for each, fn in execute.items():
@@ -720,7 +611,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         """Split an inbox batch by task, in arrival order, and hand each task its part at once."""
         per_task: dict[int, list[Tuple]] = {}
         received = len(batch)
-        rows_codec = self._deserialize_rows is not None
+        rows_codec = self.reader.rows_codec
         target: int | None
         for target, item in batch:
             kind = item.__class__
@@ -730,14 +621,14 @@ class BoltExecutor(Executor[BoltOutputCollector]):
                 continue
             if kind is Columns:  # a local emit_columns' rows for this task
                 received += len(item) - 1
-                self._gather(per_task, target, list(self._rows_of(item)))
+                self._gather(per_task, target, list(self.reader.rows_of(item)))
                 continue
             if kind is bytes:
                 if rows_codec and is_batch(item):
                     received += rows_count(item) - 1
-                    self._gather(per_task, target, self._decode_rows(item))
+                    self._gather(per_task, target, self.reader.decode_rows(item))
                     continue
-                item = self._decode(item)
+                item = self.reader.decode(item)
                 if item is None:
                     continue
             if target is None:
@@ -777,7 +668,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         # source's order holds (the whole batch is a call of its own)
         generation: dict[tuple[int, int, str, str], int] = {}
         received = len(batch)
-        rows_codec = self._deserialize_rows is not None
+        rows_codec = self.reader.rows_codec
         target: int | None
         for target, item in batch:
             kind = item.__class__
@@ -788,9 +679,9 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             elif kind is bytes:
                 if rows_codec and is_batch(item):
                     received += rows_count(item) - 1
-                    run = self._decode_batch(item)
+                    run = self.reader.decode_batch(item)
                 else:
-                    tup = self._decode(item)
+                    tup = self.reader.decode(item)
                     if tup is None:
                         continue
                     run = [tup]
@@ -825,7 +716,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
                 size = len(columns)
                 most = self.execute_batch_limit
                 if columns.anchors is not None:  # tracked as a whole: one call, however long
-                    columns.on_rows = self._rows_of  # a bolt may ack it whole, or row by row
+                    columns.on_rows = self.reader.rows_of  # a bolt may ack it whole, or row by row
                     most = max(most, size)
                 for start in range(0, size, most):
                     if self._halting:  # a part at a time: process takes it whole
@@ -997,7 +888,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             self.counters.received += len(event)
             for task, item in event:
                 if item.__class__ is bytes:
-                    item = self._decode(item)
+                    item = self.reader.decode(item)
                     if item is None:
                         continue
                 if item.source_stream == VERDICT_STREAM:
