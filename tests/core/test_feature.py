@@ -223,3 +223,32 @@ def test_observers_switch_on_and_off_while_the_executor_runs_and_peek_decodes_pa
     assert (peeked.values, peeked.source_component, peeked.source_stream) == ([9], "words", "other")
     assert view.peek(b"not msgpack") == []
     assert executor.counters.executed == 3 and executor.counters.deserialize_errors == 0
+
+
+class FillsSnapshot:
+    """Fills the executor snapshot fields it is given (a feature's ``snapshot_fields`` hook)."""
+
+    name = "fills"
+
+    def __init__(self, fields: Mapping[str, Any]) -> None:
+        self.fields = fields
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        return ExecutorHooks(snapshot_fields=lambda: self.fields) if executor.is_bolt else None
+
+
+def test_an_executor_snapshot_field_a_feature_may_not_fill_is_refused_when_the_executor_is_built():
+    builder = TopologyBuilder("fills")
+    builder.set_spout("words", Words())
+    builder.set_bolt("sink", Sink()).shuffle_grouping("words")
+    topology = builder.build()
+    fine = wire(topology, Config({}), lambda context: (FillsSnapshot({"alignment": None}),))
+    executor = BoltExecutor(fine.spec("sink"), fine.wiring)
+    assert executor.feature_fields() == {"alignment": None}
+    for field in ("executed", "name"):  # a counter, and a field the worker fills
+        wired = wire(topology, Config({}), lambda context, f=field: (FillsSnapshot({f: 1}),))  # type: ignore[misc]
+        with pytest.raises(
+            TypeError,
+            match=re.escape(f"fills snapshot fields ['{field}']; features may fill only ['alignment']"),
+        ):
+            BoltExecutor(wired.spec("sink"), wired.wiring)

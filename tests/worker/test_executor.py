@@ -129,12 +129,12 @@ class ControlledListSpout(ListSpout):
         super().__init__(items, fields)
         self.messages: list[list[Any]] = []
 
-    def on_control(self, tup: Tuple) -> bool:
+    def on_system_message(self, tup: Tuple) -> bool:
         self.messages.append(list(tup.values))
         return len(self.messages) == 1
 
 
-def test_only_a_spout_that_declares_on_control_is_a_controlled_spout() -> None:
+def test_only_a_spout_that_declares_on_system_message_is_a_controlled_spout() -> None:
     assert isinstance(ControlledListSpout([], ["n"]), ControlledSpout)
     assert not isinstance(ListSpout([], ["n"]), ControlledSpout)
 

@@ -102,7 +102,8 @@ ProcessFn = Callable[[Columns], None]
 #: ``(task, entry)`` pairs, an entry a Tuple, a list of Tuples or a payload from another worker
 #: (bytes: see ``ExecutorView.peek``); task None is every task of the executor.
 BatchObserver = Callable[[Sequence[tuple[int | None, Any]], float], None]
-#: A bolt executor's handling of one inbox batch, alignment included (``ExecutorHooks.wrap_batch``).
+#: A bolt executor's handling of one inbox batch, or of the part of it a wrapper lets through
+#: (``ExecutorHooks.wrap_batch``).
 BatchRun = Callable[[list[tuple[int | None, Any]]], None]
 #: Sees an emit buffer as the executor's outbox flushes it: ``(destination task, tuple or payload)``.
 FlushObserver = Callable[[list[tuple[int, Any]]], None]
@@ -229,8 +230,11 @@ class ExecutorHooks:
     #: uses the smallest, and every wrapper runs on the same batches
     every_batches: int = 1
     #: (a bolt executor's handling of one inbox batch) -> what the executor runs instead, on
-    #: every batch: it must call the handling it was given exactly once; with several features,
-    #: the first attached is innermost
+    #: every batch; with several features, the first attached is innermost. A wrapper that
+    #: only observes (a tracing span) calls the handling it was given exactly once per batch;
+    #: one that holds entries back or acts on some itself (checkpoints' barrier alignment,
+    #: registered first so that it is innermost) calls it on what may run now, zero or more
+    #: times per batch, and counts what it consumes in ``ExecutorView.counters``
     wrap_batch: Callable[[BatchRun], BatchRun] | None = None
     #: marker -> what the executor thread runs when that marker comes out of its inbox
     markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
@@ -241,7 +245,8 @@ class ExecutorHooks:
     #: before its final flush: release what only that thread uses (a wrapper's store)
     on_exit: Callable[[], None] | None = None
     #: fields of the executor's snapshot (``ExecutorSnapshot`` in tuplemesh.core.stats) that the
-    #: feature fills, by field name (e.g. ``alignment``). Any thread.
+    #: feature fills, by field name: only those of ``EXECUTOR_FEATURE_FIELDS`` (``alignment``),
+    #: which the executor checks once, when it is built. Any thread.
     snapshot_fields: Callable[[], Mapping[str, Any]] | None = None
 
 
@@ -339,12 +344,13 @@ class DrainingFeature(Protocol):
 
 @runtime_checkable
 class ControlledSpout(Protocol):
-    """A spout that takes the system's messages on its inbox besides the ackers' verdicts (a
+    """A spout that takes the system's messages (``on_system_message``) on its inbox besides the
+    ackers' verdicts (a
     feature's wrapper around a user spout: e.g. a checkpointed topology's `CheckpointedSpout`,
     told by the coordinator to checkpoint, commit or roll back). Its executor finds it once,
     when it is built; a message for a spout task that is not one is counted and logged."""
 
-    def on_control(self, tup: Tuple) -> bool:
+    def on_system_message(self, tup: Tuple) -> bool:
         """Executor thread: one message; True when the spout has tuples to emit again (a
         rollback rewound it), so that a finished spout is called again."""
         ...

@@ -5,7 +5,7 @@ a topology again starts it from the beginning. Each feature's part is named in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from tuplemesh.core.registry import RUN_RESOURCES, resolve
@@ -32,7 +32,14 @@ class RunResources:
     """Every registered feature's part of one run, opened together and closed together."""
 
     def __init__(self, conf: Mapping[str, Any], topology: Topology) -> None:
-        self.parts: tuple[RunResource, ...] = tuple(resolve(name)(conf, topology) for name in RUN_RESOURCES)
+        opened: list[RunResource] = []
+        try:
+            for name in RUN_RESOURCES:
+                opened.append(resolve(name)(conf, topology))
+        except BaseException:
+            _close_all(opened)  # a part that cannot open leaves none of the others behind
+            raise
+        self.parts: tuple[RunResource, ...] = tuple(opened)
 
     @property
     def overrides(self) -> dict[str, str]:
@@ -45,6 +52,17 @@ class RunResources:
         return {key: value for part in self.parts for key, value in part.env.items()}
 
     def close(self) -> None:
-        """The run is over: release every part (nothing will resume from them). Idempotent."""
-        for part in self.parts:
+        """The run is over: release every part (nothing will resume from them), each even when
+        another raised (the first error is raised once all were asked). Idempotent."""
+        _close_all(self.parts)
+
+
+def _close_all(parts: Sequence[RunResource]) -> None:
+    failed: BaseException | None = None
+    for part in parts:
+        try:
             part.close()
+        except Exception as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed

@@ -182,6 +182,9 @@ class ExecutorSnapshot:
         return {name: getattr(self, name) for name in EXECUTOR_COUNTERS}
 
 
+#: The fields of an ExecutorSnapshot that features fill (``ExecutorHooks.snapshot_fields``).
+EXECUTOR_FEATURE_FIELDS = frozenset({"alignment"})
+
 #: The integer counters of an ExecutorSnapshot, in declaration order.
 EXECUTOR_COUNTERS = tuple(
     name for name, hint in typing.get_type_hints(ExecutorSnapshot).items() if hint is int

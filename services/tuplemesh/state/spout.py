@@ -74,7 +74,7 @@ class CheckpointedSpout(Spout):
         self.spout.open(conf, context, collector)
 
     # -- the protocol -----------------------------------------------------------------------
-    def on_control(self, tup: Tuple) -> bool:
+    def on_system_message(self, tup: Tuple) -> bool:
         """A coordinator message (`tuplemesh.core.feature.ControlledSpout`); True when a rollback
         began: the spout was rewound, or will retry the rewind from ``next_tuple``, so its
         executor must call it again."""

@@ -33,7 +33,7 @@ from tuplemesh.core.feature import (
 )
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
-from tuplemesh.core.stats import ErrorSnapshot
+from tuplemesh.core.stats import EXECUTOR_FEATURE_FIELDS, ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError
@@ -194,6 +194,13 @@ class Executor(Generic[CollectorT]):
         #: what the worker's features add to this executor (asked once, here)
         hooks = [h for h in (f.attach(self) for f in wiring.features) if h is not None]
         self.feature_hooks: tuple[ExecutorHooks, ...] = tuple(hooks)
+        for h in hooks:
+            filled = set(h.snapshot_fields()) if h.snapshot_fields is not None else set()
+            if not filled <= EXECUTOR_FEATURE_FIELDS:
+                raise TypeError(
+                    f"executor {spec.name}: a feature fills snapshot fields {sorted(filled)}; "
+                    f"features may fill only {sorted(EXECUTOR_FEATURE_FIELDS)}"
+                )
 
     @property
     def name(self) -> str:
@@ -507,8 +514,6 @@ class BoltExecutor(Executor[BoltOutputCollector]):
                 self.errors_log.log("bolt %s task %s raised %r on %s", self.spec.component, task, exc, what)
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
-        if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
-            self.outbox.flush()
 
     def _execute_batch_sampled(self, batch: list[tuple[int | None, Any]]) -> None:
         """Run one batch in ``_wrap_every`` through the features' wrapped calls, the others
@@ -819,7 +824,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         self._spouts: dict[int, Spout] = {task: cast(Spout, spout) for task, spout in self.tasks.items()}
         #: the spouts that take the system's messages (a checkpointed topology's), by task
         self._controlled: dict[int, Callable[[Tuple], bool]] = {
-            task: spout.on_control
+            task: spout.on_system_message
             for task, spout in self._spouts.items()
             if isinstance(spout, ControlledSpout)
         }
@@ -894,7 +899,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                 if item.source_stream == VERDICT_STREAM:
                     self._on_verdict(item)
                 else:
-                    self._on_system_message(task, item)
+                    self._to_controlled_spout(task, item)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -903,7 +908,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, event)
 
-    def _on_system_message(self, task: int | None, tup: Tuple) -> None:
+    def _to_controlled_spout(self, task: int | None, tup: Tuple) -> None:
         """A message for a spout task other than a verdict (a checkpoint coordinator's)."""
         handler = None if task is None else self._controlled.get(task)
         if handler is None:
