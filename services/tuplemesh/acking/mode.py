@@ -17,7 +17,7 @@ from typing import Any
 from tuplemesh.acking.acker import ACKER, ACKING_STREAM
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking, no_acking
+from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
@@ -116,10 +116,10 @@ def executor_acking(
     routes: Mapping[str, StreamRoute],
     local_tasks: frozenset[int],
 ) -> ExecutorAcking:
-    """Acking for one executor of a topology whose ackers are ``acker_tasks``: on when the
-    component reports to them (every component but the ackers themselves)."""
+    """Acking for one executor of a topology whose ackers are ``acker_tasks``: on when it has
+    ackers and the component reports to them (every component but the ackers themselves)."""
     acking_route = routes.get(ACKING_STREAM)
-    if acking_route is None:
+    if not acker_tasks or acking_route is None:
         return NoAcking(outbox, component)
     return TreeAcking(outbox, component, first_task, acking_route, acker_tasks, local_tasks)
 
@@ -127,5 +127,4 @@ def executor_acking(
 def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
     """How the executors of ``topology`` (placed by ``assignment``) take part in acking: tracked
     when it has ackers (`with_ackers` added them), else not at all."""
-    acker_tasks = assignment.component_tasks.get(ACKER, ())
-    return partial(executor_acking, acker_tasks) if acker_tasks else no_acking
+    return partial(executor_acking, assignment.component_tasks.get(ACKER, ()))

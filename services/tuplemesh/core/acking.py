@@ -26,7 +26,6 @@ __all__ = [
     "AckingSettings",
     "ExecutorAcking",
     "NoAcking",
-    "no_acking",
 ]
 
 #: acker -> spout: [acked roots, failed roots]
@@ -107,14 +106,3 @@ class NoAcking:
 
     def process_call(self, bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
         return bolt.process
-
-
-def no_acking(
-    outbox: Outbox,
-    component: str,
-    first_task: int,
-    routes: Mapping[str, StreamRoute],
-    local_tasks: frozenset[int],
-) -> ExecutorAcking:
-    """The `AckingFactory` of a worker whose topology has no ackers."""
-    return NoAcking(outbox, component)
