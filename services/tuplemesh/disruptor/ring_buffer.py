@@ -99,7 +99,7 @@ class RingBuffer(Generic[T]):
             # The sequencer's claim and publish inlined: this is the per-item hot path, and three
             # method calls per item cost more than the work itself.
             seq = single._next_value + 1
-            if seq - self.buffer_size > single._cached_gating:
+            if seq - single.limit > single._cached_gating:  # the limit: a queue-time bound
                 seq = single.next()
             else:
                 single._next_value = seq
