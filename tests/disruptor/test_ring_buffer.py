@@ -121,6 +121,65 @@ def test_never_wraps_past_slowest_consumer(make):
 
 
 @pytest.mark.parametrize("make", PRODUCERS)
+def test_a_claim_that_waits_for_room_is_counted_with_its_time(make):
+    ring = make(4)
+    consumer = Sequence()
+    ring.add_gating_sequences(consumer)
+    sequencer = ring.sequencer
+    for i in range(4):
+        ring.put(i)
+    assert (sequencer.producer_waits, sequencer.producer_wait_seconds) == (0, 0.0), "no claim waited yet"
+    done = threading.Event()
+
+    def producer() -> None:
+        ring.put("fifth")
+        done.set()
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    eventually(lambda: sequencer.producer_waits == 1, timeout=5.0, message="the blocked claim is not counted")
+    held = time.monotonic()
+    # its time shows while it is still blocked, not only once it ends
+    eventually(lambda: sequencer.producer_wait_seconds >= 0.05, timeout=5.0, message="the wait's time")
+    assert not done.is_set()
+    consumer.value = 0  # one slot frees up
+    assert done.wait(5.0)
+    t.join(5.0)
+    assert sequencer.producer_waits == 1
+    assert 0.05 <= sequencer.producer_wait_seconds <= time.monotonic() - held + 5.0
+    consumer.value = 4  # room again: a claim that does not wait adds nothing
+    ring.put("sixth")
+    assert sequencer.producer_waits == 1
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
+def test_a_claim_waiting_at_the_limit_is_counted(make):
+    ring = make(8)
+    consumer = Sequence()
+    ring.add_gating_sequences(consumer)
+    ring.sequencer.limit = 2  # a queue-time bound: producers may fill 2 of the 8 slots
+    ring.put(0)
+    ring.put(1)
+    t = threading.Thread(target=ring.put, args=(2,), daemon=True)
+    t.start()
+    eventually(lambda: ring.sequencer.producer_waits == 1, timeout=5.0, message="a wait at the limit")
+    consumer.value = 0
+    t.join(5.0)
+    assert not t.is_alive() and ring.sequencer.producer_wait_seconds > 0.0
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
+def test_try_next_on_a_full_ring_is_no_wait(make):
+    ring = make(2)
+    ring.add_gating_sequences(Sequence())
+    ring.put(0)
+    ring.put(1)
+    with pytest.raises(InsufficientCapacityError):
+        ring.sequencer.try_next()
+    assert ring.sequencer.producer_waits == 0
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
 @pytest.mark.parametrize(
     ("starts_at", "size"),
     [(-1, 2), (0, 0), (0, -1), (3, 2), (0, 9), (4, 1)],

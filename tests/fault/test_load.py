@@ -4,6 +4,7 @@ a peer that restarts every few seconds. Memory and threads must stay flat; nothi
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +15,14 @@ from tuplemesh.v1 import admin_pb2
 
 SINK, SPOUT = 0, 1  # tests.fault.topologies:pipe puts the sink on worker 0, the spout on worker 1
 RATE = 3000.0  # ids per second the flapping test's spout offers
+
+
+def _sample(text: str, metric: str, label: str) -> float:
+    """The value of ``metric``'s sample whose labels include ``label``, from a /metrics scrape."""
+    for line in text.splitlines():
+        if line.startswith(metric + "{") and label in line:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {metric} sample with {label} in /metrics")
 
 
 def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_path: Path):
@@ -38,6 +47,10 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
             rss = [proc_status(p.pid)[0] for p in mesh.procs]
             samples.append((time.monotonic() - started, rss[SINK], rss[SPOUT]))
             time.sleep(1.0)
+        # the spout was held on its congested sink task, and /metrics says for how long
+        scraped = urllib.request.urlopen(mesh.metrics_url(SPOUT), timeout=10).read().decode()
+        held = _sample(scraped, "tuplemesh_backpressure_wait_seconds_total", 'component="ids"')
+        holds = _sample(scraped, "tuplemesh_backpressure_waits_total", 'component="ids"')
         mesh.admin(SPOUT).Drain(admin_pb2.DrainRequest(), timeout=10.0)
         wait_settled(mesh, timeout=60.0, drained=True)
         merged = reports(mesh)
@@ -46,6 +59,7 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
         codes = mesh.stop()
     assert codes == [0, 0]
     emitted = merged["ids"][0]["emitted"]
+    assert holds >= 1 and held > 0.0, f"spout holds {holds}, {held} s"
     seen = sink_counts(merged)
     assert seen == Counter(range(emitted)), "an id was dropped or delivered twice"
     # the producer was held to the consumer's pace: were it not, the memory bounds below would not

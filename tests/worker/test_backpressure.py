@@ -81,19 +81,38 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
             "messaging.transport": transport,
             # small inboxes fill at once: the test is about what happens after that
             "topology.executor.receive.buffer.size": 64,
+            # and batches no larger than an emit's: merged into 10,000-tuple batches, the
+            # whole slow branch would fit in a few slots and its spout would never be held
+            "topology.transfer.batch.size": 100,
+            "messaging.coalesce.ms": 0,  # nor joined into larger stream messages (grpc)
+            "topology.transfer.buffer.size": 64,  # nor all queued for the peer before it reports
         }
     )
     cluster = LocalCluster(topology(), 2, conf)
     cluster.start()
     try:
         executed = lambda name: cluster.counters()[name]["executed"]  # noqa: E731
+
+        def slow_spout() -> Any:
+            snapshots = cluster.snapshots()
+            (spout,) = [e for snap in snapshots for e in snap.executors if e.component == "slow_src"]
+            return spout
+
         eventually(
             lambda: executed("fast") == 2 * FAST_TUPLES,
             timeout=120,
             interval=0.05,
             message=lambda: f"fast executed {executed('fast')} of {2 * FAST_TUPLES} beside a stalled branch",
         )
-        # the stalled branch is still held back: its bolt has taken at most one tuple
+        # the stalled branch is held back by its congested task, which /metrics shows while the
+        # hold lasts
+        eventually(
+            lambda: slow_spout().backpressure_waits >= 1,
+            timeout=120,
+            interval=0.05,
+            message=lambda: f"the slow spout was not held on its congested task: {slow_spout()}",
+        )
+        # and it is still held back: its bolt has taken at most one tuple
         assert executed("slow") <= 1
         RELEASE_SLOW.set()
         eventually(
@@ -105,6 +124,44 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
         time.sleep(0.2)  # deliberate: nothing more arrives after the exact counts (no duplicates)
         assert executed("fast") == 2 * FAST_TUPLES
         assert executed("slow") == SLOW_TUPLES
+        assert slow_spout().backpressure_wait_seconds > 0.0
+    finally:
+        RELEASE_SLOW.set()
+        cluster.stop()
+
+
+def test_a_full_local_inbox_holds_its_producer_and_the_wait_is_counted():
+    """A bolt in the spout's own worker takes no congestion reports: the spout waits for room
+    in its inbox, and the queue counts that wait (when it starts) and its time (when it ends)."""
+    RELEASE_SLOW.clear()
+    b = TopologyBuilder("local_stall")
+    b.set_spout("src", CountedSpout(2000), parallelism=1)
+    b.set_bolt("sink", CountingBolt(stall=True), parallelism=1).shuffle_grouping("src")
+    cluster = LocalCluster(b.build(), 1, Config({"topology.executor.receive.buffer.size": 16}))
+    cluster.start()
+    try:
+
+        def inbox() -> Any:
+            (queue,) = [q for q in cluster.snapshots()[0].queues if q.name.startswith("inbox:sink")]
+            return queue
+
+        eventually(
+            lambda: inbox().producer_waits >= 1,
+            timeout=60,
+            interval=0.05,
+            message=lambda: f"the spout's wait for room in the full inbox is not counted: {inbox()}",
+        )
+        assert cluster.counters()["sink"]["executed"] <= 1
+        RELEASE_SLOW.set()
+        eventually(
+            lambda: cluster.counters()["sink"]["executed"] == 2000,
+            timeout=60,
+            interval=0.05,
+            message=lambda: f"sink executed {cluster.counters()['sink']['executed']} of 2000 once released",
+        )
+        assert inbox().producer_wait_seconds > 0.0
+        (spout,) = [e for e in cluster.snapshots()[0].executors if e.component == "src"]
+        assert spout.backpressure_waits == 0, "no task of another worker was congested"
     finally:
         RELEASE_SLOW.set()
         cluster.stop()
@@ -120,12 +177,12 @@ def test_congestion_reports_replace_per_peer_and_leases_end():
     congestion.report("a", [6])  # a's full set now: 5 is clear, b's task untouched
     assert set(congestion.blocked) == {6, 9}
     started = time.monotonic()
-    congestion.wait(6)  # nobody renews: the lease ends
-    assert 0.03 <= time.monotonic() - started < 1.0
+    waited = congestion.wait(6)  # nobody renews: the lease ends
+    assert 0.03 <= waited <= time.monotonic() - started < 1.0
     congestion.report("a", [])
     congestion.report("b", [])
     assert congestion.blocked == {}
-    congestion.wait(9)  # clear: returns at once
+    assert congestion.wait(9) == 0.0  # clear: returns at once, having waited for nothing
 
 
 def test_receive_overflow_keeps_order_and_is_bounded():

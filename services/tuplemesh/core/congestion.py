@@ -76,10 +76,15 @@ class CongestionMap:
             self._by_peer[peer] = now_set
             self.blocked = blocked
 
-    def wait(self, task: int) -> None:
-        """Block while ``task`` is congested (its lease not over and not cleared)."""
+    def wait(self, task: int) -> float:
+        """Block while ``task`` is congested (its lease not over and not cleared); the seconds
+        waited (0.0: it was clear)."""
+        started = 0.0
         while True:
             until = self.blocked.get(task)
-            if until is None or time.monotonic() >= until:
-                return
+            now = time.monotonic()
+            if until is None or now >= until:
+                return now - started if started else 0.0
+            if not started:
+                started = now
             time.sleep(0.001)

@@ -168,6 +168,10 @@ class ExecutorSnapshot:
     abandoned_on_halt: int = 0
     #: (task, tuple) deliveries its emits made, to any worker.
     delivered: int = 0
+    #: Times its emits were held on a congested task of another worker (per-task backpressure),
+    #: and the time they were held in all.
+    backpressure_waits: int = 0
+    backpressure_wait_seconds: float = 0.0
     #: Execute time per tuple: each batch's mean, observed once per tuple it executed.
     execute_seconds: HistogramSnapshot = HistogramSnapshot()
     #: Time a batch waited in the inbox before its first tuple ran.
@@ -203,6 +207,10 @@ class QueueSnapshot:
     #: Slots producers may fill now: what the queue-time bound (topology.backpressure.target.ms)
     #: allows, ``capacity`` when the bound is off or has measured nothing yet.
     limit: int
+    #: Claims of a slot that waited for room (the queue full, or filled to its ``limit``), and
+    #: their time in all: how long its producers were held back. A wait's time is added when it ends.
+    producer_waits: int = 0
+    producer_wait_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,12 @@ class Sequencer:
         self.cursor = Sequence()
         self.gating_sequences: tuple[Sequence, ...] = ()
         self._alerted = False
+        #: Claims that waited for room (the ring full, or filled to its ``limit``), and their
+        #: time in all: how long producers were held back here. A wait is counted when it
+        #: starts and its time added as it goes, so a producer blocked for long shows at once.
+        #: Only the waiting path touches them.
+        self.producer_waits = 0
+        self.producer_wait_seconds = 0.0
 
     # -- gating ---------------------------------------------------------------------------------
     def add_gating_sequences(self, *sequences: Sequence) -> None:
@@ -136,14 +142,22 @@ class SingleProducerSequencer(Sequencer):
         wrap_point = next_seq - self._capacity(n)
         if wrap_point > self._cached_gating:
             attempt = 0
+            last = 0.0
             gating = self.gating_sequences
             while True:
                 self._check_alert()
                 wrap_point = next_seq - self._capacity(n)  # the limit may rise meanwhile
                 slowest = minimum_sequence(gating, self._next_value)
+                if attempt:  # the time so far, so that a producer blocked for long shows it
+                    now = time.monotonic()
+                    self.producer_wait_seconds += now - last
+                    last = now
                 if wrap_point <= slowest:
                     self._cached_gating = slowest
                     break
+                if attempt == 0:
+                    last = time.monotonic()
+                    self.producer_waits += 1
                 _producer_pause(attempt)
                 attempt += 1
         self._next_value = next_seq
@@ -197,10 +211,15 @@ class MultiProducerSequencer(Sequencer):
 
     def _claim(self, n: int, block: bool) -> int:
         attempt = 0
+        last = 0.0
         lock = self._claim_lock
         while True:
             self._check_alert()
             with lock:
+                if attempt:  # the time so far (under the lock: producers waiting at once all count)
+                    now = time.monotonic()
+                    self.producer_wait_seconds += now - last
+                    last = now
                 current = self.cursor.value
                 next_seq = current + n
                 wrap_point = next_seq - self._capacity(n)
@@ -209,6 +228,9 @@ class MultiProducerSequencer(Sequencer):
                 if wrap_point <= self._cached_gating:
                     self.cursor.value = next_seq
                     return next_seq
+                if block and attempt == 0:
+                    last = time.monotonic()
+                    self.producer_waits += 1
             if not block:
                 raise InsufficientCapacityError(f"ring has {self.remaining_capacity()} free, asked {n}")
             _producer_pause(attempt)

@@ -256,7 +256,7 @@ _EXECUTOR: _Table[ExecutorSnapshot] = _Table(
     ExecutorSnapshot,
     admin_pb2.ExecutorStatus,
     (
-        *_same("name", "component", "spout", "finished", *EXECUTOR_COUNTERS),
+        *_same("name", "component", "spout", "finished", *EXECUTOR_COUNTERS, "backpressure_wait_seconds"),
         _Row("tasks", "tasks", _SEQUENCE),
         *_same("execute_seconds", "inbox_wait", kind=_HISTOGRAM),
         _Row("alignment", "alignment", _Nested(_flat(AlignmentSnapshot, admin_pb2.AlignmentStatus), True)),
@@ -267,7 +267,7 @@ _EXECUTOR: _Table[ExecutorSnapshot] = _Table(
 _QUEUE: _Table[QueueSnapshot] = _Table(
     QueueSnapshot,
     admin_pb2.QueueInfo,
-    _same("name", "depth", "capacity", "published", "limit"),
+    _same("name", "depth", "capacity", "published", "limit", "producer_waits", "producer_wait_seconds"),
     unmapped={"publish_rate": "ListQueues and WatchStats: a rate between two snapshots"},
 )
 

@@ -393,12 +393,15 @@ class Worker:
                 spout=isinstance(e, SpoutExecutor),
                 finished=isinstance(e, SpoutExecutor) and e.finished.is_set(),
                 delivered=e.outbox.delivered,
+                backpressure_waits=b[0],
+                backpressure_wait_seconds=b[1],
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
                 first_error=e.first_error,
                 **{**c, **e.feature_fields()},
             )
             for e, c in counters
+            for b in (e.outbox.backpressure(),)
         )
         delivered = sum(e.delivered for e in executors) + injected
         queues = tuple(
@@ -408,6 +411,8 @@ class Worker:
                 ring.buffer_size,
                 ring.cursor + 1,
                 ring.sequencer.limit,
+                ring.sequencer.producer_waits,
+                ring.sequencer.producer_wait_seconds,
             )
             for name, ring in self._rings()
         )
