@@ -49,8 +49,8 @@ def test_consumer_10x_slower_for_60s_keeps_rss_bounded_and_drops_nothing(tmp_pat
             time.sleep(1.0)
         # the spout was held on its congested sink task, and /metrics says for how long
         scraped = urllib.request.urlopen(mesh.metrics_url(SPOUT), timeout=10).read().decode()
-        held = _sample(scraped, "tuplemesh_backpressure_wait_seconds_total", 'component="ids"')
-        holds = _sample(scraped, "tuplemesh_backpressure_waits_total", 'component="ids"')
+        held = _sample(scraped, "tuplemesh_backpressure_hold_seconds_total", 'component="ids"')
+        holds = _sample(scraped, "tuplemesh_backpressure_holds_total", 'component="ids"')
         mesh.admin(SPOUT).Drain(admin_pb2.DrainRequest(), timeout=10.0)
         wait_settled(mesh, timeout=60.0, drained=True)
         merged = reports(mesh)

@@ -95,3 +95,38 @@ def test_top_shows_the_limit_between_depth_and_capacity(limit: int):
     text = console.export_text()
     assert re.search(r"depth\s*┃\s*limit\s*┃\s*capacity", text), text
     assert re.search(rf"inbox:sink-0\s*│\s*3\s*│\s*{limit}\s*│\s*64\s*│", text), text
+
+
+def test_waits_and_holds_are_in_the_snapshot_in_admin_and_on_metrics():
+    """Each path that reports a queue or an executor carries its producer waits and backpressure
+    holds: the snapshot, GetStatus (both ways), ListQueues and /metrics. The counts are set here
+    (the worker is not started); tests/worker/test_backpressure.py makes real ones."""
+    worker, sink = _worker(10)
+    inbox = f"inbox:{sink.name}"
+    sequencer = sink.inbox.sequencer
+    sequencer.producer_waits, sequencer.producer_wait_seconds = 3, 0.25
+    spout = worker.spout_executors[0]
+    spout.outbox.backpressure_holds, spout.outbox.backpressure_hold_seconds = 2, 0.5
+
+    snapshot = worker.snapshot()
+    queue = {q.name: q for q in snapshot.queues}[inbox]
+    assert (queue.producer_waits, queue.producer_wait_seconds) == (3, 0.25)
+    (executor,) = [e for e in snapshot.executors if e.component == "s"]
+    assert (executor.backpressure_holds, executor.backpressure_hold_seconds) == (2, 0.5)
+
+    status = snapshot_to_proto(snapshot)
+    (message,) = [q for q in status.queues if q.name == inbox]
+    assert (message.producer_waits, message.producer_wait_seconds) == (3, 0.25)
+    (sent,) = [e for e in status.executors if e.component == "s"]
+    assert (sent.backpressure_holds, sent.backpressure_hold_seconds) == (2, 0.5)
+    assert snapshot_from_proto(status).queues == snapshot.queues
+    assert snapshot_from_proto(status).executors == snapshot.executors
+
+    (listed,) = [q for q in QueueRates(snapshot).queues(worker.snapshot()) if q.name == inbox]
+    assert (listed.producer_waits, listed.producer_wait_seconds, listed.limit) == (3, 0.25, INBOX_SLOTS)
+
+    page = _scrape(worker)
+    assert f'tuplemesh_queue_producer_waits_total{{queue="{inbox}",worker="0"}} 3.0\n' in page
+    assert f'tuplemesh_queue_producer_wait_seconds_total{{queue="{inbox}",worker="0"}} 0.25\n' in page
+    assert 'tuplemesh_backpressure_holds_total{component="s",worker="0"} 2.0\n' in page
+    assert 'tuplemesh_backpressure_hold_seconds_total{component="s",worker="0"} 0.5\n' in page

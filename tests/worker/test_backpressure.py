@@ -104,10 +104,10 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
             interval=0.05,
             message=lambda: f"fast executed {executed('fast')} of {2 * FAST_TUPLES} beside a stalled branch",
         )
-        # the stalled branch is held back by its congested task, which /metrics shows while the
-        # hold lasts
+        # the stalled branch is held back by its congested task, which the executor's snapshot
+        # (Admin, /metrics) shows while the hold lasts
         eventually(
-            lambda: slow_spout().backpressure_waits >= 1,
+            lambda: slow_spout().backpressure_holds >= 1,
             timeout=120,
             interval=0.05,
             message=lambda: f"the slow spout was not held on its congested task: {slow_spout()}",
@@ -124,7 +124,7 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
         time.sleep(0.2)  # deliberate: nothing more arrives after the exact counts (no duplicates)
         assert executed("fast") == 2 * FAST_TUPLES
         assert executed("slow") == SLOW_TUPLES
-        assert slow_spout().backpressure_wait_seconds > 0.0
+        assert slow_spout().backpressure_hold_seconds > 0.0
     finally:
         RELEASE_SLOW.set()
         cluster.stop()
@@ -132,7 +132,7 @@ def test_a_stalled_branch_holds_up_only_its_own_producers(transport: str):
 
 def test_a_full_local_inbox_holds_its_producer_and_the_wait_is_counted():
     """A bolt in the spout's own worker takes no congestion reports: the spout waits for room
-    in its inbox, and the queue counts that wait (when it starts) and its time (when it ends)."""
+    in its inbox, and the queue counts that wait and its time as it goes."""
     RELEASE_SLOW.clear()
     b = TopologyBuilder("local_stall")
     b.set_spout("src", CountedSpout(2000), parallelism=1)
@@ -161,7 +161,7 @@ def test_a_full_local_inbox_holds_its_producer_and_the_wait_is_counted():
         )
         assert inbox().producer_wait_seconds > 0.0
         (spout,) = [e for e in cluster.snapshots()[0].executors if e.component == "src"]
-        assert spout.backpressure_waits == 0, "no task of another worker was congested"
+        assert spout.backpressure_holds == 0, "no task of another worker was congested"
     finally:
         RELEASE_SLOW.set()
         cluster.stop()
@@ -170,19 +170,27 @@ def test_a_full_local_inbox_holds_its_producer_and_the_wait_is_counted():
 def test_congestion_reports_replace_per_peer_and_leases_end():
     from tuplemesh.core.congestion import CongestionMap
 
+    class Holds:
+        backpressure_holds = 0
+        backpressure_hold_seconds = 0.0
+
     congestion = CongestionMap(lease=0.05)
     congestion.report("a", [5, 6])
     congestion.report("b", [9])
     assert set(congestion.blocked) == {5, 6, 9}
-    congestion.report("a", [6])  # a's full set now: 5 is clear, b's task untouched
+    reported = time.monotonic()
+    congestion.report("a", [6])  # a's full set now: 5 is clear, b's task untouched; 6's lease renewed
     assert set(congestion.blocked) == {6, 9}
-    started = time.monotonic()
-    waited = congestion.wait(6)  # nobody renews: the lease ends
-    assert 0.03 <= waited <= time.monotonic() - started < 1.0
+    holds = Holds()
+    congestion.wait(6, holds)  # nobody renews: the lease ends
+    assert time.monotonic() - reported >= 0.05
+    assert holds.backpressure_holds == 1
+    assert 0.0 < holds.backpressure_hold_seconds <= time.monotonic() - reported
     congestion.report("a", [])
     congestion.report("b", [])
     assert congestion.blocked == {}
-    assert congestion.wait(9) == 0.0  # clear: returns at once, having waited for nothing
+    congestion.wait(9, holds)  # clear: returns at once, and no hold is counted
+    assert holds.backpressure_holds == 1
 
 
 def test_receive_overflow_keeps_order_and_is_bounded():

@@ -23,13 +23,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from tuplemesh.disruptor import RingBuffer
 
-__all__ = ["LEASE", "CongestionMap", "congested_tasks"]
+__all__ = ["LEASE", "CongestionMap", "HoldCounts", "congested_tasks"]
 
 LEASE = 0.2  # seconds a congestion report holds without a renewal
+
+
+class HoldCounts(Protocol):
+    """Where a producer's holds on congested tasks are counted (an executor's outbox)."""
+
+    backpressure_holds: int
+    backpressure_hold_seconds: float
 
 
 def congested_tasks(
@@ -76,15 +83,19 @@ class CongestionMap:
             self._by_peer[peer] = now_set
             self.blocked = blocked
 
-    def wait(self, task: int) -> float:
-        """Block while ``task`` is congested (its lease not over and not cleared); the seconds
-        waited (0.0: it was clear)."""
-        started = 0.0
+    def wait(self, task: int, held: HoldCounts | None = None) -> None:
+        """Block while ``task`` is congested (its lease not over and not cleared). A hold (one
+        that waits at all) is counted in ``held`` when it starts and its time added as it goes,
+        so a long hold shows at once and the counts never go down."""
+        last = 0.0
         while True:
             until = self.blocked.get(task)
             now = time.monotonic()
+            if held is not None and last:
+                held.backpressure_hold_seconds += now - last
             if until is None or now >= until:
-                return now - started if started else 0.0
-            if not started:
-                started = now
+                return
+            if held is not None and not last:
+                held.backpressure_holds += 1
+            last = now
             time.sleep(0.001)

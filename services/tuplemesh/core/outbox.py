@@ -92,13 +92,11 @@ class Outbox:
         #: time (``batch_size`` counts tuples, not bytes)
         self.encoded_bytes = 0
         self.delivered = 0  # (task, tuple) deliveries accepted so far
-        #: Holds on a congested remote task (per-task backpressure) that ended, and their time in
-        #: all: how long this executor's emits were held back by a slow consumer on another
-        #: worker (``backpressure`` adds the hold in progress).
-        self.backpressure_waits = 0
-        self.backpressure_wait_seconds = 0.0
-        #: when the hold in progress began (0.0: none)
-        self.holding_since = 0.0
+        #: Holds on a congested remote task (per-task backpressure) and their time in all, the
+        #: hold in progress included (`CongestionMap.wait` adds to them as it waits): how long
+        #: this executor's emits were held back by a slow consumer on another worker.
+        self.backpressure_holds = 0
+        self.backpressure_hold_seconds = 0.0
         self.last_flush = time.monotonic()
         self._congestion = congestion
         #: the worker's ceiling on bytes bound for other workers (None: none)
@@ -444,21 +442,7 @@ class Outbox:
         """Per-task backpressure: publish what is buffered, then wait while ``task`` is congested."""
         assert self._congestion is not None
         self.flush()
-        self.holding_since = time.monotonic()
-        waited = self._congestion.wait(task)
-        self.holding_since = 0.0
-        if waited:
-            self.backpressure_waits += 1
-            self.backpressure_wait_seconds += waited
-
-    def backpressure(self) -> tuple[int, float]:
-        """Holds on congested remote tasks and their seconds, the one in progress included (so an
-        emit held for long shows at once). Any thread: a reading may be a hold off at its edge."""
-        since = self.holding_since
-        if not since:
-            return self.backpressure_waits, self.backpressure_wait_seconds
-        held = max(0.0, time.monotonic() - since)
-        return self.backpressure_waits + 1, self.backpressure_wait_seconds + held
+        self._congestion.wait(task, self)
 
     def _encode(
         self,

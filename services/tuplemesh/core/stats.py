@@ -19,6 +19,7 @@ from tuplemesh.transport.stats import BindingStats, ConnectionStats
 
 __all__ = [
     "EXECUTOR_COUNTERS",
+    "EXECUTOR_HOLD_FIELDS",
     "START_METHODS",
     "AlignmentSnapshot",
     "CheckpointSnapshot",
@@ -169,9 +170,9 @@ class ExecutorSnapshot:
     #: (task, tuple) deliveries its emits made, to any worker.
     delivered: int = 0
     #: Times its emits were held on a congested task of another worker (per-task backpressure),
-    #: and the time they were held in all.
-    backpressure_waits: int = 0
-    backpressure_wait_seconds: float = 0.0
+    #: and the time they were held in all, the hold in progress included.
+    backpressure_holds: int = 0
+    backpressure_hold_seconds: float = 0.0
     #: Execute time per tuple: each batch's mean, observed once per tuple it executed.
     execute_seconds: HistogramSnapshot = HistogramSnapshot()
     #: Time a batch waited in the inbox before its first tuple ran.
@@ -189,9 +190,15 @@ class ExecutorSnapshot:
 #: The fields of an ExecutorSnapshot that features fill (``ExecutorHooks.snapshot_fields``).
 EXECUTOR_FEATURE_FIELDS = frozenset({"alignment"})
 
+#: The fields of an ExecutorSnapshot that say how long it was held back, not what it did: no
+#: component total (run summaries, progress) sums them; /metrics and Admin show them.
+EXECUTOR_HOLD_FIELDS = ("backpressure_holds", "backpressure_hold_seconds")
+
 #: The integer counters of an ExecutorSnapshot, in declaration order.
 EXECUTOR_COUNTERS = tuple(
-    name for name, hint in typing.get_type_hints(ExecutorSnapshot).items() if hint is int
+    name
+    for name, hint in typing.get_type_hints(ExecutorSnapshot).items()
+    if hint is int and name not in EXECUTOR_HOLD_FIELDS
 )
 
 
@@ -207,8 +214,9 @@ class QueueSnapshot:
     #: Slots producers may fill now: what the queue-time bound (topology.backpressure.target.ms)
     #: allows, ``capacity`` when the bound is off or has measured nothing yet.
     limit: int
-    #: Claims of a slot that waited for room (the queue full, or filled to its ``limit``), and
-    #: their time in all: how long its producers were held back. A wait's time is added when it ends.
+    #: Claims (of one slot or more) that waited for room (the queue full, or filled to its
+    #: ``limit``), and their time in all, counted as each wait goes: how long its producers were
+    #: held back.
     producer_waits: int = 0
     producer_wait_seconds: float = 0.0
 

@@ -150,13 +150,13 @@ class SingleProducerSequencer(Sequencer):
             last = 0.0
             gating = self.gating_sequences
             while True:
-                self._check_alert()
-                wrap_point = next_seq - self._capacity(n)  # the limit may rise meanwhile
-                slowest = minimum_sequence(gating, self._next_value)
                 if attempt:  # the time so far, so that a producer blocked for long shows it
                     now = time.monotonic()
                     self.producer_wait_seconds += now - last
                     last = now
+                self._check_alert()
+                wrap_point = next_seq - self._capacity(n)  # the limit may rise meanwhile
+                slowest = minimum_sequence(gating, self._next_value)
                 if wrap_point <= slowest:
                     self._cached_gating = slowest
                     break
@@ -219,12 +219,12 @@ class MultiProducerSequencer(Sequencer):
         last = 0.0
         lock = self._claim_lock
         while True:
-            self._check_alert()
             with lock:
                 if attempt:  # the time so far (under the lock: producers waiting at once all count)
                     now = time.monotonic()
                     self.producer_wait_seconds += now - last
                     last = now
+                self._check_alert()
                 current = self.cursor.value
                 next_seq = current + n
                 wrap_point = next_seq - self._capacity(n)

@@ -52,14 +52,14 @@ EXPORTS: dict[str, Export] = {
     "executors.delivered": Export(
         "tuplemesh_tuples_delivered_total", "(task, tuple) deliveries the component's emits made."
     ),
-    "executors.backpressure_waits": Export(
-        "tuplemesh_backpressure_waits_total",
+    "executors.backpressure_holds": Export(
+        "tuplemesh_backpressure_holds_total",
         "Times a component's emits were held on a congested task of another worker (per-task "
         "backpressure: its inbox is above topology.backpressure.watermark).",
     ),
-    "executors.backpressure_wait_seconds": Export(
-        "tuplemesh_backpressure_wait_seconds_total",
-        "Time a component's emits were held on congested tasks of other workers, added as each hold ends.",
+    "executors.backpressure_hold_seconds": Export(
+        "tuplemesh_backpressure_hold_seconds_total",
+        "Time a component's emits were held on congested tasks of other workers, counted as each hold goes.",
     ),
     "executors.errors": Export(
         "tuplemesh_bolt_errors_total", "Exceptions raised by bolt code, by component."
@@ -126,12 +126,12 @@ EXPORTS: dict[str, Export] = {
     ),
     "queues.producer_waits": Export(
         "tuplemesh_queue_producer_waits_total",
-        "Claims of a slot that waited for room: the queue was full, or filled to the slots "
-        "topology.backpressure.target.ms allows.",
+        "Claims (of one slot or more) that waited for room: the queue was full, or filled to the "
+        "slots topology.backpressure.target.ms allows.",
     ),
     "queues.producer_wait_seconds": Export(
         "tuplemesh_queue_producer_wait_seconds_total",
-        "Time producers waited for room in the queue, added as each wait ends.",
+        "Time producers waited for room in the queue, counted as each wait goes.",
     ),
     "queues.published": Export(
         "tuplemesh_queue_published_batches_total", "Batches published into the queue."

@@ -18,7 +18,7 @@ from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
 from tuplemesh.security import REBALANCE, ProofRefused, ProofVerifier, is_worker_certificate, mesh_secret
-from tuplemesh.server.status_proto import snapshot_to_proto
+from tuplemesh.server.status_proto import queue_to_proto, snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.ui.graph import topology_graph
@@ -71,14 +71,7 @@ class QueueRates:
             self._last = (now, cursors)
         elapsed = max(now - then, 1e-9)
         return [
-            admin_pb2.QueueInfo(
-                name=q.name,
-                depth=q.depth,
-                capacity=q.capacity,
-                limit=q.limit,
-                published=q.published,
-                publish_rate=(q.published - before.get(q.name, q.published)) / elapsed,
-            )
+            queue_to_proto(q, (q.published - before.get(q.name, q.published)) / elapsed)
             for q in snapshot.queues
         ]
 

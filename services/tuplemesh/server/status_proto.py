@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 
 from tuplemesh.core.stats import (
     EXECUTOR_COUNTERS,
+    EXECUTOR_HOLD_FIELDS,
     AlignmentSnapshot,
     CheckpointSnapshot,
     ErrorSnapshot,
@@ -34,7 +35,7 @@ from tuplemesh.discovery.base import DiscoveryStats
 from tuplemesh.transport.stats import BindingStats, ConnectionStats
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["field_pairs", "snapshot_from_proto", "snapshot_to_proto", "spouts_quiet"]
+__all__ = ["field_pairs", "queue_to_proto", "snapshot_from_proto", "snapshot_to_proto", "spouts_quiet"]
 
 S = TypeVar("S")
 
@@ -256,7 +257,7 @@ _EXECUTOR: _Table[ExecutorSnapshot] = _Table(
     ExecutorSnapshot,
     admin_pb2.ExecutorStatus,
     (
-        *_same("name", "component", "spout", "finished", *EXECUTOR_COUNTERS, "backpressure_wait_seconds"),
+        *_same("name", "component", "spout", "finished", *EXECUTOR_COUNTERS, *EXECUTOR_HOLD_FIELDS),
         _Row("tasks", "tasks", _SEQUENCE),
         *_same("execute_seconds", "inbox_wait", kind=_HISTOGRAM),
         _Row("alignment", "alignment", _Nested(_flat(AlignmentSnapshot, admin_pb2.AlignmentStatus), True)),
@@ -373,6 +374,13 @@ def snapshot_to_proto(
         snapshot, transport=transport, state=state, reports_json=reports_json, rss_bytes=rss_bytes
     )
     return status
+
+
+def queue_to_proto(queue: QueueSnapshot, publish_rate: float) -> admin_pb2.QueueInfo:
+    """The QueueInfo of ``queue`` with its publish rate (ListQueues and WatchStats: a rate
+    between two snapshots, which one snapshot does not have)."""
+    info: admin_pb2.QueueInfo = _QUEUE.to_proto(queue, publish_rate=publish_rate)
+    return info
 
 
 def snapshot_from_proto(status: admin_pb2.WorkerStatus) -> WorkerSnapshot:

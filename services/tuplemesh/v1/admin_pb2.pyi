@@ -13,7 +13,7 @@ class GetStatusRequest(_message.Message):
     def __init__(self, include_reports: _Optional[bool] = ...) -> None: ...
 
 class ExecutorStatus(_message.Message):
-    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait", "alignment", "first_error", "abandoned_on_halt", "backpressure_waits", "backpressure_wait_seconds")
+    __slots__ = ("name", "component", "tasks", "spout", "emitted", "executed", "received", "acked", "failed", "errors", "delivered", "finished", "timed_out", "deserialize_errors", "dropped_on_stop", "spout_errors", "execute_seconds", "inbox_wait", "alignment", "first_error", "abandoned_on_halt", "backpressure_holds", "backpressure_hold_seconds")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
@@ -35,8 +35,8 @@ class ExecutorStatus(_message.Message):
     ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
     FIRST_ERROR_FIELD_NUMBER: _ClassVar[int]
     ABANDONED_ON_HALT_FIELD_NUMBER: _ClassVar[int]
-    BACKPRESSURE_WAITS_FIELD_NUMBER: _ClassVar[int]
-    BACKPRESSURE_WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BACKPRESSURE_HOLDS_FIELD_NUMBER: _ClassVar[int]
+    BACKPRESSURE_HOLD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     name: str
     component: str
     tasks: _containers.RepeatedScalarFieldContainer[int]
@@ -58,9 +58,9 @@ class ExecutorStatus(_message.Message):
     alignment: AlignmentStatus
     first_error: UserError
     abandoned_on_halt: int
-    backpressure_waits: int
-    backpressure_wait_seconds: float
-    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ..., alignment: _Optional[_Union[AlignmentStatus, _Mapping]] = ..., first_error: _Optional[_Union[UserError, _Mapping]] = ..., abandoned_on_halt: _Optional[int] = ..., backpressure_waits: _Optional[int] = ..., backpressure_wait_seconds: _Optional[float] = ...) -> None: ...
+    backpressure_holds: int
+    backpressure_hold_seconds: float
+    def __init__(self, name: _Optional[str] = ..., component: _Optional[str] = ..., tasks: _Optional[_Iterable[int]] = ..., spout: _Optional[bool] = ..., emitted: _Optional[int] = ..., executed: _Optional[int] = ..., received: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., errors: _Optional[int] = ..., delivered: _Optional[int] = ..., finished: _Optional[bool] = ..., timed_out: _Optional[int] = ..., deserialize_errors: _Optional[int] = ..., dropped_on_stop: _Optional[int] = ..., spout_errors: _Optional[int] = ..., execute_seconds: _Optional[_Union[Histogram, _Mapping]] = ..., inbox_wait: _Optional[_Union[Histogram, _Mapping]] = ..., alignment: _Optional[_Union[AlignmentStatus, _Mapping]] = ..., first_error: _Optional[_Union[UserError, _Mapping]] = ..., abandoned_on_halt: _Optional[int] = ..., backpressure_holds: _Optional[int] = ..., backpressure_hold_seconds: _Optional[float] = ...) -> None: ...
 
 class UserError(_message.Message):
     __slots__ = ("component", "task", "method", "type", "message", "worker", "at")

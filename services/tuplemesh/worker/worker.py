@@ -393,15 +393,14 @@ class Worker:
                 spout=isinstance(e, SpoutExecutor),
                 finished=isinstance(e, SpoutExecutor) and e.finished.is_set(),
                 delivered=e.outbox.delivered,
-                backpressure_waits=b[0],
-                backpressure_wait_seconds=b[1],
+                backpressure_holds=e.outbox.backpressure_holds,
+                backpressure_hold_seconds=e.outbox.backpressure_hold_seconds,
                 execute_seconds=HistogramSnapshot.of(e.execute_seconds),
                 inbox_wait=HistogramSnapshot.of(e.inbox_wait),
                 first_error=e.first_error,
                 **{**c, **e.feature_fields()},
             )
             for e, c in counters
-            for b in (e.outbox.backpressure(),)
         )
         delivered = sum(e.delivered for e in executors) + injected
         queues = tuple(
