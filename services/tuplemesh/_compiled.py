@@ -34,6 +34,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.acking.mailbox",
     "tuplemesh.worker.receive",
     "tuplemesh.worker.inbox_reader",
+    "tuplemesh.worker.bolt_input",
     "tuplemesh.worker.executor",
 )
 

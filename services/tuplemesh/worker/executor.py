@@ -11,7 +11,6 @@ Outbox at the batch size or on the flush interval.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -40,8 +39,6 @@ from tuplemesh.errors import AlertError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import (
     Serializer,
-    is_batch,
-    rows_count,
 )
 from tuplemesh.topology import (
     BatchBolt,
@@ -55,6 +52,7 @@ from tuplemesh.topology import (
 )
 from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.user_metrics import UserMetrics
+from tuplemesh.worker.bolt_input import BoltFailures, BoltRun, Halt, SampledRun, abandoned_in, bolt_run
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.inbox_reader import InboxReader
@@ -333,44 +331,37 @@ class Executor(Generic[CollectorT]):
         return not self._loop_thread.is_alive()
 
 
-#: A bolt executor's per-task calls: ``execute``, ``execute_batch`` and ``process`` (each behind its
-#: acking wrapper), by task.
-_Calls = tuple[dict[int, Any], dict[int, Any], dict[int, Any]]
-
-
 class BoltExecutor(Executor[BoltOutputCollector]):
     """Runs bolt tasks on a BatchEventProcessor over the inbox."""
 
     def __init__(self, spec: ExecutorSpec, wiring: ExecutorWiring) -> None:
         self.collectors = {}
-        #: set by ``halt`` (any thread); the executing loops stop at the next tuple
-        self._halting = False
+        #: set by ``halt`` (any thread); the runs stop at the next tuple
+        self.halting = Halt()
         super().__init__(spec, wiring)
         first = next(iter(self.collectors.values()))  # the executor's tasks share their trees
         self.reader.rows_of = first.rows_of
         self.reader.fail_trees = first.fail
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
-        # the per-tuple call of each task, chosen once (a BasicBolt with acking on acks after it)
-        self._execute = {
-            task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
-        }
-        # bolts with ``execute_batch`` get each task's part of an inbox batch in one call, at most
-        # ``topology.producer.batch.size`` tuples at a time: an inbox batch from another worker can
-        # hold a whole transfer batch, and one call over all of it would emit it in one burst
-        self.execute_batch_limit = max(1, wiring.plan.queue_settings.producer_batch_tuples)
         #: each task's entry point (``process``, ``execute_batch`` or ``execute``), chosen once
         self._entry = {task: entry_point(bolt) for task, bolt in self.bolts.items()}
-        self._execute_batches = {
-            task: self.acking.batch_call(cast(BatchBolt, bolt), self.collectors[task])
-            for task, bolt in self.bolts.items()
-            if self._entry[task] == "execute_batch"
-        }
-        # bolts with ``process`` get their input as columns (`Columns`)
-        self._process = {
-            task: self.acking.process_call(cast(ColumnarBolt, bolt), self.collectors[task])
-            for task, bolt in self.bolts.items()
-            if self._entry[task] == "process"
-        }
+        entry = self._entry[spec.tasks[0]]  # a component's tasks are of one class
+        # each task's call, chosen once: a BasicBolt with acking on acks its input after it
+        calls: dict[int, Any]
+        if entry == "process":
+            calls = {
+                task: self.acking.process_call(cast(ColumnarBolt, bolt), self.collectors[task])
+                for task, bolt in self.bolts.items()
+            }
+        elif entry == "execute_batch":
+            calls = {
+                task: self.acking.batch_call(cast(BatchBolt, bolt), self.collectors[task])
+                for task, bolt in self.bolts.items()
+            }
+        else:
+            calls = {
+                task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
+            }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
         # what waits in the inbox is bounded in time: this executor's measured time per batch
@@ -379,35 +370,31 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         self.queue_limit: QueueTimeLimit | None = (
             QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
         )
-        # features wrap each task's calls once, here: with none, the loop runs the calls as built
+        # features wrap each task's call once, here: with none, the loop runs the calls as built
         self._markers: dict[Marker, Callable[[], None]] = {}
-        plain: _Calls = (self._execute, self._execute_batches, self._process)
+        wrapped = calls
         every = 0  # wrapped calls run on one inbox batch in ``every`` (0: nothing is wrapped)
         for hooks in self.feature_hooks:
             self._markers.update(hooks.markers)
-            wrap, wrap_batch, wrap_process = hooks.wrap_execute, hooks.wrap_execute_batch, hooks.wrap_process
+            wrap: Callable[[int, Any], Any] | None = (
+                hooks.wrap_process
+                if entry == "process"
+                else hooks.wrap_execute_batch
+                if entry == "execute_batch"
+                else hooks.wrap_execute
+            )
             if wrap is not None:
-                self._execute = {task: wrap(task, fn) for task, fn in self._execute.items()}
-            if wrap_batch is not None:
-                self._execute_batches = {
-                    task: wrap_batch(task, fn) for task, fn in self._execute_batches.items()
-                }
-            if wrap_process is not None:
-                self._process = {task: wrap_process(task, fn) for task, fn in self._process.items()}
-            if wrap is not None or wrap_batch is not None or wrap_process is not None:
+                wrapped = {task: wrap(task, fn) for task, fn in wrapped.items()}
                 every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
-        self._plain_calls = plain
-        self._wrapped_calls: _Calls = (self._execute, self._execute_batches, self._process)
-        self._wrap_every = every
-        # batches left before the next wrapped one: drawn at random around ``every``, so batches
-        # that arrive in a fixed rotation (senders taking turns) are all sampled alike
-        self._until_wrapped = every
-        #: what runs an inbox batch's tuples: chosen here, so choosing the batches wrappers run on
-        #: (``every_batches``) costs nothing to executors no feature wraps
-        self._run_batch: Callable[[list[tuple[int | None, Any]]], None] = self._execute_batch
-        if every > 1:
-            self._execute, self._execute_batches, self._process = plain
-            self._run_batch = self._execute_batch_sampled
+        failures = BoltFailures(spec.component, self.collectors, self._record_error, self.errors_log)
+        parts = (self.reader, self.counters, self.halting, failures)
+        # at most ``topology.producer.batch.size`` tuples per batch call
+        limit = wiring.plan.queue_settings.producer_batch_tuples
+        run: BoltRun = bolt_run(entry, wrapped, limit, *parts)
+        if every > 1:  # the wrapped calls on some batches only: the plain ones cost nothing more
+            run = SampledRun(bolt_run(entry, calls, limit, *parts), run, every)
+        #: what runs an inbox batch's tuples
+        self._run_batch: BatchRun = run.run
         # an inbox batch's whole handling, chosen here with the features' wrappers around it (a
         # checkpointed topology's barrier alignment innermost): with none, the plain run
         take: BatchRun = self._run_batch
@@ -434,7 +421,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         """Stop now: after the tuple in hand (not the rest of its batch: a slow bolt would run
         past the shutdown timeout), abandoning whatever is still in the inbox; both are counted
         in ``abandoned_on_halt``."""
-        self._halting = True
+        self.halting.on = True
         self._stop_features()
         self.processor.halt()
 
@@ -447,7 +434,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
 
     def on_shutdown(self) -> None:
         self._stop_features()
-        if self._halting:
+        if self.halting.on:
             self._count_left_in_inbox()
         self._exit_features()
         self._final_flush()
@@ -515,62 +502,6 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
 
-    def _execute_batch_sampled(self, batch: list[tuple[int | None, Any]]) -> None:
-        """Run one batch in ``_wrap_every`` through the features' wrapped calls, the others
-        through the plain ones (only when a wrapping feature samples)."""
-        self._until_wrapped -= 1
-        if self._until_wrapped > 0:
-            self._execute_batch(batch)
-            return
-        self._until_wrapped = random.randint(1, 2 * self._wrap_every - 1)  # ``every`` on average
-        self._execute, self._execute_batches, self._process = self._wrapped_calls
-        try:
-            self._execute_batch(batch)
-        finally:
-            self._execute, self._execute_batches, self._process = self._plain_calls
-
-    def _execute_batch(self, batch: list[tuple[int | None, Any]]) -> None:
-        if self._process:
-            self._process_batches(batch)
-            return
-        if self._execute_batches:
-            self._execute_task_batches(batch)
-            return
-        execute = self._execute
-        counters = self.counters
-        executed = 0
-        rows_codec = self.reader.rows_codec
-        for index, (task, item) in enumerate(batch):
-            if self._halting:  # checked per tuple: a halt must not wait for a slow bolt's batch
-                self._abandon(batch, index)
-                break
-            kind = item.__class__
-            if kind is bytes:
-                if rows_codec and is_batch(item):
-                    executed += self._execute_each(task, self.reader.decode_rows(item), rows_count(item))
-                    continue
-                item = self.reader.decode(item)
-                if item is None:
-                    continue
-            elif kind is list:  # a local emit_many's tuples for this task
-                executed += self._execute_each(task, item, len(item))
-                continue
-            elif kind is Columns:  # a local emit_columns' rows for this task
-                executed += self._execute_each(task, self.reader.rows_of(item), len(item))
-                continue
-            if task is None:  # no task: broadcast to every task of this executor
-                for each, fn in execute.items():
-                    executed += 1
-                    self._run(each, fn, item)
-                continue
-            executed += 1
-            try:
-                execute[task](item)
-            except Exception as exc:
-                self._bolt_error(task, item, exc)
-        counters.executed += executed
-        counters.received += len(batch)
-
     def _count_left_in_inbox(self) -> None:
         """After a halt: count the tuples of the batches still published in the inbox."""
         low = self.processor.sequence.value + 1
@@ -578,221 +509,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         for sequence in range(low, high + 1):
             entry = self.inbox.get(sequence)
             if entry.__class__ is Batch or entry.__class__ is list:
-                self._abandon(entry, 0)
-
-    def _abandon(self, batch: list[tuple[int | None, Any]], start: int) -> None:
-        """Count ``batch[start:]`` as abandoned by a halt, in tuples."""
-        abandoned = 0
-        for index in range(start, len(batch)):
-            item = batch[index][1]
-            kind = item.__class__
-            if kind is list or kind is Columns:
-                abandoned += len(item)
-            elif kind is bytes and is_batch(item):
-                abandoned += rows_count(item)
-            else:
-                abandoned += 1
-        self.counters.abandoned_on_halt += abandoned
-
-    def _execute_each(self, task: int | None, tuples: list[Tuple], carried: int) -> int:
-        """Execute each of the ``carried`` tuples of one inbox entry (``tuples``: those that
-        decoded) one by one; returns the execute calls made."""
-        self.counters.received += carried - 1  # the caller counts the entry once
-        executed = 0
-        for index, tup in enumerate(tuples):
-            if self._halting:
-                self.counters.abandoned_on_halt += len(tuples) - index
-                break
-            if task is None:
-                for each, fn in self._execute.items():
-                    executed += 1
-                    self._run(each, fn, tup)
-            else:
-                executed += 1
-                self._run(task, self._execute[task], tup)
-        return executed
-
-    def _execute_task_batches(self, batch: list[tuple[int | None, Any]]) -> None:
-        """Split an inbox batch by task, in arrival order, and hand each task its part at once."""
-        per_task: dict[int, list[Tuple]] = {}
-        received = len(batch)
-        rows_codec = self.reader.rows_codec
-        target: int | None
-        for target, item in batch:
-            kind = item.__class__
-            if kind is list:  # a local emit_many's tuples for this task
-                received += len(item) - 1
-                self._gather(per_task, target, item)
-                continue
-            if kind is Columns:  # a local emit_columns' rows for this task
-                received += len(item) - 1
-                self._gather(per_task, target, list(self.reader.rows_of(item)))
-                continue
-            if kind is bytes:
-                if rows_codec and is_batch(item):
-                    received += rows_count(item) - 1
-                    self._gather(per_task, target, self.reader.decode_rows(item))
-                    continue
-                item = self.reader.decode(item)
-                if item is None:
-                    continue
-            if target is None:
-                self._gather(per_task, None, [item])
-                continue
-            mine = per_task.get(target)
-            if mine is None:
-                per_task[target] = [item]
-            else:
-                mine.append(item)
-        executed = 0
-        calls = self._execute_batches
-        most = self.execute_batch_limit
-        for task, tuples in per_task.items():
-            for start in range(0, len(tuples), most):
-                if self._halting:  # a task's part at a time: execute_batch takes it whole
-                    self.counters.abandoned_on_halt += len(tuples) - start
-                    break
-                executed += min(most, len(tuples) - start)
-                part = tuples if len(tuples) <= most else tuples[start : start + most]
-                try:
-                    calls[task](part)
-                except Exception as exc:
-                    self._batch_error(task, part, exc)
-        self.counters.executed += executed
-        self.counters.received += received
-
-    def _process_batches(self, batch: list[tuple[int | None, Any]]) -> None:
-        """Split an inbox batch by task and by source (task and stream), and hand each task one
-        `Columns` per source (``process``) with that source's rows in arrival order: the pieces
-        one source sent (columns payloads, local ``emit_columns`` parts, rows, single tuples) are
-        joined, so a bolt's call covers what the inbox batch holds, not what one emit held.
-        Order holds per source, as Storm's does; between sources it does not. A batch tracked as
-        a whole (acking) is a call of its own, however long."""
-        per_task: dict[int, dict[tuple[int, str, str, int], list[Columns | list[Tuple]]]] = {}
-        # per source: pieces after a batch tracked as a whole start a new group, so that the
-        # source's order holds (the whole batch is a call of its own)
-        generation: dict[tuple[int, int, str, str], int] = {}
-        received = len(batch)
-        rows_codec = self.reader.rows_codec
-        target: int | None
-        for target, item in batch:
-            kind = item.__class__
-            run: Columns | list[Tuple]
-            if kind is Columns or kind is list:
-                received += len(item) - 1
-                run = item
-            elif kind is bytes:
-                if rows_codec and is_batch(item):
-                    received += rows_count(item) - 1
-                    run = self.reader.decode_batch(item)
-                else:
-                    tup = self.reader.decode(item)
-                    if tup is None:
-                        continue
-                    run = [tup]
-            else:
-                run = [item]
-            if not len(run):
-                continue
-            first = run if isinstance(run, Columns) else run[0]
-            whole = isinstance(run, Columns) and run.anchors is not None
-            for task in self._process if target is None else (target,):
-                origin = (task, first.source_task, first.source_component, first.source_stream)
-                age = generation.get(origin, 0)
-                if whole:  # acked as a whole: a call of its own, and what follows comes after it
-                    generation[origin] = age = age + 2
-                    source = (first.source_task, first.source_component, first.source_stream, age - 1)
-                else:
-                    source = (first.source_task, first.source_component, first.source_stream, age)
-                sources = per_task.get(task)
-                if sources is None:
-                    per_task[task] = {source: [run]}
-                    continue
-                pieces = sources.get(source)
-                if pieces is None:
-                    sources[source] = [run]
-                else:
-                    pieces.append(run)
-        executed = 0
-        calls = self._process
-        for task, sources in per_task.items():
-            for pieces in sources.values():
-                columns = Columns.join(pieces)
-                size = len(columns)
-                most = self.execute_batch_limit
-                if columns.anchors is not None:  # tracked as a whole: one call, however long
-                    columns.on_rows = self.reader.rows_of  # a bolt may ack it whole, or row by row
-                    most = max(most, size)
-                for start in range(0, size, most):
-                    if self._halting:  # a part at a time: process takes it whole
-                        self.counters.abandoned_on_halt += size - start
-                        break
-                    part = columns if size <= most else columns.slice(start, start + most)
-                    executed += len(part)
-                    try:
-                        calls[task](part)
-                    except Exception as exc:
-                        self._batch_error(task, part, exc, "process")
-        self.counters.executed += executed
-        self.counters.received += received
-
-    def _gather(self, per_task: dict[int, list[Tuple]], task: int | None, tuples: list[Tuple]) -> None:
-        """Add ``tuples`` to ``task``'s part (every task's, for a broadcast); may take the list."""
-        if task is None:  # no task: broadcast to every task of this executor
-            for each in self._execute_batches:
-                per_task.setdefault(each, []).extend(tuples)
-            return
-        mine = per_task.get(task)
-        if mine is None:
-            per_task[task] = tuples
-        else:
-            mine.extend(tuples)
-
-    def _batch_error(
-        self, task: int, tuples: list[Tuple] | Columns, exc: Exception, method: str = "execute_batch"
-    ) -> None:
-        """``execute_batch`` (or ``process``) raised: count it once, log it, and fail every tuple
-        it was given (a batch tracked as a whole: the batch, once)."""
-        self._record_error(method, task, exc)
-        self.errors_log.log(
-            "bolt %s task %s raised %r in %s on %d tuples; all failed",
-            self.spec.component,
-            task,
-            exc,
-            method,
-            len(tuples),
-        )
-        fail = self.collectors[task].fail
-        for tup in [tuples] if isinstance(tuples, Columns) else tuples:
-            try:
-                fail(tup)
-            except AlertError:
-                raise
-            except Exception as fail_exc:  # e.g. the acker message did not fit: the tree times out
-                self.errors_log.log(
-                    "bolt %s task %s: failing %r raised %r", self.spec.component, task, tup, fail_exc
-                )
-
-    def _run(self, task: int, fn: Any, item: Tuple) -> None:
-        try:
-            fn(item)
-        except Exception as exc:
-            self._bolt_error(task, item, exc)
-
-    def _bolt_error(self, task: int, item: Any, exc: Exception) -> None:
-        """A bolt raised: count and log it, and fail the tuple (its tree, when tracked)."""
-        self._record_error("execute", task, exc)
-        self.errors_log.log(
-            "bolt %s task %s raised %r on %r; tuple failed", self.spec.component, task, exc, item
-        )
-        try:
-            self.collectors[task].fail(item)
-        except AlertError:
-            raise
-        except Exception as fail_exc:  # e.g. the acker message did not fit: the tree times out
-            self.errors_log.log(
-                "bolt %s task %s: failing %r raised %r", self.spec.component, task, item, fail_exc
-            )
+                self.counters.abandoned_on_halt += abandoned_in(self.reader, entry, 0)
 
 
 class SpoutExecutor(Executor[SpoutOutputCollector]):

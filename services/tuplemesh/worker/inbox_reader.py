@@ -161,16 +161,28 @@ class InboxReader:
         decoded = self.decode_batch(payload)
         return self.rows_of(decoded) if isinstance(decoded, Columns) else decoded
 
-    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
-        """The tuples an inbox entry other than a Tuple carries (a payload, a rows or columns
-        payload, a local emit_many's list or emit_columns' `Columns`) and how many tuples it
-        stands for; undecodable ones are counted (as failed) and left out."""
+    def read(self, entry: Any) -> tuple[Columns | list[Tuple], int]:
+        """What an inbox entry other than a Tuple carries (a payload, a rows or columns payload,
+        a local emit_many's list or emit_columns' `Columns`), columns kept as columns, and how
+        many tuples it stands for; undecodable ones are counted (as failed) and left out."""
         kind = entry.__class__
-        if kind is list:
+        if kind is list or kind is Columns:
             return entry, len(entry)
-        if kind is Columns:
-            return self.rows_of(entry), len(entry)
         if self.rows_codec and is_batch(entry):
-            return self.decode_rows(entry), rows_count(entry)
+            return self.decode_batch(entry), rows_count(entry)
         tup = self.decode(entry)
         return ([] if tup is None else [tup]), 1
+
+    def unpack(self, entry: Any) -> tuple[list[Tuple], int]:
+        """As `read`, with a batch of columns as its rows (`rows_of`)."""
+        run, carried = self.read(entry)
+        return (self.rows_of(run) if isinstance(run, Columns) else run), carried
+
+    def carried(self, entry: Any) -> int:
+        """How many tuples an inbox entry stands for, without decoding it."""
+        kind = entry.__class__
+        if kind is list or kind is Columns:
+            return len(entry)
+        if kind is bytes:
+            return self.tuples_in(entry)
+        return 1
