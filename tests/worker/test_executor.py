@@ -164,3 +164,59 @@ def test_a_system_message_reaches_a_spout_that_takes_them_and_is_counted_and_ign
         assert executor.join(10.0)
     ignored = [r for r in caplog.records if "ignored unexpected tuple" in r.getMessage()]
     assert len(ignored) == (0 if taken else 1)
+
+
+class MessageIdSpout(ListSpout):
+    """Emits each item with its first value as the message id; records the ids acked and failed."""
+
+    def __init__(self, items: list[list[Any]]) -> None:
+        super().__init__(items, ["n"])
+        self.acked: list[Any] = []
+        self.failed: list[Any] = []
+
+    def next_tuple(self) -> None:
+        item = next(self.mine, None)
+        if item is None:
+            self.done = True
+        else:
+            self.collector.emit(item, msg_id=item[0])
+
+    def ack(self, msg_id: Any) -> None:
+        self.acked.append(msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.failed.append(msg_id)
+
+
+def test_a_spout_executor_settles_its_trees_by_the_ackers_verdicts_and_logs_a_malformed_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    builder = TopologyBuilder("t")
+    builder.set_spout("s", MessageIdSpout([["a"], ["b"], ["c"]]))
+    builder.set_bolt("b", RecordingBolt()).shuffle_grouping("s")
+    conf = Config({"topology.acker.executors": 1, "topology.message.timeout.secs": 600})
+    plan = WorkerPlan.build(builder.build(), 0, 1, conf)
+    [spec] = [e for e in plan.executors if e.component == "s"]
+    executor = SpoutExecutor(spec, wiring(plan))  # no acker runs: only these verdicts settle trees
+    [spout] = executor.tasks.values()
+    assert isinstance(spout, MessageIdSpout)
+    executor.start()
+    eventually(lambda: executor.open_trees == 3, message="three trees open")
+    roots = list(executor.tracker._open)  # the executor's thread no longer touches them: all emitted
+    [acker_task] = plan.assignment.component_tasks["__acker"]
+
+    def verdict(values: list[Any]) -> Batch:
+        fields = Fields(["acked", "failed"][: len(values)])
+        return Batch([(spec.tasks[0], Tuple(values, acker_task, "__acker", "__ack_verdict", fields))])
+
+    with caplog.at_level(logging.WARNING, logger="tuplemesh.worker.executor"):
+        executor.inbox.put(verdict([[roots[0]]]))  # one list: not [acked roots, failed roots]
+        eventually(lambda: executor.counters.received == 1, message="the malformed verdict was taken")
+        executor.inbox.put(verdict([[roots[0]], [roots[2], 12345]]))  # 12345: not a tree of it
+        eventually(lambda: executor.open_trees == 1, message="two trees settled")
+        executor.request_stop()
+        assert executor.join(10.0)
+    ignored = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert len(ignored) == 1 and "2 lists (acked roots, failed roots), this one 1" in ignored[0]
+    assert spout.acked == ["a"] and spout.failed == ["c"]
+    assert (executor.counters.acked, executor.counters.failed, executor.counters.received) == (1, 1, 2)

@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from tuplemesh.config import seconds
-from tuplemesh.core.acking import VERDICT_STREAM, AckingSettings
+from tuplemesh.core.acking import AckingSettings
 from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
 from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, TaskContext
 from tuplemesh.topology.groupings import DirectGrouping
@@ -48,6 +48,8 @@ __all__ = [
 ACKER = "__acker"
 #: spout or bolt -> acker: [inits [root, value, spout task]*, acks [root, value]*, fails [root]*]
 ACKING_STREAM = "__acking"
+#: acker -> spout: [acked roots, failed roots]
+VERDICT_STREAM = "__ack_verdict"
 SYSTEM_STREAMS = frozenset({ACKING_STREAM, VERDICT_STREAM})
 
 _TO_ACKER = {ACKING_STREAM: StreamDef(Fields(["inits", "acks", "fails"]), direct=True)}

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from tuplemesh.acking.acker import ACKER, ACKING_STREAM
+from tuplemesh.acking.acker import ACKER, ACKING_STREAM, VERDICT_STREAM
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking
+from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking, Verdict
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
@@ -106,6 +106,16 @@ class TreeAcking:
             tracked.ack(batch)  # once when tracked as a whole, else each row
 
         return process_and_ack
+
+    def verdict(self, tup: Tuple) -> Verdict | None:
+        """An acker's ``[acked roots, failed roots]`` on ``VERDICT_STREAM``; None for another
+        stream's tuple."""
+        if tup.source_stream != VERDICT_STREAM:
+            return None
+        values = tup.values
+        if len(values) != 2:
+            raise ValueError(f"a verdict holds 2 lists (acked roots, failed roots), this one {len(values)}")
+        return values[0], values[1]
 
 
 def executor_acking(

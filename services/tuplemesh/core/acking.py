@@ -1,7 +1,7 @@
 """What an executor asks of guaranteed processing (Storm's acking), which plugs in from its own
 package (``tuplemesh.acking``, named in ``tuplemesh.core.registry``): the config it reads
 (`AckingSettings`), the per-executor port (`ExecutorAcking`) and its null object for acking off
-(`NoAcking`), and the stream on which the ackers tell a spout executor their verdicts.
+(`NoAcking`).
 
 The choice is made once per executor, when it is built: no per-tuple code asks whether acking is
 on. The executor loop names only the types here; the tracked collectors, the acker mailbox and
@@ -10,7 +10,7 @@ the acker bolt are the acking package's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,15 +21,15 @@ from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import BatchBolt, Bolt, ColumnarBolt, Columns, Tuple
 
 __all__ = [
-    "VERDICT_STREAM",
     "AckingFactory",
     "AckingSettings",
     "ExecutorAcking",
     "NoAcking",
+    "Verdict",
 ]
 
-#: acker -> spout: [acked roots, failed roots]
-VERDICT_STREAM = "__ack_verdict"
+#: An acker's verdict on tuple trees a spout executor started: (the roots acked, the roots failed).
+Verdict = tuple[Sequence[Any], Sequence[Any]]
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,12 @@ class ExecutorAcking(Protocol):
         """The columnar call (``process``)."""
         ...
 
+    def verdict(self, tup: Tuple) -> Verdict | None:
+        """What ``tup``, taken from a spout executor's inbox, tells of its trees: an acker's
+        verdict, or None for a tuple that is not one (a checkpoint coordinator's). Raises
+        ValueError for a verdict that is not well formed."""
+        ...
+
 
 #: Builds one executor's acking: (its outbox, its component, its first task, that task's routes,
 #: the worker's local tasks). One per executor: its tasks share the outbox and the trees' ids.
@@ -106,3 +112,6 @@ class NoAcking:
 
     def process_call(self, bolt: ColumnarBolt, collector: BoltOutputCollector) -> Callable[[Columns], None]:
         return bolt.process
+
+    def verdict(self, tup: Tuple) -> Verdict | None:
+        return None  # no ackers: no verdicts

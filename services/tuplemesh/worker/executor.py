@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
-from tuplemesh.core.acking import VERDICT_STREAM, ExecutorAcking
+from tuplemesh.core.acking import ExecutorAcking, Verdict
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
@@ -613,10 +613,15 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                     item = self.reader.decode(item)
                     if item is None:
                         continue
-                if item.source_stream == VERDICT_STREAM:
-                    self._on_verdict(item)
-                else:
+                try:
+                    verdict = self.acking.verdict(item)
+                except ValueError as exc:
+                    self.errors_log.log("spout executor %s: ignored %r: %s", self.name, item, exc)
+                    continue
+                if verdict is None:
                     self._to_controlled_spout(task, item)
+                else:
+                    self._on_verdict(verdict)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -633,19 +638,15 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         elif handler(tup):
             self.finished.clear()  # rewound: it has tuples to emit again
 
-    def _on_verdict(self, tup: Tuple) -> None:
-        """An acker's ``[acked roots, failed roots]``: call the spouts' ack and fail."""
-        values = tup.values
-        if tup.source_stream != VERDICT_STREAM or len(values) != 2:
-            self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
-            return
+    def _on_verdict(self, verdict: Verdict) -> None:
+        """An acker's verdict: call the spouts' ack and fail."""
         finish = self.tracker.finish
-        for verdict, roots in enumerate(values):
+        for outcome, roots in enumerate(verdict):
             for root in roots:
                 entry = finish(root)
                 if entry is None:
                     continue  # the tree timed out before the verdict came, and was failed then
-                self._tell_spout(*entry, acked=verdict == 0)
+                self._tell_spout(*entry, acked=outcome == 0)
 
     def _tell_spout(self, task: int, msg_id: Any, acked: bool) -> None:
         """Count and call the spout's ``ack`` or ``fail`` for one message id."""
