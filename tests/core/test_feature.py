@@ -199,6 +199,65 @@ def test_a_batch_wrapper_runs_around_each_inbox_batch_and_reads_what_it_executed
     assert executor.bolts[task].seen == ["a", "b", 9]  # type: ignore[attr-defined]
 
 
+class Nesting:
+    """Wraps each inbox batch's handling and logs when it enters and leaves; ``holds`` declares
+    it holds input back (as barrier alignment does)."""
+
+    def __init__(self, name: str, holds: bool, log: list[str]) -> None:
+        self.name = name
+        self.holds = holds
+        self.log = log
+
+    def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        if not executor.is_bolt:
+            return None
+
+        def wrap_batch(run: BatchRun) -> BatchRun:
+            def nested(batch: list[tuple[int | None, Any]]) -> None:
+                self.log.append(f"{self.name} in")
+                run(batch)
+                self.log.append(f"{self.name} out")
+
+            return nested
+
+        return ExecutorHooks(wrap_batch=wrap_batch, holds_input=self.holds)
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def section(self) -> Mapping[str, Any]:
+        return {}
+
+    def metrics(self) -> Sequence[FeatureMetric]:
+        return ()
+
+
+@pytest.mark.parametrize("holder_first", [True, False], ids=["holder-attached-first", "holder-attached-last"])
+def test_a_wrapper_that_holds_input_back_is_innermost_whatever_the_order_features_attach_in(
+    holder_first: bool,
+):
+    log: list[str] = []
+    holder, first, second = (
+        Nesting("holder", True, log),
+        Nesting("first", False, log),
+        Nesting("second", False, log),
+    )
+    executor, _ = sink_executor(1, *((holder, first, second) if holder_first else (first, second, holder)))
+    task = executor.task_ids[0]
+    executor.on_event(batch(task, Tuple(["a", 1], 1, "words", "default", FIELDS)), 0, True)
+    assert log == ["second in", "first in", "holder in", "holder out", "first out", "second out"]
+    assert executor.bolts[task].seen == ["a"]  # type: ignore[attr-defined]
+
+
+def test_two_wrappers_that_hold_input_back_are_refused_when_the_executor_is_built():
+    log: list[str] = []
+    with pytest.raises(TypeError, match=r"executor sink.*: 2 features hold its input back; at most one may"):
+        sink_executor(1, Nesting("one", True, log), Nesting("two", True, log))
+
+
 def test_without_a_batch_wrapper_the_executor_runs_the_plain_handling():
     executor, _ = sink_executor(1)
     assert executor._take_batch == executor._run_batch

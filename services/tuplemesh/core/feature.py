@@ -230,12 +230,16 @@ class ExecutorHooks:
     #: uses the smallest, and every wrapper runs on the same batches
     every_batches: int = 1
     #: (a bolt executor's handling of one inbox batch) -> what the executor runs instead, on
-    #: every batch; with several features, the first attached is innermost. A wrapper that
-    #: only observes (a tracing span) calls the handling it was given exactly once per batch;
-    #: one that holds entries back or acts on some itself (checkpoints' barrier alignment,
-    #: registered first so that it is innermost) calls it on what may run now, zero or more
-    #: times per batch, and counts what it consumes in ``ExecutorView.counters``
+    #: every batch. A wrapper that only observes (a tracing span) calls the handling it was
+    #: given exactly once per batch; one that holds entries back or acts on some itself
+    #: (checkpoints' barrier alignment) sets ``holds_input``, calls it on what may run now, zero
+    #: or more times per batch, and counts what it consumes in ``ExecutorView.counters``
     wrap_batch: Callable[[BatchRun], BatchRun] | None = None
+    #: ``wrap_batch`` holds entries back or acts on some itself: the executor puts it innermost,
+    #: so that every observing wrapper sees what ran, whatever order the features attached in
+    #: (observers nest in that order, the first attached inside). At most one per executor: a
+    #: second is refused when the executor is built (two could not agree on what runs).
+    holds_input: bool = False
     #: marker -> what the executor thread runs when that marker comes out of its inbox
     markers: Mapping[Marker, Callable[[], None]] = field(default_factory=dict)
     #: run as the executor starts (its threads), and as it stops or halts (any thread)

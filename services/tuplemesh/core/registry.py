@@ -14,9 +14,8 @@ from typing import Any
 __all__ = ["ACKING", "FEATURES", "RUN_RESOURCES", "TOPOLOGY_PARTS", "resolve"]
 
 FEATURES: tuple[str, ...] = (
-    # first: it starts first (a new attempt counted before anything else starts), its clock
-    # stops before the other features hear the worker stop, and its barrier alignment is the
-    # innermost handling of a bolt executor's inbox batches
+    # first: it starts first (a new attempt counted before anything else starts) and its clock
+    # stops before the other features hear the worker stop
     "tuplemesh.state.feature:feature",
     "tuplemesh.ticks:feature",
     "tuplemesh.hotkeys:feature",

@@ -69,6 +69,7 @@ class Checkpoints:
         self.aligned[executor.name] = aligned
         return ExecutorHooks(
             wrap_batch=aligned.wrap,
+            holds_input=True,
             on_exit=aligned.close,
             snapshot_fields=lambda: {"alignment": aligned.snapshot()},
         )

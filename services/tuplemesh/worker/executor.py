@@ -395,12 +395,19 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             run = SampledRun(bolt_run(entry, calls, limit, *parts), run, every)
         #: what runs an inbox batch's tuples
         self._run_batch: BatchRun = run.run
-        # an inbox batch's whole handling, chosen here with the features' wrappers around it (a
-        # checkpointed topology's barrier alignment innermost): with none, the plain run
+        # an inbox batch's whole handling, chosen here with the features' wrappers around it: one
+        # that holds input back (a checkpointed topology's barrier alignment) innermost, then
+        # the observers in the order they attached; with none, the plain run
+        wrappers = [h for h in self.feature_hooks if h.wrap_batch is not None]
+        holding = [h for h in wrappers if h.holds_input]
+        if len(holding) > 1:
+            raise TypeError(
+                f"executor {spec.name}: {len(holding)} features hold its input back; at most one may"
+            )
         take: BatchRun = self._run_batch
-        for hooks in self.feature_hooks:
-            if hooks.wrap_batch is not None:
-                take = hooks.wrap_batch(take)
+        for hooks in holding + [h for h in wrappers if not h.holds_input]:
+            assert hooks.wrap_batch is not None
+            take = hooks.wrap_batch(take)
         self._take_batch = take
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:

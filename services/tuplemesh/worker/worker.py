@@ -80,7 +80,7 @@ class Worker:
     ) -> None:
         """``features``: the factories of the features to run (None: every registered one, in
         the registry's order; a list of one's own runs a checkpointed topology only with the
-        checkpoints feature, first: it is the barrier alignment its stateful bolts need);
+        checkpoints feature: it is the barrier alignment its stateful bolts need);
         ``epoch``: the assignment epoch the process chose (None: the configured one);
         ``directory``: where the worker process finds its peers (None: fixed ``peers``)."""
         plan = WorkerPlan.build(topology, index, num_workers, conf, epoch)
