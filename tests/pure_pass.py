@@ -47,7 +47,11 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
         "tests/worker/test_backpressure.py",
     ),
     "tuplemesh.worker.inbox_reader": ("tests/worker/test_inbox_reader.py", *_EXECUTOR),
-    "tuplemesh.worker.bolt_input": ("tests/worker/test_bolt_input.py", "tests/worker/test_halt.py", *_EXECUTOR),
+    "tuplemesh.worker.bolt_input": (
+        "tests/worker/test_bolt_input.py",
+        "tests/worker/test_halt.py",
+        *_EXECUTOR,
+    ),
     "tuplemesh.worker.executor": _EXECUTOR,
 }
 
