@@ -9,6 +9,7 @@ OpenTelemetry SDK provider without exporters: the spans' own cost). Variants run
 alternately, ``rounds`` times, each timed in this thread's CPU time (the machine's other load
 shows less); the ratio is of medians.
 
+    python -m bench features        (a part of ``make bench``)
     python -m bench.feature_cost [rounds]
 """
 
@@ -21,6 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from bench.records import Record
 from tests.worker.wiring import wire
 from tuplemesh import tracing
 from tuplemesh.config import Config
@@ -33,7 +35,8 @@ from tuplemesh.worker.executor import BoltExecutor
 
 BATCH = 100
 BATCHES = 2_000  # 200k tuples per run
-SAMPLINGS = (1, 16, 32, 64)
+SAMPLINGS = (1, 16, 64, 128)
+NO_FEATURES = "no features"
 SAMPLE = "topology.hotkeys.sample.every"
 KEYS = 1_000  # distinct words, Zipf-ish: word i drawn with weight 1/(i+1)
 
@@ -109,11 +112,12 @@ def _rate(executor: BoltExecutor, batches: list[Batch]) -> float:
     return BATCHES * BATCH / (time.thread_time() - start)
 
 
-def main(rounds: int = 7) -> int:
+def measure(rounds: int = 7) -> dict[str, list[float]]:
+    """Each variant's rates (tuples per CPU second), ``rounds`` times, alternating."""
     base = Config({})
     hot = load_features(FEATURES)
     variants = {
-        "no features": _executor([], base),
+        NO_FEATURES: _executor([], base),
         "features, hot keys off": _executor(hot, base),
         **{
             f"hot keys, 1 batch in {every}": _executor(
@@ -132,7 +136,34 @@ def main(rounds: int = 7) -> int:
     for _ in range(rounds):
         for name, executor in variants.items():  # alternating: a load change hits every variant
             rates[name].append(_rate(executor, batches))
-    baseline = statistics.median(rates["no features"])
+    return rates
+
+
+def run(quick: bool = False) -> list[Record]:
+    """``python -m bench features``: each variant against no features, in the same run."""
+    rates = measure(3 if quick else 7)
+    baseline = statistics.median(rates[NO_FEATURES])
+    targets = {
+        "features, hot keys off": "nothing wraps the loop (ratio >= 0.95)",
+        f"hot keys, 1 batch in {Config({})[SAMPLE]}": "at the default sampling: costs <= 5% (ratio >= 0.95)",
+    }
+    return [
+        Record(
+            "features",
+            f"fields-grouped count bolt, batches of {BATCH} local tuples, one thread: {name}",
+            "tuples",
+            statistics.median(got),
+            {"the same executor with no features, this run": baseline},
+            targets.get(name, ""),
+        )
+        for name, got in rates.items()
+        if name != NO_FEATURES
+    ]
+
+
+def main(rounds: int = 7) -> int:
+    rates = measure(rounds)
+    baseline = statistics.median(rates[NO_FEATURES])
     for name, got in rates.items():
         median = statistics.median(got)
         runs = ", ".join(f"{r:,.0f}" for r in got)

@@ -205,8 +205,8 @@ KEYS: dict[str, ConfigKey] = {
             bool,
             False,
             "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the web "
-            "UI's hot keys, the tuplemesh_key_skew gauge). Off by default: it costs a cheap bolt's "
-            "loop about a fifth of its throughput at the default sampling (see Hot keys in the "
+            "UI's hot keys, the tuplemesh_key_skew gauge). Off by default: at the default sampling "
+            "it costs the cheapest bolt's loop about 2-3 % of its throughput (see Hot keys in the "
             "operations guide).",
         ),
         ConfigKey(
@@ -214,7 +214,7 @@ KEYS: dict[str, ConfigKey] = {
             int,
             10,
             "Keys listed per fields-grouped stream by Admin.HotKeys, each with its share of tuples "
-            "and of execute time, counted in a sketch of 8 entries per key listed (exact while a "
+            "and of execute time, counted in a sketch of 32 entries per key listed (exact while a "
             "stream has fewer distinct keys than that).",
             lambda v: None if v >= 1 else "must be 1 or more",
             unit="keys",
@@ -222,7 +222,7 @@ KEYS: dict[str, ConfigKey] = {
         ConfigKey(
             "topology.hotkeys.sample.every",
             int,
-            16,
+            128,
             "Hot keys are counted (and timed) in one inbox batch of this many, the others run "
             "untouched: their cost is divided by it. 1 counts every tuple (exact counts).",
             lambda v: None if v >= 1 else "must be 1 or more",

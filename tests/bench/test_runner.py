@@ -39,3 +39,27 @@ def test_bench_ring_json_records_ratios(tmp_path):
     # the machine the figures depend on, printed above the plots of the docs
     assert written["cores"] == os.cpu_count() and written["cpu"]
     assert written["compiled"] is bool(compiled_modules())  # the child runs with this process's env
+
+
+def test_bench_features_reports_each_feature_against_no_features_with_the_hot_keys_target(tmp_path):
+    out = bench("features", "--quick", "--json", "--output", str(tmp_path / "f.json"))
+    assert out.returncode == 0, out.stderr
+    records = json.loads(out.stdout)
+    variants = [r["case"].split("one thread: ", 1)[1] for r in records]
+    assert variants == [
+        "features, hot keys off",
+        *[f"hot keys, 1 batch in {every}" for every in (1, 16, 64, 128)],
+        "one watch (1%, 10/s)",
+        "tracing on",
+    ]
+    for record in records:
+        (baseline,) = record["baselines"]
+        assert baseline["name"] == "the same executor with no features, this run"
+        assert baseline["ratio"] == pytest.approx(
+            record["tuples_per_second"] / baseline["tuples_per_second"], rel=1e-2
+        )
+    targets = {v: r["target"] for v, r in zip(variants, records, strict=True) if r["target"]}
+    assert targets == {
+        "features, hot keys off": "nothing wraps the loop (ratio >= 0.95)",
+        "hot keys, 1 batch in 128": "at the default sampling: costs <= 5% (ratio >= 0.95)",
+    }

@@ -102,8 +102,8 @@ def test_two_workers_answers_merge_into_the_meshs_top_keys() -> None:
 
 
 def test_a_sketch_past_its_capacity_reports_its_error_bound() -> None:
-    # top 1 keeps 8 keys: 20 distinct keys purge, and the bound says by how much counts may be low
-    words = {"hot": 50, **{f"k{i}": 1 for i in range(20)}}
+    # top 1 keeps 32 keys: 60 distinct keys purge, and the bound says by how much counts may be low
+    words = {"hot": 50, **{f"k{i}": 1 for i in range(60)}}
     answer = hot_keys_message(0, section(words, top_k=1))
     (stream,) = merge_hot_keys([answer])["count"]["streams"]
     assert stream["error_bound"] == answer.streams[0].error_bound > 0

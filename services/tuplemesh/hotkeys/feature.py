@@ -39,7 +39,7 @@ TOP_K_KEY = "topology.hotkeys.top.k"
 SAMPLE_KEY = "topology.hotkeys.sample.every"
 #: Keys kept per sketch for each key listed: more than listed, so the listed counts stay exact
 #: while the stream has fewer distinct keys than this and near-exact beyond.
-CAPACITY_PER_KEY = 8
+CAPACITY_PER_KEY = 32
 
 StreamKey = tuple[str, str]  # (source component, stream)
 
@@ -51,10 +51,14 @@ class _ExecutorKeys:
         self.component = executor.component
         self.tasks = len(executor.task_ids)
         self.sketches = {stream: KeySketch(capacity) for stream in keyed}
-        # what the wrapper looks up per tuple: the key's getter and the stream's sketch
-        self.lookup: dict[StreamKey, tuple[Callable[[Sequence[Any]], Hashable], KeySketch]] = {
-            stream: (itemgetter(*indices), self.sketches[stream]) for stream, indices in keyed.items()
-        }
+        # what the wrappers look up per tuple, by stream then source component (no key tuple to
+        # build per tuple): the key's getter and the stream's sketch
+        self.lookup: dict[str, dict[str, tuple[Callable[[Sequence[Any]], Hashable], KeySketch]]] = {}
+        for (source, stream), indices in keyed.items():
+            self.lookup.setdefault(stream, {})[source] = (
+                itemgetter(*indices),
+                self.sketches[(source, stream)],
+            )
         # the same for a batch of columns: the key columns' positions and the stream's sketch
         self.keyed = {stream: (indices, self.sketches[stream]) for stream, indices in keyed.items()}
 
@@ -63,7 +67,8 @@ class _ExecutorKeys:
         clock = time.perf_counter
 
         def observed(tup: Tuple) -> None:
-            found = lookup.get((tup.source_component, tup.source_stream))
+            sources = lookup.get(tup.source_stream)
+            found = None if sources is None else sources.get(tup.source_component)
             if found is None:  # an input that is not fields-grouped
                 fn(tup)
                 return
@@ -89,7 +94,8 @@ class _ExecutorKeys:
                     # one time for the call: each tuple gets an equal part of it
                     each = (clock() - start) / len(tuples)
                     for tup in tuples:
-                        found = lookup.get((tup.source_component, tup.source_stream))
+                        sources = lookup.get(tup.source_stream)
+                        found = None if sources is None else sources.get(tup.source_component)
                         if found is not None:
                             found[1].add(found[0](tup.values), each)
 
@@ -237,4 +243,4 @@ def feature(context: FeatureContext) -> HotKeys | None:
     conf = context.conf
     if not conf.get(ENABLED_KEY, False):
         return None
-    return HotKeys(context, max(1, int(conf.get(TOP_K_KEY, 10))), max(1, int(conf.get(SAMPLE_KEY, 16))))
+    return HotKeys(context, max(1, int(conf.get(TOP_K_KEY, 10))), max(1, int(conf.get(SAMPLE_KEY, 128))))

@@ -24,6 +24,8 @@ __all__ = ["KeySketch"]
 class KeySketch:
     """Frequent keys of one stream, with their tuples and execute seconds."""
 
+    __slots__ = ("capacity", "counts", "offset", "purges", "seconds", "tuples")
+
     def __init__(self, capacity: int) -> None:
         if capacity < 2:
             raise ValueError(f"a key sketch needs a capacity of at least 2, got {capacity}")
