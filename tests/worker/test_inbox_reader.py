@@ -29,8 +29,8 @@ def reader(serializer: str = "msgpack") -> tuple[InboxReader, SimpleNamespace, l
         {STREAM: ("split", "default", FIELDS)},
         counters,
         RateLimitedLog(logging.getLogger("test"), 0.0),
+        SimpleNamespace(rows_of=Columns.tuples, fail=failed.append),
     )
-    read.fail_trees = failed.append
     return read, counters, failed
 
 

@@ -55,7 +55,7 @@ from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.bolt_input import BoltFailures, BoltRun, Halt, SampledRun, abandoned_in, bolt_run
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
-from tuplemesh.worker.inbox_reader import InboxReader
+from tuplemesh.worker.inbox_reader import InboxReader, InputTrees
 from tuplemesh.worker.plan import WorkerPlan
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
@@ -179,7 +179,12 @@ class Executor(Generic[CollectorT]):
         self.errors_log = RateLimitedLog(log, settings.log_interval_seconds)
         #: reads what crossed workers as bytes (its own deserializer: one per thread)
         self.reader = InboxReader(
-            spec.name, wiring.new_serializer(), plan.stream_info, self.counters, self.errors_log
+            spec.name,
+            wiring.new_serializer(),
+            plan.stream_info,
+            self.counters,
+            self.errors_log,
+            self._input_trees(),
         )
         self.user_errors_log = RateLimitedLog(log, settings.log_interval_seconds, logging.ERROR)
         #: The first exception user code raised here (set once, by the executor thread)
@@ -251,6 +256,10 @@ class Executor(Generic[CollectorT]):
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
+
+    def _input_trees(self) -> InputTrees | None:
+        """What its reader fails and expands tracked batches with (a bolt executor's: None)."""
+        return None
 
     def observe(self, inputs: BatchObserver | None, emits: FlushObserver | None) -> None:
         """From now on, call ``inputs`` with each inbox batch this executor takes to execute (a
@@ -339,9 +348,6 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         #: set by ``halt`` (any thread); the runs stop at the next tuple
         self.halting = Halt()
         super().__init__(spec, wiring)
-        first = next(iter(self.collectors.values()))  # the executor's tasks share their trees
-        self.reader.rows_of = first.rows_of
-        self.reader.fail_trees = first.fail
         self.bolts: dict[int, Bolt] = {task: cast(Bolt, bolt) for task, bolt in self.tasks.items()}
         #: each task's entry point (``process``, ``execute_batch`` or ``execute``), chosen once
         self._entry = {task: entry_point(bolt) for task, bolt in self.bolts.items()}
@@ -412,6 +418,9 @@ class BoltExecutor(Executor[BoltOutputCollector]):
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
+
+    def _input_trees(self) -> InputTrees | None:
+        return next(iter(self.collectors.values()))  # the executor's tasks share their trees
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")

@@ -26,7 +26,7 @@ from tuplemesh.serialization import (
 )
 from tuplemesh.topology import AnchoredTuple, Columns, Fields, Tuple
 
-__all__ = ["InboxReader", "ReadCounts"]
+__all__ = ["InboxReader", "InputTrees", "ReadCounts"]
 
 
 class ReadCounts(Protocol):
@@ -34,6 +34,16 @@ class ReadCounts(Protocol):
 
     deserialize_errors: int
     failed: int
+
+
+class InputTrees(Protocol):
+    """A bolt executor's tuple trees as far as reading its input goes (its tasks' collectors,
+    which share them): the rows of a batch of columns as tuples (a batch tracked as a whole
+    becomes rows tracked one by one), and failing a batch's trees."""
+
+    def rows_of(self, batch: Columns) -> list[Tuple]: ...
+
+    def fail(self, tup: Any) -> None: ...
 
 
 class _UnfitBatch(ValueError):
@@ -55,7 +65,10 @@ class InboxReader:
         stream_info: Mapping[int, tuple[str, str, Fields]],
         counters: ReadCounts,
         errors_log: RateLimitedLog,
+        trees: InputTrees | None = None,
     ) -> None:
+        """``trees``: a bolt executor's (only bolts receive tracked batches); None: a batch of
+        columns is read as plain rows."""
         self._executor = executor
         self._deserialize = serializer.deserialize
         #: None when the serializer has no rows codec: then no payload is taken for a rows payload
@@ -67,12 +80,10 @@ class InboxReader:
         self._stream_info = stream_info
         self._counters = counters
         self._errors_log = errors_log
-        #: the rows of a batch of columns as tuples; a bolt executor sets its collectors' (which
-        #: make a batch tracked as a whole into rows tracked one by one)
-        self.rows_of: Callable[[Columns], list[Tuple]] = Columns.tuples
-        #: fails the trees of a tracked batch that does not fit its stream (no rows, its
-        #: anchors); a bolt executor sets its collectors' (only bolts receive tracked batches)
-        self.fail_trees: Callable[[Columns], None] | None = None
+        #: the rows of a batch of columns as tuples
+        self.rows_of: Callable[[Columns], list[Tuple]] = Columns.tuples if trees is None else trees.rows_of
+        #: fails the trees of a tracked batch that does not fit its stream (no rows, its anchors)
+        self._fail_trees: Callable[[Columns], None] | None = None if trees is None else trees.fail
 
     def tuples_in(self, payload: bytes) -> int:
         """How many tuples a payload carries, without decoding it. Any thread."""
@@ -147,9 +158,9 @@ class InboxReader:
             self._errors_log.log(
                 "executor %s: undecodable %d-byte batch payload: %s", self._executor, len(payload), exc
             )
-            if isinstance(exc, _UnfitBatch) and self.fail_trees is not None:
+            if isinstance(exc, _UnfitBatch) and self._fail_trees is not None:
                 try:
-                    self.fail_trees(exc.empty)
+                    self._fail_trees(exc.empty)
                 except Exception as error:  # the rest of the inbox batch still runs
                     self._errors_log.log(
                         "executor %s: failing an unfit batch's trees: %s", self._executor, error

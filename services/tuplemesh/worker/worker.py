@@ -474,10 +474,6 @@ class Worker:
         for feature in self.features.values():
             feature.serve(where)
 
-    def feature_sections(self) -> dict[str, Mapping[str, Any]]:
-        """Every feature's snapshot section, by feature name. Any thread."""
-        return {name: feature.section() for name, feature in self.features.items()}
-
     def feature_metrics(self) -> list[FeatureMetric]:
         """Every feature's Prometheus families now (the exporter adds the worker label)."""
         return [metric for feature in self.features.values() for metric in feature.metrics()]
