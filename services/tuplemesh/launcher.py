@@ -28,7 +28,7 @@ from tuplemesh.client import open_channel_from_config
 from tuplemesh.config import Config
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
-from tuplemesh.core.summary import RunSummary, failing_error, summarize
+from tuplemesh.core.summary import RunSummary, failing_error, mesh_quiescent, summarize
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
@@ -195,14 +195,9 @@ class ProcessCluster:
         return [snapshot_from_proto(s) for s in self.statuses()]
 
     def quiescent(self, first: list[WorkerSnapshot] | None = None) -> bool:
-        """Every spout finished and nothing in flight: all ``consumed`` read before any ``delivered``
-        (``first``: every worker's snapshot, just read; read here when not given)."""
-        first = self.snapshots() if first is None else first
-        if not all(s.spouts_finished for s in first):
-            return False
-        consumed = sum(s.consumed for s in first)
-        delivered = sum(s.delivered for s in self.snapshots())
-        return consumed == delivered
+        """Every spout finished and nothing in flight (`mesh_quiescent`; ``first``: every worker's
+        snapshot, just read; read here when not given)."""
+        return mesh_quiescent(self.snapshots() if first is None else first, self.snapshots)
 
     def outcome(
         self, finished: bool, within: float

@@ -1,4 +1,5 @@
-"""`RunSummary` and `summarize`: what ``tuplemesh run`` reports, from the workers' snapshots.
+"""`RunSummary` and `summarize`: what ``tuplemesh run`` reports, from the workers' snapshots,
+and `mesh_quiescent`: when a finite run is over.
 
 Local mode passes ``Worker.snapshot()``s; the process launcher passes the snapshots it converted
 back from ``Admin.GetStatus``. One function sums both, so every count and every loss reads the
@@ -7,7 +8,7 @@ same in either mode.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ __all__ = [
     "error_count",
     "failing_error",
     "first_error",
+    "mesh_quiescent",
     "summarize",
     "transfer_totals",
 ]
@@ -74,6 +76,22 @@ class RunSummary:
             "failed_by_errors": self.failed_by is not None,
             "interrupted": self.interrupted,
         }
+
+
+def mesh_quiescent(
+    first: Sequence[WorkerSnapshot], read_again: Callable[[], Sequence[WorkerSnapshot]]
+) -> bool:
+    """Whether a finite run is over: every spout finished and no tuple anywhere in flight.
+
+    ``first`` is every worker's snapshot, just read; ``read_again`` reads them all again. Every
+    ``consumed`` counter is taken from the first read, before any ``delivered`` counter is
+    taken from the second: a tuple in flight at the first read is counted as delivered but not
+    consumed, so equality proves an empty mesh.
+    """
+    if not all(s.spouts_finished for s in first):
+        return False
+    consumed = sum(s.consumed for s in first)
+    return consumed == sum(s.delivered for s in read_again())
 
 
 def component_totals(snapshots: Iterable[WorkerSnapshot]) -> dict[str, dict[str, int]]:

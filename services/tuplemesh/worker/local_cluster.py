@@ -9,7 +9,7 @@ from typing import Any
 from tuplemesh.config import Config
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
-from tuplemesh.core.summary import RunSummary, component_totals, failing_error, summarize
+from tuplemesh.core.summary import RunSummary, component_totals, failing_error, mesh_quiescent, summarize
 from tuplemesh.netutil import free_ports
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Context
@@ -62,17 +62,8 @@ class LocalCluster:
         self._started_at = time.monotonic()
 
     def quiescent(self) -> bool:
-        """True when every spout is finished and no tuple is anywhere in flight.
-
-        All ``consumed`` counters are read before any ``delivered`` counter: a tuple in flight at
-        the first read is counted as delivered but not consumed, so equality proves an empty mesh.
-        """
-        first = self.snapshots()
-        if not all(s.spouts_finished for s in first):
-            return False
-        consumed = sum(s.consumed for s in first)
-        delivered = sum(s.delivered for s in self.snapshots())
-        return consumed == delivered
+        """True when every spout is finished and no tuple is anywhere in flight (`mesh_quiescent`)."""
+        return mesh_quiescent(self.snapshots(), self.snapshots)
 
     def run_until_done(
         self,
