@@ -498,3 +498,32 @@ def test_the_replay_cache_size_from_the_environment():
         "config key 'mesh.secret.replay.cache.entries' (set by TUPLEMESH_MESH_SECRET_REPLAY_CACHE_ENTRIES): "
         "must be > 0 (got '0')"
     )
+
+
+#: Modules that convert a time key to seconds outside a settings view, and why.
+_RAW_TIME_READS = {
+    # components read the conf they are handed, which may be a plain mapping (Storm's prepare)
+    "tuplemesh/acking/acker.py",
+    "tuplemesh/ticks/timer.py",
+    # a state store plugin is built from the conf alone (StateStore.from_conf), its keys its own
+    "tuplemesh/state/redis.py",
+}
+
+
+def test_time_keys_are_read_in_seconds_only_by_the_settings_views() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "services"
+    readers = set()
+    for path in (root / "tuplemesh").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                if name == "seconds":  # Config.seconds(key) or config.seconds(conf, key)
+                    readers.add(path.relative_to(root).as_posix())
+    views = {"tuplemesh/config.py", "tuplemesh/core/acking.py"}  # the converter; AckingSettings
+    views |= {r for r in readers if r.endswith("/settings.py")}
+    assert readers - views == _RAW_TIME_READS

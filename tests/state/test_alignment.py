@@ -67,7 +67,11 @@ class Harness:
         self.executed: list[Any] = []
         self.store = MemoryStore.from_conf({})
         settings = StateSettings(
-            backend="memory", interval_seconds=1.0, timeout_seconds=1.0, alignment_buffer=buffer
+            backend="memory",
+            interval_seconds=1.0,
+            timeout_seconds=1.0,
+            alignment_buffer=buffer,
+            log_interval_seconds=10.0,
         )
         plan = CheckpointPlan(
             settings=settings,

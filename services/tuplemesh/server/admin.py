@@ -18,6 +18,7 @@ from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
 from tuplemesh.grpcutil import json_array
 from tuplemesh.security import REBALANCE, ProofRefused, ProofVerifier, is_worker_certificate, mesh_secret
+from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.status_proto import queue_to_proto, snapshot_to_proto
 from tuplemesh.topology import Tuple
 from tuplemesh.topology.assignment import Epoch
@@ -156,7 +157,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 worker.topology_id,
                 worker.index,
                 REBALANCE,
-                conf.seconds("mesh.secret.max.skew.secs"),
+                ServerSettings.from_config(conf).secret_max_skew_seconds,
                 conf["mesh.secret.replay.cache.entries"],
             )
             if secret

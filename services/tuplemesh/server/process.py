@@ -156,7 +156,7 @@ class WorkerProcess:
             if not any(isinstance(f, RateLimitFilter) for f in grpc_log.filters):  # once per process
                 grpc_log.addFilter(RateLimitFilter(settings.log_interval_seconds))
         self.admission = CallAdmission(
-            AdmissionLimits.from_config(self.conf), self.conf.seconds("server.stream.idle.timeout.ms")
+            AdmissionLimits.from_config(self.conf), settings.stream_idle_timeout_seconds
         )
         self.server = new_server(self.conf, self.rpc_errors, self.admission)
         if self.context.capabilities.shares_server:

@@ -26,6 +26,8 @@ class ServerSettings:
     log_interval_seconds: float
     peer_grace_seconds: float  # a peer unreachable this long turns readiness NOT_SERVING
     epoch_confirm_seconds: float  # spouts held this long at most while no peer answers
+    stream_idle_timeout_seconds: float  # a streaming call idle this long is ended
+    secret_max_skew_seconds: float  # a mesh-secret proof this far from our clock is refused
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> ServerSettings:
@@ -42,4 +44,6 @@ class ServerSettings:
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
             peer_grace_seconds=conf.seconds("worker.peer.grace.secs"),
             epoch_confirm_seconds=conf.seconds("worker.epoch.confirm.secs"),
+            stream_idle_timeout_seconds=conf.seconds("server.stream.idle.timeout.ms"),
+            secret_max_skew_seconds=conf.seconds("mesh.secret.max.skew.secs"),
         )

@@ -27,7 +27,6 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from tuplemesh.config import as_config
 from tuplemesh.core.feature import BatchRun, ExecutorCounts
 from tuplemesh.core.stats import AlignmentSnapshot
 from tuplemesh.errors import SerializationError
@@ -133,7 +132,7 @@ class AlignedInput:
         self._run: list[Item] = []
         self._steady = False
         self._store: StateStore | None = None
-        interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
+        interval = plan.settings.log_interval_seconds
         self._warnings = RateLimitedLog(log, interval)
         self._errors = RateLimitedLog(log, interval, logging.ERROR)
         self.stale_dropped = 0  # tuples of an earlier attempt, dropped

@@ -27,7 +27,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.config import as_config
 from tuplemesh.core.stats import CheckpointSnapshot
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import StateStore, StoreUnavailable
@@ -96,7 +95,7 @@ class CoordinatorBolt(Bolt):
         self._spout_tasks = [t for name in self.spouts for t in context.tasks_of(name)]
         self._expected = frozenset(t for name in self.reporters for t in context.tasks_of(name))
         self._store: StateStore | None = None
-        interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
+        interval = plan.settings.log_interval_seconds
         self._errors = RateLimitedLog(log, interval, logging.ERROR)
         self._warnings = RateLimitedLog(log, interval, logging.WARNING)
         self._pending: int | None = None  # the checkpoint under way

@@ -20,6 +20,7 @@ class StateSettings:
     interval_seconds: float  # from the end of one checkpoint to the start of the next
     timeout_seconds: float  # a checkpoint still incomplete by then is abandoned
     alignment_buffer: int  # tuples a task may hold back while aligning
+    log_interval_seconds: float  # between two log lines of one kind (the rest are counted)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> StateSettings:
@@ -29,6 +30,7 @@ class StateSettings:
             interval_seconds=conf.seconds("topology.state.checkpoint.interval.ms"),
             timeout_seconds=conf.seconds("topology.state.checkpoint.timeout.ms"),
             alignment_buffer=conf["topology.state.alignment.buffer.size"],
+            log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
         )
 
     @property

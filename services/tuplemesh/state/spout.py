@@ -14,7 +14,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.config import as_config
 from tuplemesh.errors import SerializationError
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.state.base import PartKey, StateRestoreError, StateStore, StoreUnavailable
@@ -61,8 +60,7 @@ class CheckpointedSpout(Spout):
         self._downstream = plan.outputs_of.get(context.task_id, ())
         self._coordinator = plan.coordinator_task
         self._store: StateStore | None = None
-        interval = as_config(conf).seconds("tuplemesh.log.rate.limit.secs")
-        self._errors = RateLimitedLog(log, interval, logging.ERROR)
+        self._errors = RateLimitedLog(log, plan.settings.log_interval_seconds, logging.ERROR)
         self.attempt = 0  # the attempt this task emits in; 0 until the coordinator's first rollback
         self.ready = False  # positioned for ``attempt``: next_tuple may run
         self._wanted: tuple[int, int] | None = None  # (checkpoint, attempt) a failed rewind retries
