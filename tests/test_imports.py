@@ -359,6 +359,9 @@ def test_only_the_composition_roots_import_the_worker() -> None:
         f"into tuplemesh.core: {others}"
     )
     assert "tuplemesh.server.process" in importers  # the check sees the roots' own imports
+    # in a worker process, only its composition root builds on the worker: Admin and /metrics
+    # take what they read of it as Protocols (AdminWorker, ObservedWorker)
+    assert sorted(m for m in importers if package_of(m) == "tuplemesh.server") == ["tuplemesh.server.process"]
 
 
 #: What plugs into the worker (through tuplemesh.core.feature, tuplemesh.core.acking and the

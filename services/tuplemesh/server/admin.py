@@ -13,6 +13,7 @@ import grpc
 from google.protobuf import json_format
 
 from tuplemesh.config import as_config
+from tuplemesh.core.feature import Feature
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
@@ -20,13 +21,12 @@ from tuplemesh.grpcutil import json_array
 from tuplemesh.security import REBALANCE, ProofRefused, ProofVerifier, is_worker_certificate, mesh_secret
 from tuplemesh.server.settings import ServerSettings
 from tuplemesh.server.status_proto import queue_to_proto, snapshot_to_proto
-from tuplemesh.topology import Tuple
-from tuplemesh.topology.assignment import Epoch
+from tuplemesh.topology import Topology, Tuple
+from tuplemesh.topology.assignment import Assignment, Epoch
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.worker import Worker
 
-__all__ = ["AdminServicer", "QueueRates", "StatsStream", "hot_keys_message"]
+__all__ = ["AdminServicer", "AdminWorker", "QueueRates", "StatsStream", "hot_keys_message"]
 
 #: WatchTuples: samples per second a watcher gets when it does not say, and the most it may ask.
 DEFAULT_TUPLES_PER_SECOND = 10.0
@@ -35,6 +35,56 @@ MAX_TUPLES_PER_SECOND = 1000.0
 #: WatchStats intervals accepted (seconds): a day at most, which threading's waits can represent.
 WATCH_MIN_INTERVAL = 0.05
 WATCH_MAX_INTERVAL = 86400.0
+
+
+class AdminExecutor(Protocol):
+    """What Admin reads of one of the worker's executors."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def component(self) -> str: ...
+
+
+class AdminWorker(Protocol):
+    """What Admin reads and calls of the Worker it serves (a Protocol: Admin imports nothing of
+    the worker package)."""
+
+    @property
+    def topology(self) -> Topology: ...
+
+    @property
+    def topology_id(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def conf(self) -> Mapping[str, Any]: ...
+
+    @property
+    def assignment(self) -> Assignment: ...
+
+    @property
+    def epoch(self) -> Epoch: ...
+
+    @property
+    def features(self) -> Mapping[str, Feature]: ...
+
+    @property
+    def executors(self) -> Sequence[AdminExecutor]: ...
+
+    @property
+    def local_inbox_of_task(self) -> Mapping[int, Any]: ...
+
+    def snapshot(self) -> WorkerSnapshot: ...
+
+    def live_reports(self) -> Mapping[str, Mapping[int, Any]]: ...
+
+    def inject(self, task: int, tup: Any) -> None: ...
+
+    def refuse(self, reason: str, where: str, detail: str) -> None: ...
 
 
 class _Watch(Protocol):
@@ -96,7 +146,7 @@ class StatsStream:
     """Successive WorkerStats of one worker: counters, rates since the previous call and the full
     status. What WatchStats streams, and what the worker's web UI shows. Not thread-safe."""
 
-    def __init__(self, worker: Worker, transport: str, state: Callable[[], str]) -> None:
+    def __init__(self, worker: AdminWorker, transport: str, state: Callable[[], str]) -> None:
         self.worker = worker
         self.transport = transport
         self._state = state
@@ -136,7 +186,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
 
     def __init__(
         self,
-        worker: Worker,
+        worker: AdminWorker,
         transport: str,
         drain: Callable[[], str],
         state: Callable[[], str],
@@ -380,7 +430,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"max_per_second must be in (0, {MAX_TUPLES_PER_SECOND:g}], got {per_second}",
             )
-        executors = [e.name for e in worker.executors if e.spec.component == name]
+        executors = [e.name for e in worker.executors if e.component == name]
         if not executors:
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"

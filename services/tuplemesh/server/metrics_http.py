@@ -28,14 +28,13 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from tuplemesh import build_info
-from tuplemesh.metrics import WorkerCollector
+from tuplemesh.metrics import ObservedWorker, WorkerCollector
 from tuplemesh.ui.server import UiApp
 
 if TYPE_CHECKING:
     from tuplemesh.admission import CallAdmission
     from tuplemesh.rpcerrors import RpcErrors
     from tuplemesh.security import TlsConnections
-    from tuplemesh.worker.worker import Worker
 
 __all__ = ["BuildInfo", "MetricsEndpoint"]
 
@@ -77,7 +76,7 @@ class MetricsEndpoint:
 
     def __init__(
         self,
-        worker: Worker,
+        worker: ObservedWorker,
         host: str,
         port: int,
         rpc_errors: RpcErrors | None = None,
