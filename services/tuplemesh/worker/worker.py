@@ -29,12 +29,6 @@ from tuplemesh.core.feature import (
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
-    ExecutorSnapshot,
-    HistogramSnapshot,
-    PeerSnapshot,
-    QueueSnapshot,
-    ReceiveSnapshot,
-    TransferTotals,
     WorkerSnapshot,
 )
 from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
@@ -48,6 +42,13 @@ from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
 from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
 from tuplemesh.worker.flush_timer import FlushTimer
+from tuplemesh.worker.part_snapshots import (
+    executor_snapshot,
+    peer_snapshots,
+    queue_snapshot,
+    receive_snapshot,
+    transfer_totals,
+)
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath
@@ -369,61 +370,16 @@ class Worker:
         every worker's ``consumed`` before any worker's ``delivered``, see LocalCluster).
         """
         counters = [(e, e.counters.as_dict()) for e in self.executors]
-        receive = self.receive
-        received = ReceiveSnapshot(
-            messages=receive.received,
-            unknown_tasks=receive.unknown,
-            undeliverable=receive.undeliverable,
-            overflow_batches=receive.overflowing,
-            held_bytes=receive.reclaim(),
-            held_bytes_capacity=receive.max_held_bytes,
-            ceiling_waits=receive.ceiling_waits,
-            ceiling_wait_seconds=receive.ceiling_wait_seconds,
-        )
+        received = receive_snapshot(self.receive)
         transfer = self.transfer.stats()
         binding = BindingStats() if self._binding is None else self._binding.stats()
         # Refused (halted-inbox) messages are not consumed: the sender still holds and resends them.
         consumed = received.unknown_tasks + transfer.lost_tuples + sum(c["received"] for _, c in counters)
         injected = self.injected
-        executors = tuple(
-            ExecutorSnapshot(
-                name=e.name,
-                component=e.spec.component,
-                tasks=tuple(e.spec.tasks),
-                spout=isinstance(e, SpoutExecutor),
-                finished=isinstance(e, SpoutExecutor) and e.finished.is_set(),
-                delivered=e.outbox.delivered,
-                backpressure_holds=e.outbox.backpressure_holds,
-                backpressure_hold_seconds=e.outbox.backpressure_hold_seconds,
-                execute_seconds=HistogramSnapshot.of(e.execute_seconds),
-                inbox_wait=HistogramSnapshot.of(e.inbox_wait),
-                first_error=e.first_error,
-                **{**c, **e.feature_fields()},
-            )
-            for e, c in counters
-        )
+        executors = tuple(executor_snapshot(e, c) for e, c in counters)
         delivered = sum(e.delivered for e in executors) + injected
-        queues = tuple(
-            QueueSnapshot(
-                name,
-                ring.buffer_size - ring.remaining_capacity(),
-                ring.buffer_size,
-                ring.cursor + 1,
-                ring.sequencer.limit,
-                ring.sequencer.producer_waits,
-                ring.sequencer.producer_wait_seconds,
-            )
-            for name, ring in self._rings()
-        )
-        peers = tuple(
-            PeerSnapshot(
-                worker=peer,
-                transferred_tuples=transfer.sent_tuples_to.get(peer, 0),
-                transferred_batches=transfer.sent_batches_to.get(peer, 0),
-                connection=conn.stats(),
-            )
-            for peer, conn in sorted(self.transfer.connections.items())
-        )
+        queues = tuple(queue_snapshot(name, ring) for name, ring in self._rings())
+        peers = peer_snapshots(self.transfer, transfer)
         # spouts know their pending input once opened (start); before that they hold none
         holds_input = any(e.outbox.pending for e in self.executors) or (
             self.started_at is not None and any(e.pending() for e in self.spout_executors)
@@ -439,18 +395,7 @@ class Worker:
             peers=peers,
             binding=binding,
             receive=received,
-            transfer=TransferTotals(
-                sent_batches=transfer.sent_batches,
-                sent_tuples=transfer.sent_tuples,
-                lost_tuples=transfer.lost_tuples,
-                stranded_tuples=transfer.stranded_tuples,
-                retargets=transfer.retargets,
-                batch_sizes=HistogramSnapshot.of(self.transfer.batch_sizes),
-                held_bytes=self.transfer_budget.used,
-                held_bytes_capacity=self.transfer_budget.limit,
-                ceiling_waits=self.transfer_budget.waits,
-                ceiling_wait_seconds=self.transfer_budget.wait_seconds,
-            ),
+            transfer=transfer_totals(self.transfer, transfer, self.transfer_budget),
             discovery=DiscoveryStats() if self.directory is None else self.directory.stats(),
             consumed=consumed,
             delivered=delivered,
