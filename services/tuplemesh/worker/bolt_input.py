@@ -205,7 +205,54 @@ class PerTupleRun:
             self._failures.tuple_failed(task, item, exc)
 
 
-class TaskBatchRun:
+class _PartsRun:
+    """What the batch entry points share: each task's part of an inbox batch is handed over in
+    calls of at most ``limit`` tuples, and a halt is seen before each call (a call takes its part
+    whole)."""
+
+    def __init__(
+        self,
+        calls: dict[int, Callable[[Any], None]],
+        limit: int,
+        reader: InboxReader,
+        counters: RunCounts,
+        halt: Halt,
+        failures: BoltFailures,
+        method: str,
+    ) -> None:
+        self._calls = calls
+        self._limit = max(1, limit)
+        self._reader = reader
+        self._counters = counters
+        self._halt = halt
+        self._failures = failures
+        self._method = method
+
+    def _call_in_parts(self, task: int, tuples: list[Tuple] | Columns, most: int) -> int:
+        """Call ``task`` with ``tuples`` in parts of at most ``most``; returns the tuples handed
+        over (the rest, after a halt, is counted as abandoned)."""
+        size = len(tuples)
+        call = self._calls[task]
+        executed = 0
+        for start in range(0, size, most):
+            if self._halt.on:
+                self._counters.abandoned_on_halt += size - start
+                break
+            if size <= most:
+                part = tuples
+            elif isinstance(tuples, Columns):
+                part = tuples.slice(start, start + most)
+            else:
+                part = tuples[start : start + most]
+            executed += len(part)
+            try:
+                call(part)
+            except Exception as exc:
+                self._failures.batch_failed(task, part, exc, self._method)
+        return executed
+
+
+class TaskBatchRun(_PartsRun):
     """Each task's part of an inbox batch, in arrival order, in ``execute_batch`` calls of at most
     ``limit`` tuples: an inbox batch from another worker can hold a whole transfer batch, and one
     call over all of it would emit it in one burst."""
@@ -219,12 +266,7 @@ class TaskBatchRun:
         halt: Halt,
         failures: BoltFailures,
     ) -> None:
-        self._calls = calls
-        self._limit = max(1, limit)
-        self._reader = reader
-        self._counters = counters
-        self._halt = halt
-        self._failures = failures
+        super().__init__(calls, limit, reader, counters, halt, failures, "execute_batch")
 
     def run(self, batch: InboxBatch) -> None:
         per_task: dict[int, list[Tuple]] = {}
@@ -247,19 +289,8 @@ class TaskBatchRun:
                 else:
                     mine.append(item)
         executed = 0
-        calls = self._calls
-        most = self._limit
         for task, tuples in per_task.items():
-            for start in range(0, len(tuples), most):
-                if self._halt.on:  # a task's part at a time: execute_batch takes it whole
-                    self._counters.abandoned_on_halt += len(tuples) - start
-                    break
-                executed += min(most, len(tuples) - start)
-                part = tuples if len(tuples) <= most else tuples[start : start + most]
-                try:
-                    calls[task](part)
-                except Exception as exc:
-                    self._failures.batch_failed(task, part, exc, "execute_batch")
+            executed += self._call_in_parts(task, tuples, self._limit)
         self._counters.executed += executed
         self._counters.received += received
 
@@ -276,7 +307,7 @@ class TaskBatchRun:
             mine.extend(tuples)
 
 
-class ColumnsRun:
+class ColumnsRun(_PartsRun):
     """Each task's part of an inbox batch as one `Columns` per source (task and stream), for
     ``process``: the pieces one source sent (columns payloads, local ``emit_columns`` parts, rows,
     single tuples) are joined, so a bolt's call covers what the inbox batch holds, not what one
@@ -293,12 +324,7 @@ class ColumnsRun:
         halt: Halt,
         failures: BoltFailures,
     ) -> None:
-        self._calls = calls
-        self._limit = max(1, limit)
-        self._reader = reader
-        self._counters = counters
-        self._halt = halt
-        self._failures = failures
+        super().__init__(calls, limit, reader, counters, halt, failures, "process")
 
     def run(self, batch: InboxBatch) -> None:
         per_task: dict[int, dict[tuple[int, str, str, int], list[Columns | list[Tuple]]]] = {}
@@ -342,21 +368,11 @@ class ColumnsRun:
         for task, sources in per_task.items():
             for pieces in sources.values():
                 columns = Columns.join(pieces)
-                size = len(columns)
                 most = self._limit
                 if columns.anchors is not None:  # tracked as a whole: one call, however long
                     columns.on_rows = reader.rows_of  # a bolt may ack it whole, or row by row
-                    most = max(most, size)
-                for start in range(0, size, most):
-                    if self._halt.on:  # a part at a time: process takes it whole
-                        self._counters.abandoned_on_halt += size - start
-                        break
-                    part = columns if size <= most else columns.slice(start, start + most)
-                    executed += len(part)
-                    try:
-                        calls[task](part)
-                    except Exception as exc:
-                        self._failures.batch_failed(task, part, exc, "process")
+                    most = max(most, len(columns))
+                executed += self._call_in_parts(task, columns, most)
         self._counters.executed += executed
         self._counters.received += received
 
