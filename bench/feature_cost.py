@@ -103,16 +103,16 @@ def _batches() -> list[Batch]:
     return out
 
 
-def _rate(executor: BoltExecutor, batches: list[Batch]) -> float:
+def _rate(executor: BoltExecutor, batches: list[Batch], count: int = BATCHES) -> float:
     on_event = executor.on_event
     n = len(batches)
     start = time.thread_time()  # CPU time of this thread: other processes' load does not count
-    for i in range(BATCHES):
+    for i in range(count):
         on_event(batches[i % n], i, False)
-    return BATCHES * BATCH / (time.thread_time() - start)
+    return count * BATCH / (time.thread_time() - start)
 
 
-def measure(rounds: int = 7) -> dict[str, list[float]]:
+def measure(rounds: int = 7, count: int = BATCHES) -> dict[str, list[float]]:
     """Each variant's rates (tuples per CPU second), ``rounds`` times, alternating."""
     base = Config({})
     hot = load_features(FEATURES)
@@ -135,13 +135,13 @@ def measure(rounds: int = 7) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(rounds):
         for name, executor in variants.items():  # alternating: a load change hits every variant
-            rates[name].append(_rate(executor, batches))
+            rates[name].append(_rate(executor, batches, count))
     return rates
 
 
 def run(quick: bool = False) -> list[Record]:
     """``python -m bench features``: each variant against no features, in the same run."""
-    rates = measure(3 if quick else 7)
+    rates = measure(3, BATCHES // 4) if quick else measure(7)
     baseline = statistics.median(rates[NO_FEATURES])
     targets = {
         "features, hot keys off": "nothing wraps the loop (ratio >= 0.95)",

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 from types import SimpleNamespace
 from typing import Any
+
+import pytest
 
 from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.serialization import COLUMNS_MARKER, frame_rows, load_serializer
@@ -48,7 +51,7 @@ class Setup:
     """One executor's parts around a run of tasks 1 and 2, recording every call by task."""
 
     def __init__(
-        self, entry: str, limit: int = 100, raise_on: str | None = None, halt_after: str | None = None
+        self, entry: str, limit: int = 100, raise_on: str | None = None, halt_after: Any = None
     ) -> None:
         self.counters = SimpleNamespace(
             executed=0, received=0, abandoned_on_halt=0, deserialize_errors=0, failed=0, errors=0
@@ -161,6 +164,16 @@ def test_a_halt_stops_the_run_at_the_next_tuple_and_counts_what_it_left() -> Non
     assert (setup.counters.executed, setup.counters.abandoned_on_halt) == (3, 1 + 6)
 
 
+@pytest.mark.parametrize("entry", ["execute_batch", "process"])
+def test_a_halt_stops_a_batch_run_before_its_next_call_and_counts_every_part_it_left(entry: str) -> None:
+    setup = Setup(entry, limit=3, halt_after=["a", "c", "d"])
+    setup.run.run(mixed())
+    assert setup.calls == [(1, ["a", "c", "d"])]
+    # task 1's ["g", "j"] and task 2's ["b", "e", "f", "h", "i", "j"]: the broadcast "j" is in
+    # both tasks' parts, and counted in each
+    assert (setup.counters.executed, setup.counters.abandoned_on_halt) == (3, 2 + 6)
+
+
 class Counting:
     def __init__(self) -> None:
         self.batches = 0
@@ -169,18 +182,33 @@ class Counting:
         self.batches += 1
 
 
-def test_a_sampled_run_takes_its_wrapped_calls_first_on_batch_every_then_at_most_2_every_minus_1_apart() -> (
-    None
-):
-    plain, wrapped = Counting(), Counting()
-    sampled = SampledRun(plain, wrapped, 3)
-    seen = []
-    for _ in range(300):
-        before = wrapped.batches
-        sampled.run([])
-        seen.append(wrapped.batches > before)
-    assert plain.batches + wrapped.batches == 300  # each batch runs once, through one of them
+def test_a_sampled_run_wraps_the_first_batch_then_batches_drawn_1_to_2_every_minus_1_apart() -> None:
+    state = random.getstate()
+    random.seed(20261127)  # the gaps are drawn with the random module: a fixed draw
+    try:
+        plain, wrapped = Counting(), Counting()
+        sampled = SampledRun(plain, wrapped, 3)
+        seen = []
+        for _ in range(3000):
+            before = wrapped.batches
+            sampled.run([])
+            seen.append(wrapped.batches > before)
+    finally:
+        random.setstate(state)
+    assert plain.batches + wrapped.batches == 3000  # each batch runs once, through one of them
     wrapped_at = [index for index, was in enumerate(seen) if was]
-    assert wrapped_at[0] == 2  # the third batch
-    assert all(1 <= b - a <= 5 for a, b in itertools.pairwise(wrapped_at))  # randint(1, 2 * 3 - 1)
-    assert 300 - wrapped_at[-1] <= 5
+    assert wrapped_at[0] == 0  # the first batch: an executor that takes few batches has one
+    gaps = [b - a for a, b in itertools.pairwise(wrapped_at)]
+    assert set(gaps) == {1, 2, 3, 4, 5}  # randint(1, 2 * 3 - 1)
+    assert 2.8 <= sum(gaps) / len(gaps) <= 3.2  # every 3 batches on average
+
+
+def test_a_raising_process_fails_its_columns_once_and_empty_entries_count_nothing() -> None:
+    setup = Setup("process", raise_on="b")
+    empty_columns = Columns.from_tuples([tup("x", 0)]).slice(0, 0)
+    setup.run.run([(1, tup("a", 1)), (2, tup("b", 2)), (1, []), (2, empty_columns)])
+    assert setup.calls == [(1, ["a"]), (2, ["b"])]
+    assert setup.errors == [("process", 2)]
+    [failed] = setup.collectors[2].failed  # the call's columns, failed once as a whole
+    assert isinstance(failed, Columns) and list(failed.column("word")) == ["b"]
+    assert (setup.counters.executed, setup.counters.received) == (2, 2)  # the empty entries: 0

@@ -71,7 +71,8 @@ def test_rows_and_columns_payloads_decode_in_one_call_and_count_all_their_rows_w
     columns = frame_rows(2, body, COLUMNS_MARKER)
     decoded = read.decode_batch(columns)
     assert isinstance(decoded, Columns) and decoded.column("word") == ["a", "b"] and len(decoded) == 2
-    assert [list(t.values) for t in read.decode_rows(columns)] == [["a", 1], ["b", 2]]  # row views
+    tuples, count = read.unpack(columns)
+    assert [list(t.values) for t in tuples] == [["a", 1], ["b", 2]] and count == 2  # row views
     assert read.decode_batch(frame_rows(4, b"\xc1 garbled")) == []
     assert (counters.deserialize_errors, counters.failed) == (1, 4)
 

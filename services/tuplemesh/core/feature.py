@@ -226,8 +226,9 @@ class ExecutorHooks:
     #: (task, the task's columnar call) -> the columnar call the executor makes instead
     wrap_process: Callable[[int, ProcessFn], ProcessFn] | None = None
     #: the task wrappers run on one inbox batch in this many, the others run the plain calls (a
-    #: sampling observer's cost divided by it); with several wrapping features the executor
-    #: uses the smallest, and every wrapper runs on the same batches
+    #: sampling observer's cost divided by it): the first batch, then batches drawn at random
+    #: about this many apart; with several features wrapping the bolt's entry point, the
+    #: executor uses the smallest, and every wrapper runs on the same batches
     every_batches: int = 1
     #: (a bolt executor's handling of one inbox batch) -> what the executor runs instead, on
     #: every batch. A wrapper that only observes (a tracing span) calls the handling it was

@@ -278,8 +278,8 @@ class TaskBatchRun(_PartsRun):
             if kind is bytes or kind is list or kind is Columns:
                 tuples, carried = reader.unpack(item)
                 received += carried - 1
-                # a batch of columns keeps its rows: a task's part is a list of its own
-                self._gather(per_task, target, list(tuples) if kind is Columns else tuples)
+                if tuples:  # a batch of columns keeps its rows: a task's part is a list of its own
+                    self._gather(per_task, target, list(tuples) if kind is Columns else tuples)
             elif target is None:
                 self._gather(per_task, None, [item])
             else:
@@ -379,15 +379,15 @@ class ColumnsRun(_PartsRun):
 
 class SampledRun:
     """Runs one inbox batch in ``every`` (on average) through ``wrapped`` (a feature's wrapped
-    calls), the others through ``plain``: the batches wrapped are drawn at random around
-    ``every``, so batches that arrive in a fixed rotation (senders taking turns) are all sampled
-    alike."""
+    calls), the others through ``plain``: the first batch, then batches drawn at random around
+    ``every`` apart, so batches that arrive in a fixed rotation (senders taking turns) are all
+    sampled alike, and an executor that takes few batches still has one wrapped."""
 
     def __init__(self, plain: BoltRun, wrapped: BoltRun, every: int) -> None:
         self._plain = plain
         self._wrapped = wrapped
         self._every = every
-        self._until_wrapped = every
+        self._until_wrapped = 1
 
     def run(self, batch: InboxBatch) -> None:
         self._until_wrapped -= 1

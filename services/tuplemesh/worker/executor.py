@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
 from tuplemesh.buckets import SECONDS_BUCKETS, make_buckets
-from tuplemesh.core.acking import ExecutorAcking, Verdict
+from tuplemesh.core.acking import ExecutorAcking
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
@@ -631,13 +631,14 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                         continue
                 try:
                     verdict = self.acking.verdict(item)
-                except ValueError as exc:
+                    if verdict is None:
+                        self._to_controlled_spout(task, item)
+                        continue
+                    acked, failed = verdict
+                except (ValueError, TypeError) as exc:  # not a well-formed verdict: logged, ignored
                     self.errors_log.log("spout executor %s: ignored %r: %s", self.name, item, exc)
                     continue
-                if verdict is None:
-                    self._to_controlled_spout(task, item)
-                else:
-                    self._on_verdict(verdict)
+                self._on_verdict(acked, failed)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -654,15 +655,15 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         elif handler(tup):
             self.finished.clear()  # rewound: it has tuples to emit again
 
-    def _on_verdict(self, verdict: Verdict) -> None:
-        """An acker's verdict: call the spouts' ack and fail."""
+    def _on_verdict(self, acked: Sequence[Any], failed: Sequence[Any]) -> None:
+        """An acker's verdict (the roots it acked, those it failed): call the spouts' ack and fail."""
         finish = self.tracker.finish
-        for outcome, roots in enumerate(verdict):
+        for outcome, roots in ((True, acked), (False, failed)):
             for root in roots:
                 entry = finish(root)
                 if entry is None:
                     continue  # the tree timed out before the verdict came, and was failed then
-                self._tell_spout(*entry, acked=outcome == 0)
+                self._tell_spout(*entry, acked=outcome)
 
     def _tell_spout(self, task: int, msg_id: Any, acked: bool) -> None:
         """Count and call the spout's ``ack`` or ``fail`` for one message id."""

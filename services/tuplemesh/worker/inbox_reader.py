@@ -4,7 +4,7 @@ A payload from another worker stays encoded until the executor thread takes it (
 thread stays cheap): one tuple's payload, or a rows or columns payload (``emit_many``,
 ``emit_columns``) whose tuples are all decoded in one call. What does not decode is counted (as
 failed, and in ``deserialize_errors``), logged, and left out, so the rest of the inbox batch
-still runs. The executor owns the loop; this owns the format.
+still runs. The runs (`tuplemesh.worker.bolt_input`) own the loops; this owns the format.
 """
 
 from __future__ import annotations
@@ -166,11 +166,6 @@ class InboxReader:
                         "executor %s: failing an unfit batch's trees: %s", self._executor, error
                     )
             return []
-
-    def decode_rows(self, payload: bytes) -> list[Tuple]:
-        """The tuples of a rows or columns payload (`decode_batch`), as tuples."""
-        decoded = self.decode_batch(payload)
-        return self.rows_of(decoded) if isinstance(decoded, Columns) else decoded
 
     def read(self, entry: Any) -> tuple[Columns | list[Tuple], int]:
         """What an inbox entry other than a Tuple carries (a payload, a rows or columns payload,
