@@ -24,6 +24,7 @@ from tuplemesh.core.feature import (
     FeatureMetric,
     FeatureServer,
 )
+from tuplemesh.core.markers import Batch
 
 __all__ = ["BatchTracing", "feature"]
 
@@ -49,7 +50,9 @@ class BatchTracing:
         def wrap_batch(run: BatchRun) -> BatchRun:
             def traced(batch: list[tuple[int | None, Any]]) -> None:
                 # a child of the hop that published the batch; what it emits is the span's child
-                span = tracer.start_span(execute, getattr(batch, "trace", None), attributes=attributes)
+                span = tracer.start_span(
+                    execute, batch.trace if type(batch) is Batch else None, attributes=attributes
+                )
                 outbox.trace_parent = context_of(span)
                 before = executor.executed
                 run(batch)

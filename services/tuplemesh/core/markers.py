@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 __all__ = ["FLUSH", "STOP", "Batch", "Marker"]
 
 
 class Batch(list):
-    """A batch of ``(task, tuple or payload)`` for one inbox, stamped when it was published."""
+    """A batch of ``(task, tuple or payload)`` for one inbox, stamped when it was published.
+
+    Every field has its value from construction on (an executor reads them without asking
+    whether they are there); a batch is made while it fills, so the publisher sets the stamp."""
 
     __slots__ = ("nbytes", "stamp", "trace")
 
-    #: Payload bytes (set by the receive path, for the worker's ceiling on bytes held)
-    nbytes: int
-    #: ``time.monotonic()`` when the batch was published into the inbox
-    stamp: float
-    #: The OpenTelemetry context of the span that published it (set only while tracing)
-    trace: object
+    def __init__(self, items: Iterable[Any] = ()) -> None:
+        super().__init__(items)
+        #: Payload bytes (set by the receive path, for the worker's ceiling on bytes held)
+        self.nbytes = 0
+        #: ``time.monotonic()`` when the batch was published into the inbox (None: not yet)
+        self.stamp: float | None = None
+        #: The OpenTelemetry context of the span that published it (None unless tracing)
+        self.trace: object = None
 
 
 class Marker:

@@ -462,9 +462,10 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         kind = batch.__class__
         if kind is Batch or kind is list:
             start = time.monotonic()
-            stamp = getattr(batch, "stamp", None)
-            if stamp is not None:
-                self.inbox_wait.observe(start - stamp)
+            if kind is Batch:  # a plain list (injected input) was never published with a stamp
+                stamp = batch.stamp
+                if stamp is not None:
+                    self.inbox_wait.observe(start - stamp)
             observer = self.input_observer
             if observer is not None:
                 observer(batch, start)
