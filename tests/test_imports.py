@@ -364,6 +364,25 @@ def test_only_the_composition_roots_import_the_worker() -> None:
     assert sorted(m for m in importers if package_of(m) == "tuplemesh.server") == ["tuplemesh.server.process"]
 
 
+def test_only_the_assembly_builds_a_worker_or_names_the_registry_features() -> None:
+    # one composition root: a worker process and a LocalCluster both build their workers in
+    # tuplemesh.worker.assembly, so neither can run a worker with other features than the other
+    builders, namers = [], []
+    for name, path in module_files().items():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Worker":
+                builders.append(name)
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module == "tuplemesh.core.registry"
+                and any(alias.name == "FEATURES" for alias in node.names)
+            ):
+                namers.append(name)
+    assert builders == ["tuplemesh.worker.assembly"]
+    assert namers == ["tuplemesh.worker.assembly"]
+
+
 #: What plugs into the worker (through tuplemesh.core.feature, tuplemesh.core.acking and the
 #: registry's names), which the worker's own modules therefore never import.
 PLUGGED_IN = (

@@ -13,8 +13,8 @@ from tuplemesh.metrics import WorkerCollector
 from tuplemesh.server.status_proto import snapshot_to_proto
 from tuplemesh.topology import TopologyBuilder
 from tuplemesh.transport import make_context
+from tuplemesh.worker.assembly import assemble_worker
 from tuplemesh.worker.local_cluster import BASE_PORT, LocalCluster
-from tuplemesh.worker.worker import Worker
 
 
 def test_a_halted_inbox_refusal_is_undeliverable_on_metrics_and_in_admin():
@@ -58,7 +58,7 @@ def test_the_peer_directory_counts_reach_metrics_and_admin():
     context.prepare(conf)
     peers = {0: ("127.0.0.1", BASE_PORT)}
     # as a worker process builds its worker: with the directory it found its peers in
-    worker = Worker(
+    worker = assemble_worker(
         b.build(), 0, 1, conf, context, port=BASE_PORT, peers=peers, directory=CountingDirectory({})
     )
     worker.start()

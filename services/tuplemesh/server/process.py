@@ -45,10 +45,9 @@ from tuplemesh.ui.graph import topology_graph
 from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
 from tuplemesh.ui.server import UiApp
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
-from tuplemesh.worker.assembly import prepared_context, worker_conf
+from tuplemesh.worker.assembly import assemble_worker, prepared_context, worker_conf
 from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 from tuplemesh.worker.memtune import return_large_buffers_to_system
-from tuplemesh.worker.worker import Worker
 
 __all__ = ["WorkerProcess"]
 
@@ -107,6 +106,12 @@ def _in_use(host: str, port: int) -> bool:
 class WorkerProcess:
     """Owns the gRPC server and the Worker of this process."""
 
+    @property
+    def epoch(self) -> Epoch:
+        """The assignment epoch this worker routes by (its plan's): every Transfer stream names
+        it, and a receiver refuses another one."""
+        return self.worker.plan.epoch
+
     def __init__(
         self,
         topology: Topology,
@@ -164,7 +169,7 @@ class WorkerProcess:
         self.directory = directory
         #: The worker count the mesh follows (a StatefulSet's replicas); None: fixed.
         self.replicas = replicas
-        self.worker = Worker(
+        self.worker = assemble_worker(
             topology,
             index,
             num_workers,
@@ -175,9 +180,6 @@ class WorkerProcess:
             epoch=epoch,
             directory=directory,  # its counts go into the worker's snapshot
         )
-        #: The assignment epoch this worker routes by (its plan's): every Transfer stream names
-        #: it, and a receiver refuses another one.
-        self.epoch = self.worker.epoch
         directory.subscribe(self.worker.transfer.update_peers)
         # a forwarded rescale proves this worker a member, as its Transfer streams do: a fresh
         # proof per call, for the worker called

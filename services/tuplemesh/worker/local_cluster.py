@@ -13,8 +13,7 @@ from tuplemesh.core.summary import RunSummary, component_totals, failing_error, 
 from tuplemesh.netutil import free_ports
 from tuplemesh.topology import Topology
 from tuplemesh.transport.base import Context
-from tuplemesh.worker.assembly import prepared_context, worker_conf
-from tuplemesh.worker.worker import Worker
+from tuplemesh.worker.assembly import assemble_worker, prepared_context, worker_conf
 
 __all__ = ["LocalCluster", "RunSummary"]
 
@@ -49,7 +48,7 @@ class LocalCluster:
             ports = free_ports(num_workers, self.conf["worker.bind.host"])
         peers = {i: (self.conf["worker.bind.host"], port) for i, port in enumerate(ports)}
         self.workers = [
-            Worker(topology, i, num_workers, confs[i], self.contexts[i], port=ports[i], peers=peers)
+            assemble_worker(topology, i, num_workers, confs[i], self.contexts[i], port=ports[i], peers=peers)
             for i in range(num_workers)
         ]
         self._started_at = 0.0

@@ -24,10 +24,8 @@ from tuplemesh.core.feature import (
     FeatureFactory,
     FeatureMetric,
     FeatureServer,
-    load_features,
 )
 from tuplemesh.core.markers import FLUSH
-from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import (
     WorkerSnapshot,
 )
@@ -74,14 +72,14 @@ class Worker:
         *,
         port: int,
         peers: Mapping[int, tuple[str, int]],
+        features: Sequence[FeatureFactory],
         topology_id: str | None = None,
-        features: Sequence[FeatureFactory] | None = None,
         epoch: Epoch | None = None,
         directory: PeerDirectory | None = None,
     ) -> None:
-        """``features``: the factories of the features to run (None: every registered one, in
-        the registry's order; a list of one's own runs a checkpointed topology only with the
-        checkpoints feature: it is the barrier alignment its stateful bolts need);
+        """Built by `tuplemesh.worker.assembly.assemble_worker`. ``features``: the factories of
+        the features to run, in order (a checkpointed topology runs only with the checkpoints
+        feature: it is the barrier alignment its stateful bolts need);
         ``epoch``: the assignment epoch the process chose (None: the configured one);
         ``directory``: where the worker process finds its peers (None: fixed ``peers``)."""
         plan = WorkerPlan.build(topology, index, num_workers, conf, epoch)
@@ -93,8 +91,6 @@ class Worker:
         self.port = port
         self.topology_id = topology_id or topology.name
         self.assignment = plan.assignment
-        #: The assignment this worker routes by, as every Transfer stream names it.
-        self.epoch = plan.epoch
         self.stream_ids = plan.stream_ids
         self.stream_info = plan.stream_info
         queues = self.queue_settings = plan.queue_settings
@@ -160,9 +156,7 @@ class Worker:
         feature_context = FeatureContext(
             plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
         )
-        built = (
-            make(feature_context) for make in (load_features(FEATURES) if features is None else features)
-        )
+        built = (make(feature_context) for make in features)
         self.features: dict[str, Feature] = {f.name: f for f in built if f is not None}
         wiring = ExecutorWiring(
             plan,
@@ -189,6 +183,11 @@ class Worker:
         self.started_at: float | None = None
         #: Where the peers were found (its counts go into ``snapshot``).
         self.directory = directory
+
+    @property
+    def epoch(self) -> Epoch:
+        """The assignment this worker routes by (its plan's), as every Transfer stream names it."""
+        return self.plan.epoch
 
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
