@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from operator import itemgetter
 from typing import Any
 
+from tuplemesh.config import as_config
 from tuplemesh.core.feature import (
     ExecuteBatchFn,
     ExecuteFn,
@@ -239,8 +240,9 @@ class HotKeys:
 
 
 def feature(context: FeatureContext) -> HotKeys | None:
-    """The registry's factory: None unless ``topology.hotkeys.enabled``."""
-    conf = context.conf
-    if not conf.get(ENABLED_KEY, False):
+    """The registry's factory: None unless ``topology.hotkeys.enabled``. The keys' defaults and
+    bounds are the configuration's (a value out of bounds was refused when the conf was built)."""
+    conf = as_config(context.conf)
+    if not conf[ENABLED_KEY]:
         return None
-    return HotKeys(context, max(1, int(conf.get(TOP_K_KEY, 10))), max(1, int(conf.get(SAMPLE_KEY, 128))))
+    return HotKeys(context, conf[TOP_K_KEY], conf[SAMPLE_KEY])
