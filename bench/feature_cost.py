@@ -26,9 +26,9 @@ from bench.records import Record
 from tests.worker.wiring import wire
 from tuplemesh import tracing
 from tuplemesh.config import Config
-from tuplemesh.core.feature import FeatureFactory, load_features
+from tuplemesh.core.feature import FeatureFactory
+from tuplemesh.core.feature_spec import registered_features
 from tuplemesh.core.markers import Batch
-from tuplemesh.core.registry import FEATURES
 from tuplemesh.sampling import Sampling
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor
@@ -115,7 +115,7 @@ def _rate(executor: BoltExecutor, batches: list[Batch], count: int = BATCHES) ->
 def measure(rounds: int = 7, count: int = BATCHES) -> dict[str, list[float]]:
     """Each variant's rates (tuples per CPU second), ``rounds`` times, alternating."""
     base = Config({})
-    hot = load_features(FEATURES)
+    hot = registered_features().factories()
     variants = {
         NO_FEATURES: _executor([], base),
         "features, hot keys off": _executor(hot, base),

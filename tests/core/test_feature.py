@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from tests.helpers import ListSpout, RecordingBolt
 from tests.worker.wiring import wire
+from tuplemesh.acking import ACKER
 from tuplemesh.config import Config
+from tuplemesh.core.acking import NoAcking
 from tuplemesh.core.feature import (
     BatchRun,
     ExecuteFn,
@@ -19,12 +23,13 @@ from tuplemesh.core.feature import (
     FeatureContext,
     FeatureMetric,
     fields_keys,
-    load_features,
 )
+from tuplemesh.core.feature_spec import FeatureSet, FeatureSpec, registered_features
 from tuplemesh.core.markers import Batch
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor
+from tuplemesh.worker.plan import WorkerPlan
 
 FIELDS = Fields(["word", "n"])
 
@@ -174,10 +179,52 @@ def test_sampled_wrappers_run_on_some_batches_and_every_batch_executes():
 
 
 def test_a_registry_name_that_does_not_resolve_is_refused_naming_it():
-    with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.nothing:feature' does not resolve")):
-        load_features(["tuplemesh.nothing:feature"])
-    with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.ticks:nothing' does not resolve")):
-        load_features(["tuplemesh.ticks:nothing"])
+    with pytest.raises(ImportError, match=re.escape("feature 'tuplemesh.nothing:FEATURE' does not resolve")):
+        registered_features(["tuplemesh.nothing:FEATURE"])
+    with pytest.raises(
+        ImportError, match=re.escape("feature 'tuplemesh.ticks.feature:nothing' does not resolve")
+    ):
+        registered_features(["tuplemesh.ticks.feature:nothing"])
+    with pytest.raises(
+        TypeError, match=re.escape("'tuplemesh.ticks.feature:feature' is a function, not a FeatureSpec")
+    ):
+        registered_features(["tuplemesh.ticks.feature:feature"])
+
+
+def test_every_feature_is_registered_once_and_one_provides_acking():
+    features = registered_features()
+    names = [spec.name for spec in features.specs]
+    assert names == ["checkpoints", "acking", "ticks", "hotkeys", "sampling", "tracing", "gateway"]
+    assert [spec.name for spec in features.specs if spec.acking is not None] == ["acking"]
+    # the coordinator is added before the ackers, so that they track its trees too
+    assert [spec.name for spec in features.specs if spec.topology_part is not None] == [
+        "checkpoints",
+        "acking",
+    ]
+    assert [spec.name for spec in features.specs if spec.run_resource is not None] == ["checkpoints"]
+    assert len(features.factories()) == 6  # every one but acking runs a part in each worker
+
+
+def test_a_feature_set_refuses_two_of_a_name_or_two_ackings():
+    first = FeatureSpec("a", acking=lambda topology, assignment: NoAcking)  # type: ignore[arg-type,return-value]
+    with pytest.raises(ValueError, match="feature name\\(s\\) registered twice: a"):
+        FeatureSet((first, FeatureSpec("a")))
+    with pytest.raises(ValueError, match="more than one feature provides acking: a, b"):
+        FeatureSet((first, replace(first, name="b")))
+
+
+def test_without_an_acking_feature_no_executor_is_tracked():
+    builder = TopologyBuilder("untracked")
+    builder.set_spout("words", ListSpout([["a"]], ["word"]))
+    builder.set_bolt("sink", RecordingBolt()).shuffle_grouping("words")
+    conf = Config({"topology.acker.executors": 2})
+    tracked = WorkerPlan.build(builder.build(), 0, 1, conf)
+    assert ACKER in tracked.topology.components
+    others = FeatureSet(tuple(s for s in registered_features().specs if s.name != "acking"))
+    untracked = WorkerPlan.build(builder.build(), 0, 1, conf, features=others)
+    assert ACKER not in untracked.topology.components  # no topology part added the ackers
+    outbox: Any = object()  # NoAcking only keeps it
+    assert isinstance(untracked.acking(outbox, "sink", 1, {}, frozenset({1})), NoAcking)
 
 
 def encode(executor: BoltExecutor, values: list[Any]) -> bytes:

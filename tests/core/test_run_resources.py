@@ -10,7 +10,6 @@ import pytest
 
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from tuplemesh.config import Config
-from tuplemesh.core import run_resources
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.topology import Topology, TopologyBuilder
 
@@ -52,9 +51,6 @@ def last(conf: Mapping[str, Any], topology: Topology) -> Part:
     return Part(conf, topology, "last")
 
 
-HERE = "tests.core.test_run_resources"
-
-
 def stateful() -> Topology:
     builder = TopologyBuilder("run-resources")
     builder.set_spout("sentences", ReplayableSentenceSpout())
@@ -72,23 +68,17 @@ def test_the_registered_state_file_is_named_for_the_run_and_removed_when_it_ends
     assert not os.path.exists(os.path.dirname(path))
 
 
-def test_every_part_is_closed_even_when_one_raises(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(
-        run_resources, "RUN_RESOURCES", (f"{HERE}:first", f"{HERE}:closes_badly", f"{HERE}:last")
-    )
+def test_every_part_is_closed_even_when_one_raises():
     events.clear()
-    resources = RunResources(Config({}), stateful())
+    resources = RunResources(Config({}), stateful(), (first, closes_badly, last))
     assert resources.overrides == {"test.first": "first", "test.second": "second", "test.last": "last"}
     with pytest.raises(OSError, match="second cannot close"):
         resources.close()
     assert events == ["open first", "open second", "open last", "close first", "close second", "close last"]
 
 
-def test_a_part_that_cannot_open_leaves_none_of_the_others_open(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(
-        run_resources, "RUN_RESOURCES", (f"{HERE}:first", f"{HERE}:opens_badly", f"{HERE}:last")
-    )
+def test_a_part_that_cannot_open_leaves_none_of_the_others_open():
     events.clear()
     with pytest.raises(OSError, match="third cannot open"):
-        RunResources(Config({}), stateful())
+        RunResources(Config({}), stateful(), (first, opens_badly, last))
     assert events == ["open first", "open third failed", "close first"]

@@ -13,8 +13,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from tests.worker.wiring import wire
 from tuplemesh.config import Config
-from tuplemesh.core.feature import load_features
-from tuplemesh.core.registry import FEATURES
+from tuplemesh.core.feature_spec import registered_features
 from tuplemesh.core.stats import HistogramSnapshot, WorkerSnapshot, field_paths
 from tuplemesh.gateway.components import ExportBolt, IngestSpout
 from tuplemesh.server.status_proto import field_pairs, snapshot_from_proto, snapshot_to_proto, spouts_quiet
@@ -137,7 +136,9 @@ def test_the_fields_registered_features_fill_go_through_the_same_table():
     builder.set_spout("rows", IngestSpout("rows", ["line"]))
     builder.set_bolt("out", ExportBolt("out", retention=10), tasks=2).fields_grouping("rows", ["line"])
     conf = Config({"topology.hotkeys.enabled": True})
-    wired = wire(builder.build(), conf, lambda context: (make(context) for make in load_features(FEATURES)))
+    wired = wire(
+        builder.build(), conf, lambda context: (make(context) for make in registered_features().factories())
+    )
     # every registered one (batch tracing only where a tracer provider is set)
     assert {f.name for f in wired.features} >= {"ticks", "hotkeys", "sampling", "gateway"}
     BoltExecutor(wired.spec("out"), wired.wiring)  # attached: the Gateway counts its exports

@@ -84,8 +84,8 @@ def with_acker(topology: Topology, executors: int) -> Topology:
 
 
 def with_ackers(topology: Topology, conf: Mapping[str, Any]) -> Topology:
-    """``topology`` plus the ackers ``topology.acker.executors`` asks for (a topology part the
-    worker plan adds, named in ``tuplemesh.core.registry``)."""
+    """``topology`` plus the ackers ``topology.acker.executors`` asks for (the topology part
+    of the acking feature, ``tuplemesh.acking.mode.FEATURE``)."""
     return with_acker(topology, AckingSettings.from_config(conf).acker_executors)
 
 

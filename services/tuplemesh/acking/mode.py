@@ -3,8 +3,8 @@
 
 ``TreeAcking`` hands out the tracked collectors that share one AckerMailbox per executor, and the
 calls that ack a BasicBolt's input once it returns. `acking_of` is what the worker plan loads
-(named in ``tuplemesh.core.registry``): the factory for a topology's executors, tracked when the
-topology has ackers.
+(the ``acking`` of this package's ``FEATURE``): the factory for a topology's executors, tracked
+when the topology has ackers.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from tuplemesh.acking.acker import ACKER, ACKING_STREAM, VERDICT_STREAM
+from tuplemesh.acking.acker import ACKER, ACKING_STREAM, VERDICT_STREAM, with_ackers
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
 from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking, Verdict
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import BasicBolt, BatchBolt, Bolt, ColumnarBolt, Columns, Topology, Tuple
 from tuplemesh.topology.assignment import Assignment
 
-__all__ = ["TreeAcking", "acking_of", "executor_acking"]
+__all__ = ["FEATURE", "TreeAcking", "acking_of", "executor_acking"]
 
 
 class TreeAcking:
@@ -138,3 +139,8 @@ def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
     """How the executors of ``topology`` (placed by ``assignment``) take part in acking: tracked
     when it has ackers (`with_ackers` added them), else not at all."""
     return partial(executor_acking, assignment.component_tasks.get(ACKER, ()))
+
+
+#: The registry's entry: the ackers in every topology that asks for them, and how its
+#: executors take part in acking.
+FEATURE = FeatureSpec("acking", topology_part=with_ackers, acking=acking_of)

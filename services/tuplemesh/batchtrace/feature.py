@@ -24,9 +24,10 @@ from tuplemesh.core.feature import (
     FeatureMetric,
     FeatureServer,
 )
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.core.markers import Batch
 
-__all__ = ["BatchTracing", "feature"]
+__all__ = ["FEATURE", "BatchTracing", "feature"]
 
 
 class BatchTracing:
@@ -86,7 +87,11 @@ class BatchTracing:
 
 
 def feature(context: FeatureContext) -> BatchTracing | None:
-    """The registry's factory: None while tracing is off (no OpenTelemetry API, or no real tracer
-    provider when the worker is built)."""
+    """The running part's factory (``FEATURE.build``): None while tracing is off (no OpenTelemetry API,
+    or no real tracer provider when the worker is built)."""
     tracer = tracing.tracer()
     return None if tracer is None else BatchTracing(tracer, context.worker)
+
+
+#: The registry's entry.
+FEATURE = FeatureSpec("tracing", build=feature)

@@ -1,7 +1,8 @@
 """The feature interface: how something that is not the executor loop plugs into a worker.
 
 A *feature* (ticks, hot keys, ...) is built once per worker process by the worker's composition
-root, from a factory named in ``tuplemesh.core.registry.FEATURES``. The worker imports no feature:
+root, from the factory its `tuplemesh.core.feature_spec.FeatureSpec` names (``build``; the
+registry, ``tuplemesh.core.registry.FEATURES``, names the spec). The worker imports no feature:
 it knows only the types here. A feature may
 
 (a) wrap an executor's input: for each bolt executor it is attached to, it may return
@@ -61,7 +62,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
-from tuplemesh.core.registry import resolve
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology import Bolt, Columns, Spout, Topology, Tuple
 from tuplemesh.topology.assignment import Assignment
@@ -89,7 +89,6 @@ __all__ = [
     "FlushObserver",
     "ProcessFn",
     "fields_keys",
-    "load_features",
 ]
 
 #: A task's per-tuple call (``Bolt.execute`` behind its acking wrapper).
@@ -363,18 +362,6 @@ class ControlledSpout(Protocol):
 
 #: Builds a worker's feature; None when the feature has nothing to do for this topology.
 FeatureFactory = Callable[[FeatureContext], Feature | None]
-
-
-def load_features(names: Sequence[str]) -> list[FeatureFactory]:
-    """The factories ``names`` point at (``"package.module:factory"``), imported now: a name that
-    does not resolve fails the worker's construction, naming it."""
-    factories = []
-    for name in names:
-        try:
-            factories.append(resolve(name))
-        except ImportError as exc:
-            raise ImportError(f"feature {exc}") from exc
-    return factories
 
 
 def fields_keys(topology: Topology, component: str) -> dict[tuple[str, str], tuple[int, ...]]:

@@ -1,41 +1,32 @@
 """`RunResources`: what a one-off run (``tuplemesh run``, a `LocalCluster`) holds for its whole
 length on behalf of its features, e.g. a checkpointed topology's fresh sqlite file, so that running
-a topology again starts it from the beginning. Each feature's part is named in
-``tuplemesh.core.registry.RUN_RESOURCES``: the run names none of them."""
+a topology again starts it from the beginning. Each feature declares its part
+(``FeatureSpec.run_resource``): the run names none of them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from tuplemesh.core.registry import RUN_RESOURCES, resolve
+from tuplemesh.core.feature_spec import RunResource, RunResourceFactory, registered_features
 from tuplemesh.topology import Topology
 
 __all__ = ["RunResource", "RunResources"]
 
 
-class RunResource(Protocol):
-    """One feature's part of a run, built from ``(conf, topology)`` (the run's conf with the
-    topology's own over it): the conf keys it sets for the run, as config overrides and as the
-    environment of worker processes, and ``close`` once the run is over (idempotent)."""
-
-    @property
-    def overrides(self) -> Mapping[str, str]: ...
-
-    @property
-    def env(self) -> Mapping[str, str]: ...
-
-    def close(self) -> None: ...
-
-
 class RunResources:
-    """Every registered feature's part of one run, opened together and closed together."""
+    """Every registered feature's part of one run, opened together (in the registry's order) and
+    closed together. ``parts``: what opens them (None: the registered features' own)."""
 
-    def __init__(self, conf: Mapping[str, Any], topology: Topology) -> None:
+    def __init__(
+        self, conf: Mapping[str, Any], topology: Topology, parts: Sequence[RunResourceFactory] | None = None
+    ) -> None:
+        if parts is None:
+            parts = registered_features().run_resources()
         opened: list[RunResource] = []
         try:
-            for name in RUN_RESOURCES:
-                opened.append(resolve(name)(conf, topology))
+            for open_part in parts:
+                opened.append(open_part(conf, topology))
         except BaseException:
             _close_all(opened)  # a part that cannot open leaves none of the others behind
             raise

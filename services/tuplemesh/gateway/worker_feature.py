@@ -12,13 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.gateway.components import ExportBolt
 from tuplemesh.gateway.registry import GatewayRegistry, GatewayTask
 from tuplemesh.gateway.service import GatewayServicer
 from tuplemesh.state.spout import CheckpointedSpout
 from tuplemesh.v1 import gateway_pb2_grpc
 
-__all__ = ["GatewayFeature"]
+__all__ = ["FEATURE", "GatewayFeature"]
 
 
 class GatewayFeature:
@@ -84,3 +85,8 @@ class GatewayFeature:
                 component: sum(bolt.lost for bolt in bolts) for component, bolts in self.exports.items()
             }
         }
+
+
+#: The registry's entry: the Gateway runs in every worker (its service serves the
+#: IngestSpouts and ExportBolts the topology has, if any).
+FEATURE = FeatureSpec("gateway", build=GatewayFeature)

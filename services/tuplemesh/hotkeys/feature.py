@@ -27,10 +27,11 @@ from tuplemesh.core.feature import (
     ProcessFn,
     fields_keys,
 )
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.hotkeys.sketch import KeySketch
 from tuplemesh.topology import Columns, Tuple
 
-__all__ = ["ENABLED_KEY", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "feature"]
+__all__ = ["ENABLED_KEY", "FEATURE", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "feature"]
 
 #: Whether keys are counted at all.
 ENABLED_KEY = "topology.hotkeys.enabled"
@@ -240,9 +241,14 @@ class HotKeys:
 
 
 def feature(context: FeatureContext) -> HotKeys | None:
-    """The registry's factory: None unless ``topology.hotkeys.enabled``. The keys' defaults and
-    bounds are the configuration's (a value out of bounds was refused when the conf was built)."""
+    """The running part's factory (``FEATURE.build``): None unless ``topology.hotkeys.enabled``. The
+    keys' defaults and bounds are the configuration's (a value out of bounds was refused when the
+    conf was built)."""
     conf = as_config(context.conf)
     if not conf[ENABLED_KEY]:
         return None
     return HotKeys(context, conf[TOP_K_KEY], conf[SAMPLE_KEY])
+
+
+#: The registry's entry.
+FEATURE = FeatureSpec("hotkeys", build=feature)

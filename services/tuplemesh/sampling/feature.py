@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.sampling.watch import TupleWatch
 from tuplemesh.topology import Columns
 
-__all__ = ["ExecutorTaps", "Sampling", "feature"]
+__all__ = ["FEATURE", "ExecutorTaps", "Sampling", "feature"]
 
 
 class ExecutorTaps:
@@ -156,6 +157,10 @@ class Sampling:
 
 
 def feature(context: FeatureContext) -> Sampling:
-    """The registry's factory: every worker has one (a watch costs nothing until it starts;
-    Admin.WatchTuples itself is off unless ``admin.watch.tuples.enabled``)."""
+    """The running part's factory (``FEATURE.build``): every worker has one (a watch costs nothing
+    until it starts; Admin.WatchTuples itself is off unless ``admin.watch.tuples.enabled``)."""
     return Sampling()
+
+
+#: The registry's entry.
+FEATURE = FeatureSpec("sampling", build=feature)

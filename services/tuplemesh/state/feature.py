@@ -33,13 +33,16 @@ from tuplemesh.core.feature import (
     FeatureMetric,
     FeatureServer,
 )
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.coordinator import CoordinatorBolt, register_attempt
 from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.protocol import COORDINATOR, CheckpointPlan
+from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.state.ticker import CheckpointTicker
+from tuplemesh.state.wiring import checkpointing_part
 
-__all__ = ["Checkpoints", "feature"]
+__all__ = ["FEATURE", "Checkpoints", "feature"]
 
 
 class Checkpoints:
@@ -123,7 +126,7 @@ class Checkpoints:
 
 
 def feature(context: FeatureContext) -> Checkpoints | None:
-    """The registry's factory: None when the topology is not checkpointed."""
+    """The running part's factory (``FEATURE.build``): None when the topology is not checkpointed."""
     assignment = context.assignment
     if COORDINATOR not in context.topology.components or assignment is None:
         return None  # not checkpointed, or no worker plan to take part with
@@ -131,3 +134,10 @@ def feature(context: FeatureContext) -> Checkpoints | None:
     if plan is None:
         return None
     return Checkpoints(context, plan, assignment.worker_of_task()[plan.coordinator_task])
+
+
+#: The registry's entry: checkpoints' coordinator in every checkpointed topology, its running
+#: part in each worker, and a one-off run's own sqlite file.
+FEATURE = FeatureSpec(
+    "checkpoints", build=feature, topology_part=checkpointing_part, run_resource=RunStateFile
+)

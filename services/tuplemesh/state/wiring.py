@@ -77,6 +77,6 @@ def with_checkpointing(topology: Topology) -> Topology:
 
 
 def checkpointing_part(topology: Topology, conf: Mapping[str, Any]) -> Topology:
-    """`with_checkpointing` as the topology part the worker plan adds (named in
-    ``tuplemesh.core.registry``); whether a topology is checkpointed depends on its bolts alone."""
+    """`with_checkpointing` as the topology part of the checkpoints feature (its
+    ``FEATURE``); whether a topology is checkpointed depends on its bolts alone."""
     return with_checkpointing(topology)

@@ -7,10 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
+from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.ticks.timer import TICK, TickTimer, tick_period
 from tuplemesh.topology.tuple import tick_tuple
 
-__all__ = ["TicksFeature", "feature"]
+__all__ = ["FEATURE", "TicksFeature", "feature"]
 
 
 class TicksFeature:
@@ -67,6 +68,10 @@ class TicksFeature:
 
 
 def feature(context: FeatureContext) -> TicksFeature:
-    """The registry's factory: built for every worker (a component may tick without the
-    topology-wide setting)."""
+    """The running part's factory (``FEATURE.build``): built for every worker (a component may tick
+    without the topology-wide setting)."""
     return TicksFeature(context)
+
+
+#: The registry's entry.
+FEATURE = FeatureSpec("ticks", build=feature)

@@ -6,12 +6,11 @@ builds a `Worker` or names the registry's features."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuplemesh.config import Config
-from tuplemesh.core.feature import FeatureFactory, load_features
-from tuplemesh.core.registry import FEATURES
+from tuplemesh.core.feature_spec import FeatureSet, registered_features
 from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import make_context
@@ -54,15 +53,15 @@ def assemble_worker(
     peers: Mapping[int, tuple[str, int]],
     epoch: Epoch | None = None,
     directory: PeerDirectory | None = None,
-    features: Sequence[FeatureFactory] | None = None,
+    features: FeatureSet | None = None,
 ) -> Worker:
     """Worker ``index`` of ``num_workers``, built (not started) with ``conf`` (`worker_conf`'s)
     on ``context`` (`prepared_context`'s), listening on ``port``, its peers at ``peers``.
 
-    ``features``: the factories of the features it runs (None: every feature of the registry,
-    ``FEATURES``, in its order); ``epoch``: the assignment epoch the process chose (None: the
-    configured one); ``directory``: where a worker process finds its peers (None: fixed
-    ``peers``; its counts go into the worker's snapshot)."""
+    ``features``: the features it runs (None: every feature of the registry, in its order);
+    ``epoch``: the assignment epoch the process chose (None: the configured one);
+    ``directory``: where a worker process finds its peers (None: fixed ``peers``; its counts go
+    into the worker's snapshot)."""
     return Worker(
         topology,
         index,
@@ -71,7 +70,7 @@ def assemble_worker(
         context,
         port=port,
         peers=peers,
-        features=load_features(FEATURES) if features is None else features,
+        features=registered_features() if features is None else features,
         epoch=epoch,
         directory=directory,
     )

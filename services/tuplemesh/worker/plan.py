@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tuplemesh.core.acking import AckingFactory, AckingSettings
-from tuplemesh.core.registry import ACKING, TOPOLOGY_PARTS, resolve
+from tuplemesh.core.feature_spec import FeatureSet, registered_features
 from tuplemesh.core.stream_plan import StreamPlan
 from tuplemesh.topology import Assignment, ExecutorSpec, Fields, Topology
 from tuplemesh.topology.assignment import Epoch, code_hash
@@ -29,7 +29,7 @@ __all__ = ["WorkerPlan"]
 class WorkerPlan:
     """The assignment, the stream table and the routes of worker ``index``. Immutable."""
 
-    #: with the components features add (``TOPOLOGY_PARTS``: the checkpoint coordinator, the
+    #: with the components features add (their topology parts: the checkpoint coordinator, the
     #: ackers; every worker adds the same)
     topology: Topology
     index: int
@@ -51,7 +51,8 @@ class WorkerPlan:
     remote_worker_of_task: Mapping[int, int]
     #: component -> stream -> StreamPlan
     streams: Mapping[str, Mapping[str, StreamPlan]]
-    #: builds each executor's part in guaranteed processing (``ACKING``'s, for this topology)
+    #: builds each executor's part in guaranteed processing (the acking feature's, for this
+    #: topology; untracked without one)
     acking: AckingFactory
 
     @classmethod
@@ -62,17 +63,20 @@ class WorkerPlan:
         num_workers: int,
         conf: Mapping[str, Any],
         epoch: Epoch | None = None,
+        features: FeatureSet | None = None,
     ) -> WorkerPlan:
         """``epoch``: the one the process chose (None: ``topology.epoch``'s counter at
-        ``num_workers`` workers)."""
+        ``num_workers`` workers); ``features``: whose topology parts and acking it takes (None:
+        the registered ones)."""
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
         if epoch is None:
             epoch = Epoch.configured(topology, num_workers, conf)
         elif epoch.workers != num_workers or epoch.code != code_hash(topology):
             raise ValueError(f"epoch {epoch} is not one of this topology at {num_workers} worker(s)")
-        for add_part in TOPOLOGY_PARTS:
-            topology = resolve(add_part)(topology, conf)
+        if features is None:
+            features = registered_features()
+        topology = features.with_parts(topology, conf)
         assignment = Assignment.compute(topology, num_workers)
         stream_ids = topology.stream_ids()
         executors = assignment.executors_of(index)
@@ -107,7 +111,7 @@ class WorkerPlan:
                 {t: w for t, w in assignment.worker_of_task().items() if w != index}
             ),
             streams=MappingProxyType(streams),
-            acking=resolve(ACKING)(topology, assignment),
+            acking=features.acking_of(topology, assignment),
         )
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuplemesh.core.budget import ByteBudget
@@ -21,10 +21,10 @@ from tuplemesh.core.feature import (
     DrainWait,
     Feature,
     FeatureContext,
-    FeatureFactory,
     FeatureMetric,
     FeatureServer,
 )
+from tuplemesh.core.feature_spec import FeatureSet
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.stats import (
     WorkerSnapshot,
@@ -72,17 +72,18 @@ class Worker:
         *,
         port: int,
         peers: Mapping[int, tuple[str, int]],
-        features: Sequence[FeatureFactory],
+        features: FeatureSet,
         topology_id: str | None = None,
         epoch: Epoch | None = None,
         directory: PeerDirectory | None = None,
     ) -> None:
-        """Built by `tuplemesh.worker.assembly.assemble_worker`. ``features``: the factories of
-        the features to run, in order (a checkpointed topology runs only with the checkpoints
-        feature: it is the barrier alignment its stateful bolts need);
+        """Built by `tuplemesh.worker.assembly.assemble_worker`. ``features``: the features to
+        run, in order: their topology parts and acking go into the plan, their running parts are
+        built here (a checkpointed topology runs only with the checkpoints feature: it is the
+        barrier alignment its stateful bolts need);
         ``epoch``: the assignment epoch the process chose (None: the configured one);
         ``directory``: where the worker process finds its peers (None: fixed ``peers``)."""
-        plan = WorkerPlan.build(topology, index, num_workers, conf, epoch)
+        plan = WorkerPlan.build(topology, index, num_workers, conf, epoch, features)
         self.plan = plan
         self.topology = plan.topology  # with the ackers
         self.index = index
@@ -152,11 +153,11 @@ class Worker:
         self.user_metrics = UserMetrics()
         self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
         self._inject_lock = threading.Lock()
-        # the features (tuplemesh.core.registry): built here, each offered every executor below
+        # the features' running parts: built here, each offered every executor below
         feature_context = FeatureContext(
             plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
         )
-        built = (make(feature_context) for make in features)
+        built = (make(feature_context) for make in features.factories())
         self.features: dict[str, Feature] = {f.name: f for f in built if f is not None}
         wiring = ExecutorWiring(
             plan,

@@ -1,0 +1,133 @@
+"""`FeatureSpec`: everything one feature plugs into tuplemesh, declared by the feature's own
+package and named by one line of ``tuplemesh.core.registry.FEATURES``.
+
+A feature may have four parts, each optional:
+
+- ``build``: its running part in each worker process (a `tuplemesh.core.feature.Feature`: hooks
+  around executors, threads, a snapshot section, metrics, gRPC services);
+- ``topology_part``: components it adds to every topology, applied by every worker alike and in
+  the registry's order, so that all derive the same task ids (the checkpoint coordinator, the
+  ackers);
+- ``run_resource``: what a one-off run (``tuplemesh run``, a `LocalCluster`, the launcher) holds
+  for it while the run lasts (a checkpointed topology's fresh sqlite file);
+- ``acking``: how executors take part in guaranteed processing. One feature at most provides it;
+  without one, no executor is tracked (`tuplemesh.core.acking.NoAcking`).
+
+`FeatureSet` is the loaded registry: the worker's plan takes its topology parts and acking from
+it, the composition root its ``build`` factories, a run its resources. Nothing else names a
+feature's package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from tuplemesh.core.acking import AckingFactory, NoAcking
+from tuplemesh.core.feature import FeatureFactory
+from tuplemesh.core.registry import FEATURES, resolve
+from tuplemesh.topology import Assignment, Topology
+
+__all__ = [
+    "AckingPort",
+    "FeatureSet",
+    "FeatureSpec",
+    "RunResource",
+    "RunResourceFactory",
+    "TopologyPart",
+    "registered_features",
+]
+
+
+class RunResource(Protocol):
+    """One feature's part of a run, built from ``(conf, topology)`` (the run's conf with the
+    topology's own over it): the conf keys it sets for the run, as config overrides and as the
+    environment of worker processes, and ``close`` once the run is over (idempotent)."""
+
+    @property
+    def overrides(self) -> Mapping[str, str]: ...
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+#: Adds a feature's components to a topology: ``(topology, conf) -> topology`` (the same one when
+#: the topology does not need them).
+TopologyPart = Callable[[Topology, Mapping[str, Any]], Topology]
+#: Opens what a run holds for a feature: ``(conf, topology) -> RunResource``.
+RunResourceFactory = Callable[[Mapping[str, Any], Topology], RunResource]
+#: How the executors of a topology (placed by an assignment) take part in acking.
+AckingPort = Callable[[Topology, Assignment], AckingFactory]
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """What one feature plugs in (see the module docstring); every part but the name optional."""
+
+    name: str
+    build: FeatureFactory | None = None
+    topology_part: TopologyPart | None = None
+    run_resource: RunResourceFactory | None = None
+    acking: AckingPort | None = None
+
+
+def _no_acking(outbox: Any, component: str, *_: Any) -> NoAcking:
+    return NoAcking(outbox, component)
+
+
+@dataclass(frozen=True)
+class FeatureSet:
+    """Features in the order they were registered (which is the order their topology parts
+    apply, their running parts start and their run resources open)."""
+
+    specs: tuple[FeatureSpec, ...]
+
+    def __post_init__(self) -> None:
+        names = [spec.name for spec in self.specs]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"feature name(s) registered twice: {', '.join(repeated)}")
+        acking = [spec.name for spec in self.specs if spec.acking is not None]
+        if len(acking) > 1:
+            raise ValueError(f"more than one feature provides acking: {', '.join(acking)}")
+
+    def factories(self) -> list[FeatureFactory]:
+        """The running parts' factories, one per feature that has one."""
+        return [spec.build for spec in self.specs if spec.build is not None]
+
+    def with_parts(self, topology: Topology, conf: Mapping[str, Any]) -> Topology:
+        """``topology`` with every feature's components, added in order."""
+        for spec in self.specs:
+            if spec.topology_part is not None:
+                topology = spec.topology_part(topology, conf)
+        return topology
+
+    def acking_of(self, topology: Topology, assignment: Assignment) -> AckingFactory:
+        """How the executors of ``topology`` take part in acking: the acking feature's answer,
+        or untracked when no feature provides acking."""
+        for spec in self.specs:
+            if spec.acking is not None:
+                return spec.acking(topology, assignment)
+        return _no_acking
+
+    def run_resources(self) -> list[RunResourceFactory]:
+        """What a run opens for its features, in order."""
+        return [spec.run_resource for spec in self.specs if spec.run_resource is not None]
+
+
+def registered_features(names: Sequence[str] = FEATURES) -> FeatureSet:
+    """The features ``names`` point at (``"package.module:SPEC"``), imported now: a name that does
+    not resolve raises ImportError naming it; one that is no `FeatureSpec` raises TypeError."""
+    specs = []
+    for name in names:
+        try:
+            spec = resolve(name)
+        except ImportError as exc:
+            raise ImportError(f"feature {exc}") from exc
+        if not isinstance(spec, FeatureSpec):
+            raise TypeError(f"feature {name!r} is a {type(spec).__name__}, not a FeatureSpec")
+        specs.append(spec)
+    return FeatureSet(tuple(specs))
