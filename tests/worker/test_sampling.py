@@ -6,7 +6,7 @@ import json
 
 from tests.helpers import ListSpout, RecordingBolt
 from tuplemesh.config import Config
-from tuplemesh.sampling import BROADCAST_TASK, TupleWatch
+from tuplemesh.sampling import BROADCAST_TASK, ExecutorTaps, TupleWatch
 from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
 
@@ -101,14 +101,70 @@ def test_executors_sample_what_they_execute_and_forget_watches():
         assert taps[executor.name].watches is None and executor.input_observer is None
 
 
-def test_payloads_passed_over_undecoded_count_as_skipped_when_no_stream_is_filtered():
-    every, errors_only = TupleWatch(None, 0.5, 1.0), TupleWatch("errors", 1.0, 1.0)
-    for watch in (every, errors_only):
-        watch.pass_over(7, now=1.0)
-    assert every.offered == 7 and errors_only.offered == 0
-    every.offer("sink", 1, tup(1), now=1.0, wall=0.0)  # the 8th: taken, with 3 skipped before it
-    (sample,) = every.take(0)
-    assert sample.skipped == 3
+def test_picks_take_the_positions_offering_one_by_one_would_take():
+    # exactly for rates a float holds exactly; for others, a pick may land one tuple away (the
+    # one-by-one credit is a sum of 100 rounded additions, a pick's the exact product)
+    for rate in (1.0, 0.5, 0.3, 0.25, 0.07, 0.0625):
+        one_by_one, at_once = TupleWatch(None, rate, 1e6), TupleWatch(None, rate, 1e6)
+        for n in range(100):
+            one_by_one.offer("sink", 1, tup(n), now=1.0, wall=0.0)
+        taken: list[int] = []
+        for start, count in ((0, 13), (13, 1), (14, 0), (14, 50), (64, 36)):  # uneven runs
+            for position in at_once.picks(count, now=1.0):
+                taken.append(start + position)
+                at_once.send("sink", 1, tup(start + position), now=1.0, wall=0.0)
+        expected = [json.loads(s.values_json)[0] for s in one_by_one.take(0)]
+        if rate in (1.0, 0.5, 0.25, 0.0625):
+            assert taken == expected, rate
+        else:
+            assert len(taken) == len(expected) and all(
+                abs(a - b) <= 1 for a, b in zip(taken, expected, strict=True)
+            )
+        assert at_once.offered == one_by_one.offered == 100
+        assert at_once.sent == one_by_one.sent == len(expected)
+
+
+class PayloadExecutor:
+    """What ExecutorTaps uses of an executor: a payload b"p<n>" carries n tuples, numbered."""
+
+    component = "sink"
+
+    def __init__(self) -> None:
+        self.peeked: list[bytes] = []
+        self.observers: tuple[object, object] = (None, None)
+
+    def observe(self, inputs: object, emits: object) -> None:
+        self.observers = (inputs, emits)
+
+    def tuples_in(self, payload: bytes) -> int:
+        return int(payload[1:])
+
+    def peek(self, payload: bytes) -> list[Tuple]:
+        self.peeked.append(payload)
+        return [tup(100 * int(payload[1:]) + i) for i in range(int(payload[1:]))]
+
+
+def test_only_entries_holding_a_pick_are_decoded_and_an_unsendable_pick_is_skipped():
+    executor = PayloadExecutor()
+    taps = ExecutorTaps(executor)  # type: ignore[arg-type]
+    watch = TupleWatch(None, 0.1, 1.0)  # every 10th tuple; one token, refilled once a second
+    taps.add_watch(watch)
+    observe_inputs = executor.observers[0]
+    assert callable(observe_inputs)
+    batch = [(1, b"p4"), (1, tup(7)), (2, [tup(8), tup(9)]), (1, b"p5"), (None, b"p3")]
+    observe_inputs(batch, 5.0)  # 15 tuples: the 10th (b"p5"'s 3rd) is taken and sent
+    (sample,) = watch.take(0)
+    assert json.loads(sample.values_json) == [502] and sample.task == 1
+    assert executor.peeked == [b"p5"]  # b"p4" and b"p3" hold no pick: never decoded
+    # (5.2: within the first quarter second the stride is not re-estimated; 20.0: 45 tuples in 15 s
+    # are too few to thin it)
+    observe_inputs([(None, b"p9"), (1, b"p6")], 5.2)  # the 20th and 30th (b"p9"'s 5th, b"p6"'s 6th)
+    assert watch.take(0) == [] and executor.peeked == [b"p5"]  # no token left: skipped, undecoded
+    observe_inputs(batch, 20.0)  # the 40th: b"p5"'s 3rd, sent with the two skipped before it
+    (sample,) = watch.take(0)
+    assert json.loads(sample.values_json) == [502] and sample.skipped == 2
+    assert executor.peeked == [b"p5", b"p5"]
+    assert watch.offered == 45 and watch.sent == 2
 
 
 def test_watching_emits_sees_every_delivery_local_and_to_other_workers():

@@ -12,14 +12,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.sampling.watch import TupleWatch
-from tuplemesh.topology import Columns
+from tuplemesh.topology import Columns, Tuple
 
 __all__ = ["FEATURE", "ExecutorTaps", "Sampling", "feature"]
+
+
+#: Inbox entries that are one tuple each (a local delivery; the executor's own Tuple class).
+_ONE_TUPLE = frozenset({Tuple})
 
 
 class ExecutorTaps:
@@ -74,27 +79,84 @@ class ExecutorTaps:
         self, batch: Sequence[tuple[int | None, Any]], watches: tuple[TupleWatch, ...], now: float
     ) -> None:
         """Offer the batch's tuples to the watchers. A payload from another worker is decoded
-        (again, apart from its execution, with errors left to it) only while one could send."""
-        component = self.component
+        (again, apart from its execution, with errors left to it) only when a watch takes one
+        of its tuples and could send it."""
         wall = time.time()
+        every_stream = [w for w in watches if w.stream is None]
+        if every_stream:
+            self._sample_positions(batch, every_stream, now, wall)
+        if len(every_stream) < len(watches):
+            self._sample_each(batch, [w for w in watches if w.stream is not None], now, wall)
+
+    def _sample_positions(
+        self, batch: Sequence[tuple[int | None, Any]], watches: list[TupleWatch], now: float, wall: float
+    ) -> None:
+        """Watches of every stream: each says which positions of the whole batch it takes, and
+        only the entries holding one are looked into (a few in a hundred at the usual rates),
+        so the cost per tuple is one size per entry, not a call per tuple."""
+        if set(map(type, map(itemgetter(1), batch))) <= _ONE_TUPLE:  # one tuple per entry (C loops)
+            sizes: list[int] | None = None
+            total = len(batch)
+        else:
+            sizes = [self._size(item) for _, item in batch]
+            total = sum(sizes)
+        read: dict[int, list[Tuple]] = {}  # entry -> its tuples, decoded once for all watches
+        for watch in watches:
+            picks = watch.picks(total, now)
+            if not picks:
+                continue
+            entry, start = 0, 0
+            for position in picks:
+                if sizes is None:
+                    entry = start = position
+                else:
+                    while position >= start + sizes[entry]:
+                        start += sizes[entry]
+                        entry += 1
+                task, item = batch[entry]
+                tuples = read.get(entry)
+                if tuples is None:  # a payload is decoded only for a watch that could send from it
+                    tuples = self._tuples(item, watch.has_token(now))
+                    if tuples is not None:
+                        read[entry] = tuples
+                # (None: left undecoded, or it did not decode: skipped, and its execution counts it)
+                offset = position - start
+                tup = tuples[offset] if tuples is not None and offset < len(tuples) else None
+                watch.send(self.component, task, tup, now, wall)
+
+    def _sample_each(
+        self, batch: Sequence[tuple[int | None, Any]], watches: list[TupleWatch], now: float, wall: float
+    ) -> None:
+        """Watches filtering a stream: every tuple is offered (its stream is known only by
+        looking); a payload no watch could send from goes by undecoded."""
+        component = self.component
         for task, item in batch:
-            kind = item.__class__
-            if kind is bytes:
-                if not any(w.ready(now) for w in watches):
-                    carried = self.executor.tuples_in(item)
-                    for watch in watches:
-                        watch.pass_over(carried, now)
-                    continue
-                tuples = self.executor.peek(item)
-            elif kind is list:
-                tuples = item
-            elif kind is Columns:
-                tuples = item.tuples()
-            else:
-                tuples = [item]
+            tuples = self._tuples(item, any(w.ready(now) for w in watches))
+            if tuples is None:
+                continue
             for tup in tuples:
                 for watch in watches:
                     watch.offer(component, task, tup, now, wall)
+
+    def _size(self, item: Any) -> int:
+        """How many tuples an inbox entry or emit delivery carries (a payload's, undecoded)."""
+        kind = item.__class__
+        if kind is bytes:
+            return self.executor.tuples_in(item)
+        if kind is list or kind is Columns:
+            return len(item)
+        return 1
+
+    def _tuples(self, item: Any, decode: bool) -> list[Tuple] | None:
+        """The tuples of an entry; None for a payload when ``decode`` is False."""
+        kind = item.__class__
+        if kind is bytes:
+            return self.executor.peek(item) if decode else None
+        if kind is list:
+            return item
+        if kind is Columns:
+            return item.tuples()
+        return [item]
 
 
 class Sampling:

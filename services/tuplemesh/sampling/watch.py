@@ -39,8 +39,8 @@ class Sample:
 
 
 class TupleWatch:
-    """A watcher of one component. ``offer``/``ready``/``pass_over``: executor threads; ``take``:
-    its reader.
+    """A watcher of one component. ``offer``/``picks``/``send``/``ready``/``has_token``: executor
+    threads; ``take``: its reader.
 
     Samples are evenly spaced in the order tuples are offered: ``sample_rate`` of them, thinned
     further to about ``max_per_second`` by a stride re-estimated from the offered rate every
@@ -81,47 +81,70 @@ class TupleWatch:
         it. With a stream filter, only the rate limit is known (the stream is in the payload)."""
         if self.stream is None and self._credit + self._rate < 1:
             return False
+        return self.has_token(now)
+
+    def has_token(self, now: float) -> bool:
+        """Whether the rate limit would let a tuple through at ``now`` (it takes none)."""
         return self._tokens >= 1 or (now - self._refilled) * self.max_per_second >= 1
 
     def offer(self, component: str, task: int | None, tup: Tuple, now: float, wall: float) -> None:
-        """Sample ``tup``, delivered to ``task`` (None: every task), taken to execute at ``now``."""
+        """Sample ``tup``, delivered to ``task`` (None: every task), taken to execute at ``now``
+        (one tuple at a time: how a watch filtering a stream is offered, the stream being the
+        tuple's)."""
         if self.stream is not None and tup.source_stream != self.stream:
             return
         with self._lock:
-            if self._advance(1, now) < 1:
-                return
-            self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self.max_per_second)
-            self._refilled = now
-            if self._tokens < 1:
-                self._skipped += 1
-                return
-            sample = Sample(
-                component,
-                BROADCAST_TASK if task is None else task,
-                tup.source_component,
-                tup.source_task,
-                tup.source_stream,
-                json.dumps(list(tup.values), default=repr),
-                wall,
-                self._skipped,
-            )
-            try:
-                self._queue.put_nowait(sample)
-            except queue.Full:
-                self._skipped += 1
-                return
-            self._tokens -= 1
-            self._skipped = 0
-            self.sent += 1
+            if self._advance(1, now) >= 1:
+                self._send(component, task, tup, now, wall)
 
-    def pass_over(self, count: int, now: float) -> None:
-        """``count`` tuples went by undecoded because no watch wanted the next one: counted as
-        offered and, as far as sampling takes any of them, skipped (not known when filtering a
-        stream, whose name is inside the payload)."""
-        if self.stream is not None:
-            return
+    def picks(self, count: int, now: float) -> list[int]:
+        """``count`` tuples are offered at once: the positions (0 .. count - 1, ascending) that
+        sampling takes, as evenly spaced as offering them one by one would take them; `send`
+        each one then. Only for a watch of every stream (with a filter the count of matching
+        tuples is not known without looking at each). Under the lock."""
         with self._lock:
-            self._skipped += self._advance(count, now)
+            credit, rate = self._credit, self._rate
+            taken = self._advance(count, now)
+            if not taken:
+                return []
+            # the j-th tuple taken is the first whose credit reaches j: credit + rate * (k + 1) >= j
+            return [min(count - 1, max(0, math.ceil((j - credit) / rate) - 1)) for j in range(1, taken + 1)]
+
+    def send(self, component: str, task: int | None, tup: Tuple | None, now: float, wall: float) -> None:
+        """Render and queue a tuple `picks` chose, if the rate limit lets it; ``tup`` None: it
+        could not be read (a payload left undecoded), counted as skipped."""
+        with self._lock:
+            if tup is None:
+                self._skipped += 1
+            else:
+                self._send(component, task, tup, now, wall)
+
+    def _send(self, component: str, task: int | None, tup: Tuple, now: float, wall: float) -> None:
+        """A tuple sampling took: queued unless the token bucket or the queue is empty/full (then
+        counted as skipped). Under the lock."""
+        self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self.max_per_second)
+        self._refilled = now
+        if self._tokens < 1:
+            self._skipped += 1
+            return
+        sample = Sample(
+            component,
+            BROADCAST_TASK if task is None else task,
+            tup.source_component,
+            tup.source_task,
+            tup.source_stream,
+            json.dumps(list(tup.values), default=repr),
+            wall,
+            self._skipped,
+        )
+        try:
+            self._queue.put_nowait(sample)
+        except queue.Full:
+            self._skipped += 1
+            return
+        self._tokens -= 1
+        self._skipped = 0
+        self.sent += 1
 
     def _advance(self, count: int, now: float) -> int:
         """Count ``count`` offered tuples; how many of them sampling takes. Under the lock."""
