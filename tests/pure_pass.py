@@ -52,6 +52,8 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
         "tests/worker/test_halt.py",
         *_EXECUTOR,
     ),
+    "tuplemesh.worker.user_code": ("tests/worker/test_user_errors.py", *_EXECUTOR),
+    "tuplemesh.worker.spout_outcomes": ("tests/worker/test_acking.py", *_EXECUTOR),
     "tuplemesh.worker.executor": _EXECUTOR,
 }
 

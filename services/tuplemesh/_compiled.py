@@ -35,6 +35,8 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.worker.receive",
     "tuplemesh.worker.inbox_reader",
     "tuplemesh.worker.bolt_input",
+    "tuplemesh.worker.user_code",
+    "tuplemesh.worker.spout_outcomes",
     "tuplemesh.worker.executor",
 )
 

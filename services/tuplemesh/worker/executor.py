@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
@@ -57,6 +57,8 @@ from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.inbox_reader import InboxReader, InputTrees
 from tuplemesh.worker.plan import WorkerPlan
+from tuplemesh.worker.spout_outcomes import SpoutOutcomes
+from tuplemesh.worker.user_code import UserCode
 
 __all__ = ["BoltExecutor", "Executor", "ExecutorCounters", "ExecutorWiring", "SpoutExecutor"]
 
@@ -186,10 +188,10 @@ class Executor(Generic[CollectorT]):
             self.errors_log,
             self._input_trees(),
         )
-        self.user_errors_log = RateLimitedLog(log, settings.log_interval_seconds, logging.ERROR)
-        #: The first exception user code raised here (set once, by the executor thread)
-        self.first_error: ErrorSnapshot | None = None
-        self._worker_index = plan.index
+        #: how its components' own code is called: errors counted, the first one kept, logged
+        self.user_code = UserCode(
+            spec.component, plan.index, self._count_user_error, settings.log_interval_seconds
+        )
         #: a feature's observer of each inbox batch taken to execute (`observe`); None while no
         #: feature observes (the one per-batch check)
         self.input_observer: BatchObserver | None = None
@@ -292,46 +294,17 @@ class Executor(Generic[CollectorT]):
             self.counters.dropped_on_stop += dropped
             log.warning("executor %s: a destination halted; %d emitted tuples dropped", self.name, dropped)
 
-    def _user_call(self, what: str, task: int, fn: Any, *args: Any) -> bool:
-        try:
-            fn(*args)
-            return True
-        except Exception as exc:
-            self._record_error(what, task, exc)
-            # rate-limited and cut: an exception's message may hold a whole (huge) tuple, and a
-            # bolt failing on every tuple would otherwise write a traceback per tuple
-            self.user_errors_log.log(
-                "%s %s task %d failed: %r", what, self.spec.component, task, exc, exc=exc
-            )
-            return False
-
-    def _record_error(self, method: str, task: int, exc: BaseException) -> None:
-        """Count one exception raised by user code in ``method``; keep the first one, where it
-        was raised, for ``tuplemesh run`` to name (executor thread only)."""
-        self._count_user_error()
-        if self.first_error is None:
-            message = " ".join(str(exc).split())  # one line: a message may hold newlines
-            self.first_error = ErrorSnapshot(
-                component=self.spec.component,
-                task=task,
-                method=method,
-                type=type(exc).__name__,
-                message=message if len(message) <= 500 else message[:497] + "...",
-                worker=self._worker_index,
-                at=time.time(),
-            )
-
     def _count_user_error(self) -> None:
         """One exception raised by this executor's user code (bolts and spouts counted apart)."""
         self.counters.errors += 1
 
     def _record_reports(self) -> None:
-        for task, component in self.tasks.items():
-            try:
-                self.final_reports[task] = component.report()
-            except Exception as exc:
-                self._record_error("report", task, exc)
-                log.error("report() of %s task %d failed: %r", self.spec.component, task, exc)
+        self.final_reports = self.user_code.reports(self.tasks)
+
+    @property
+    def first_error(self) -> ErrorSnapshot | None:
+        """The first exception its components' code raised (None: none yet). Any thread."""
+        return self.user_code.first_error
 
     def join(self, timeout: float | None = None) -> bool:
         if self._loop_thread is None:
@@ -392,7 +365,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             if wrap is not None:
                 wrapped = {task: wrap(task, fn) for task, fn in wrapped.items()}
                 every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
-        failures = BoltFailures(spec.component, self.collectors, self._record_error, self.errors_log)
+        failures = BoltFailures(spec.component, self.collectors, self.user_code.record_error, self.errors_log)
         parts = (self.reader, self.counters, self.halting, failures)
         # at most ``topology.producer.batch.size`` tuples per batch call
         limit = wiring.plan.queue_settings.producer_batch_tuples
@@ -444,7 +417,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
     # -- EventHandler ---------------------------------------------------------------------------
     def on_start(self) -> None:
         for task, bolt in self.bolts.items():
-            self._user_call(
+            self.user_code.call(
                 "prepare", task, bolt.prepare, self.conf, self.contexts[task], self.collectors[task]
             )
 
@@ -456,7 +429,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
-            self._user_call("cleanup", task, bolt.cleanup)
+            self.user_code.call("cleanup", task, bolt.cleanup)
 
     def on_event(self, batch: Any, sequence: int, end_of_batch: bool) -> None:
         kind = batch.__class__
@@ -514,7 +487,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             except AlertError:
                 raise
             except Exception as exc:
-                self._record_error(method, task, exc)
+                self.user_code.record_error(method, task, exc)
                 self.errors_log.log("bolt %s task %s raised %r on %s", self.spec.component, task, exc, what)
         if self.outbox.pending and time.monotonic() - self.outbox.last_flush >= self.flush_interval:
             self.outbox.flush()
@@ -562,6 +535,8 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             for task, spout in self._spouts.items()
             if isinstance(spout, ControlledSpout)
         }
+        #: the spouts' ack and fail: verdicts, trees completed at once, trees timed out
+        self.outcomes = SpoutOutcomes(self.tracker, self._spouts, self.counters, self.user_code)
 
     def _count_user_error(self) -> None:
         self.counters.spout_errors += 1
@@ -639,7 +614,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                 except (ValueError, TypeError) as exc:  # not a well-formed verdict: logged, ignored
                     self.errors_log.log("spout executor %s: ignored %r: %s", self.name, item, exc)
                     continue
-                self._on_verdict(acked, failed)
+                self.outcomes.on_verdict(acked, failed)
         elif event is STOP:
             self.request_stop()
         elif event is FLUSH:
@@ -656,45 +631,17 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         elif handler(tup):
             self.finished.clear()  # rewound: it has tuples to emit again
 
-    def _on_verdict(self, acked: Sequence[Any], failed: Sequence[Any]) -> None:
-        """An acker's verdict (the roots it acked, those it failed): call the spouts' ack and fail."""
-        finish = self.tracker.finish
-        for outcome, roots in ((True, acked), (False, failed)):
-            for root in roots:
-                entry = finish(root)
-                if entry is None:
-                    continue  # the tree timed out before the verdict came, and was failed then
-                self._tell_spout(*entry, acked=outcome)
-
-    def _tell_spout(self, task: int, msg_id: Any, acked: bool) -> None:
-        """Count and call the spout's ``ack`` or ``fail`` for one message id."""
-        if acked:
-            self.counters.acked += 1
-            self._user_call("ack", task, self._spouts[task].ack, msg_id)
-        else:
-            self.counters.failed += 1
-            self._user_call("fail", task, self._spouts[task].fail, msg_id)
-
-    def _settle(self, now: float) -> None:
-        """Ack what completed without a tree and fail trees past their timeout."""
-        tracker = self.tracker
-        if tracker.acked_at_once:
-            done, tracker.acked_at_once = tracker.acked_at_once, []
-            for task, msg_id in done:
-                self._tell_spout(task, msg_id, acked=True)
-        if len(tracker):
-            for task, msg_id in tracker.expired(now):
-                self.counters.timed_out += 1
-                self._tell_spout(task, msg_id, acked=False)
-
     def _run_loop(self) -> None:
         spouts = list(self._spouts.items())
         for task, spout in spouts:
-            self._user_call("open", task, spout.open, self.conf, self.contexts[task], self.collectors[task])
+            self.user_code.call(
+                "open", task, spout.open, self.conf, self.contexts[task], self.collectors[task]
+            )
         self._started.set()
         outbox = self.outbox
         counters = self.counters
         tracker = self.tracker
+        outcomes = self.outcomes
         may_emit = tracker.may_emit
         poll = self.poller.poll
         monotonic = time.monotonic
@@ -705,7 +652,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             while self._running:
                 poll(self._on_control)
                 if tracker.acked_at_once or len(tracker):
-                    self._settle(monotonic())
+                    outcomes.settle(monotonic())
                 if self._held and self._active:
                     callers = []  # the worker's epoch is not confirmed yet: emit nothing
                 elif self._active and not self.finished.is_set():
@@ -722,7 +669,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                         except AlertError:
                             raise
                         except Exception as exc:
-                            self._record_error("next_tuple", task, exc)
+                            self.user_code.record_error("next_tuple", task, exc)
                             self.errors_log.log(
                                 "spout %s task %d next_tuple raised %r", self.spec.component, task, exc
                             )
@@ -762,4 +709,4 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             self._final_flush()
             self._record_reports()
             for task, spout in spouts:
-                self._user_call("close", task, spout.close)
+                self.user_code.call("close", task, spout.close)
