@@ -13,8 +13,10 @@ import pytest
 from tests.helpers import ListSpout, RecordingBolt
 from tests.worker.wiring import wire
 from tuplemesh.acking import ACKER
+from tuplemesh.acking.mode import TreeAcking
 from tuplemesh.config import Config
 from tuplemesh.core.acking import NoAcking
+from tuplemesh.core.collectors import build_routes
 from tuplemesh.core.feature import (
     BatchRun,
     ExecuteFn,
@@ -26,6 +28,8 @@ from tuplemesh.core.feature import (
 )
 from tuplemesh.core.feature_spec import FeatureSet, FeatureSpec, registered_features
 from tuplemesh.core.markers import Batch
+from tuplemesh.core.outbox import Outbox
+from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor
@@ -223,8 +227,23 @@ def test_without_an_acking_feature_no_executor_is_tracked():
     others = FeatureSet(tuple(s for s in registered_features().specs if s.name != "acking"))
     untracked = WorkerPlan.build(builder.build(), 0, 1, conf, features=others)
     assert ACKER not in untracked.topology.components  # no topology part added the ackers
-    outbox: Any = object()  # NoAcking only keeps it
-    assert isinstance(untracked.acking(outbox, "sink", 1, {}, frozenset({1})), NoAcking)
+    # given routes that report to ackers (the tracked plan's), the tracked plan's port tracks and
+    # the untracked one's does not
+    (sink,) = tracked.assignment.component_tasks["sink"]
+    routes = build_routes(tracked.streams["sink"], tracked.local_tasks)
+    local = tracked.local_tasks
+    inboxes = {task: RingBuffer.single_producer(8) for task in local}
+    serializer = load_serializer("msgpack")
+    outbox = Outbox(
+        local_inboxes=inboxes,
+        remote_workers={},
+        transfer_ring=RingBuffer.single_producer(8),
+        serializer=serializer,
+        batch_size=8,
+        send_capacity=8,
+    )
+    assert isinstance(tracked.acking(outbox, "sink", sink, routes, local), TreeAcking)
+    assert isinstance(untracked.acking(outbox, "sink", sink, routes, local), NoAcking)
 
 
 def encode(executor: BoltExecutor, values: list[Any]) -> bytes:

@@ -124,6 +124,23 @@ def test_picks_take_the_positions_offering_one_by_one_would_take():
         assert at_once.sent == one_by_one.sent == len(expected)
 
 
+def test_picks_follow_a_rate_re_estimated_within_the_call():
+    # a burst thins the stride (at most 5 a second), then a quiet spell widens it again: each
+    # call's picks are distinct, rising, inside the call's count and as many as it was counted
+    watch = TupleWatch(None, 1.0, 5.0)
+    now = 0.0
+    for count in (1000, 1000, 3, 1000, 50, 1000):
+        offered, sent = watch.offered, watch.sent
+        picks = watch.picks(count, now)
+        assert picks == sorted(set(picks)) and all(0 <= p < count for p in picks), (count, picks)
+        assert watch.offered == offered + count
+        for position in picks:
+            watch.send("sink", 1, tup(position), now, wall=0.0)
+        assert watch.sent - sent <= len(picks)
+        now += 0.3 if count != 3 else 5.0  # past the rate window every time; a quiet 5 s once
+    assert watch.sent >= 3
+
+
 class PayloadExecutor:
     """What ExecutorTaps uses of an executor: a payload b"p<n>" carries n tuples, numbered."""
 

@@ -39,7 +39,7 @@ def wire(
     slots: int = 64,
 ) -> Wired:
     """Worker 0 of 1 running ``topology``: its plan, the features ``features`` builds from its
-    context (None: a feature with nothing to do here, as a registry factory returns), an inbox
+    context (None: a feature with nothing to do here, as a feature's build factory returns), an inbox
     of ``slots`` per task and a transfer ring of as many; msgpack, no congestion reports."""
     plan = WorkerPlan.build(topology, 0, 1, conf)
     context = FeatureContext(plan.topology, conf, 0, topology.name, plan.assignment)

@@ -18,13 +18,13 @@ from typing import Any
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.sampling.watch import TupleWatch
-from tuplemesh.topology import Columns, Tuple
+from tuplemesh.topology import AnchoredTuple, Columns, Tuple
 
 __all__ = ["FEATURE", "ExecutorTaps", "Sampling", "feature"]
 
 
 #: Inbox entries that are one tuple each (a local delivery; the executor's own Tuple class).
-_ONE_TUPLE = frozenset({Tuple})
+_ONE_TUPLE = frozenset({Tuple, AnchoredTuple})
 
 
 class ExecutorTaps:

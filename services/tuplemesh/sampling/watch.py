@@ -103,10 +103,11 @@ class TupleWatch:
         each one then. Only for a watch of every stream (with a filter the count of matching
         tuples is not known without looking at each). Under the lock."""
         with self._lock:
-            credit, rate = self._credit, self._rate
-            taken = self._advance(count, now)
+            credit = self._credit
+            taken = self._advance(count, now)  # (which may re-estimate the rate: the count's)
             if not taken:
                 return []
+            rate = self._rate
             # the j-th tuple taken is the first whose credit reaches j: credit + rate * (k + 1) >= j
             return [min(count - 1, max(0, math.ceil((j - credit) / rate) - 1)) for j in range(1, taken + 1)]
 
@@ -123,7 +124,7 @@ class TupleWatch:
         """A tuple sampling took: queued unless the token bucket or the queue is empty/full (then
         counted as skipped). Under the lock."""
         self._tokens = min(self._burst, self._tokens + (now - self._refilled) * self.max_per_second)
-        self._refilled = now
+        self._refilled = max(self._refilled, now)  # executors of one component read their own clocks
         if self._tokens < 1:
             self._skipped += 1
             return
