@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from tests.helpers import ListSpout, RecordingBolt
@@ -125,20 +126,19 @@ def test_picks_take_the_positions_offering_one_by_one_would_take():
 
 
 def test_picks_follow_a_rate_re_estimated_within_the_call():
-    # a burst thins the stride (at most 5 a second), then a quiet spell widens it again: each
-    # call's picks are distinct, rising, inside the call's count and as many as it was counted
+    # a burst thins the stride (at most 5 a second), a quiet spell widens it again within the
+    # next call: its picks are placed by the widened rate, distinct, rising and evenly spaced
     watch = TupleWatch(None, 1.0, 5.0)
-    now = 0.0
-    for count in (1000, 1000, 3, 1000, 50, 1000):
-        offered, sent = watch.offered, watch.sent
+    for count, now in ((1000, 0.0), (1000, 0.3), (100, 5.3), (1000, 5.6), (3, 5.9), (100, 11.0)):
+        offered = watch.offered
         picks = watch.picks(count, now)
         assert picks == sorted(set(picks)) and all(0 <= p < count for p in picks), (count, picks)
         assert watch.offered == offered + count
+        if count == 100 and now == 5.3:  # 100 tuples in 5 s: 20 a second, about 1 in 4 kept for 5/s
+            gaps = {b - a for a, b in itertools.pairwise(picks)}  # (the stride is 4 up to rounding)
+            assert len(picks) in (24, 25) and gaps <= {3, 4, 5} and 4 in gaps, picks
         for position in picks:
             watch.send("sink", 1, tup(position), now, wall=0.0)
-        assert watch.sent - sent <= len(picks)
-        now += 0.3 if count != 3 else 5.0  # past the rate window every time; a quiet 5 s once
-    assert watch.sent >= 3
 
 
 class PayloadExecutor:
