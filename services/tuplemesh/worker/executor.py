@@ -52,10 +52,11 @@ from tuplemesh.topology import (
 )
 from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.user_metrics import UserMetrics
-from tuplemesh.worker.bolt_input import BoltFailures, BoltRun, Halt, SampledRun, abandoned_in, bolt_run
+from tuplemesh.worker.bolt_input import BoltFailures, Halt, abandoned_in
 from tuplemesh.worker.debloat import QueueTimeLimit
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.inbox_reader import InboxReader, InputTrees
+from tuplemesh.worker.input_chain import input_chain
 from tuplemesh.worker.plan import WorkerPlan
 from tuplemesh.worker.spout_outcomes import SpoutOutcomes
 from tuplemesh.worker.user_code import UserCode
@@ -325,22 +326,6 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         #: each task's entry point (``process``, ``execute_batch`` or ``execute``), chosen once
         self._entry = {task: entry_point(bolt) for task, bolt in self.bolts.items()}
         entry = self._entry[spec.tasks[0]]  # a component's tasks are of one class
-        # each task's call, chosen once: a BasicBolt with acking on acks its input after it
-        calls: dict[int, Any]
-        if entry == "process":
-            calls = {
-                task: self.acking.process_call(cast(ColumnarBolt, bolt), self.collectors[task])
-                for task, bolt in self.bolts.items()
-            }
-        elif entry == "execute_batch":
-            calls = {
-                task: self.acking.batch_call(cast(BatchBolt, bolt), self.collectors[task])
-                for task, bolt in self.bolts.items()
-            }
-        else:
-            calls = {
-                task: self.acking.bolt_call(bolt, self.collectors[task]) for task, bolt in self.bolts.items()
-            }
         self.processor = BatchEventProcessor(self.inbox, self.inbox.new_barrier(), self, release_slots=True)
         self.inbox.add_gating_sequences(self.processor.sequence)
         # what waits in the inbox is bounded in time: this executor's measured time per batch
@@ -349,45 +334,21 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         self.queue_limit: QueueTimeLimit | None = (
             QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
         )
-        # features wrap each task's call once, here: with none, the loop runs the calls as built
-        self._markers: dict[Marker, Callable[[], None]] = {}
-        wrapped = calls
-        every = 0  # wrapped calls run on one inbox batch in ``every`` (0: nothing is wrapped)
-        for hooks in self.feature_hooks:
-            self._markers.update(hooks.markers)
-            wrap: Callable[[int, Any], Any] | None = (
-                hooks.wrap_process
-                if entry == "process"
-                else hooks.wrap_execute_batch
-                if entry == "execute_batch"
-                else hooks.wrap_execute
-            )
-            if wrap is not None:
-                wrapped = {task: wrap(task, fn) for task, fn in wrapped.items()}
-                every = hooks.every_batches if every == 0 else min(every, hooks.every_batches)
         failures = BoltFailures(spec.component, self.collectors, self.user_code.record_error, self.errors_log)
-        parts = (self.reader, self.counters, self.halting, failures)
-        # at most ``topology.producer.batch.size`` tuples per batch call
-        limit = wiring.plan.queue_settings.producer_batch_tuples
-        run: BoltRun = bolt_run(entry, wrapped, limit, *parts)
-        if every > 1:  # the wrapped calls on some batches only: the plain ones cost nothing more
-            run = SampledRun(bolt_run(entry, calls, limit, *parts), run, every)
-        #: what runs an inbox batch's tuples
-        self._run_batch: BatchRun = run.run
-        # an inbox batch's whole handling, chosen here with the features' wrappers around it: one
-        # that holds input back (a checkpointed topology's barrier alignment) innermost, then
-        # the observers in the order they attached; with none, the plain run
-        wrappers = [h for h in self.feature_hooks if h.wrap_batch is not None]
-        holding = [h for h in wrappers if h.holds_input]
-        if len(holding) > 1:
-            raise TypeError(
-                f"executor {spec.name}: {len(holding)} features hold its input back; at most one may"
-            )
-        take: BatchRun = self._run_batch
-        for hooks in holding + [h for h in wrappers if not h.holds_input]:
-            assert hooks.wrap_batch is not None
-            take = hooks.wrap_batch(take)
-        self._take_batch = take
+        chain = input_chain(
+            spec.name,
+            entry,
+            self.bolts,
+            self.collectors,
+            self.acking,
+            self.feature_hooks,
+            wiring.plan.queue_settings.producer_batch_tuples,  # the most tuples per batch call
+            (self.reader, self.counters, self.halting, failures),
+        )
+        #: what runs an inbox batch's tuples, and the whole handling of a batch around it
+        self._run_batch: BatchRun = chain.run
+        self._take_batch: BatchRun = chain.take
+        self._markers: Mapping[Marker, Callable[[], None]] = chain.markers
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         self.collectors[task] = acking.bolt_collector(task, routes, self.counters)
