@@ -225,6 +225,12 @@ def epoch_of(mesh: Mesh, index: int) -> Epoch | None:
         return None
 
 
+def epoch_counter_of(mesh: Mesh, index: int) -> int | None:
+    """The counter of worker ``index``'s epoch, asked once; None while it does not answer."""
+    epoch = epoch_of(mesh, index)
+    return None if epoch is None else epoch.counter
+
+
 def emitted(mesh: Mesh, workers: int) -> int:
     """What the spouts of the first ``workers`` workers emitted (since each worker started)."""
     return sum(e.emitted for s in statuses(head(mesh, workers)) for e in s.executors if e.spout)

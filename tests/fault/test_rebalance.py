@@ -25,6 +25,7 @@ from tests.fault.harness import (
     SpoutProgress,
     assert_exact_counts,
     emitted,
+    epoch_counter_of,
     epoch_of,
     head,
     numbered_config,
@@ -239,10 +240,8 @@ def test_a_running_worker_that_missed_a_rescale_follows_the_peer_whose_batches_i
     mesh = Mesh(ports[:2], [None, None], ports[2:], [([], {}), ([], {})])  # type: ignore[list-item]
     try:
         harness.start_worker(mesh, "tests.fault.numbered:numbered", 1, 2, config)
-        eventually(
-            lambda: epoch_of(mesh, 1) is not None, timeout=60, interval=0.1, message="worker 1 answers"
-        )
-        assert epoch_of(mesh, 1).counter == 0  # type: ignore[union-attr]
+        first = eventually(lambda: epoch_of(mesh, 1), timeout=60, interval=0.1, message="worker 1 answers")
+        assert first.counter == 0
         # worker 0 is down: what worker 1 sends it waits in the send window until that is full
         # and worker 1's executors wait in emit. Those batches can never be delivered (worker 0
         # comes up at the newer epoch and refuses them), and they once kept worker 1's drain
@@ -255,7 +254,7 @@ def test_a_running_worker_that_missed_a_rescale_follows_the_peer_whose_batches_i
         )
         harness.start_worker(mesh, "tests.fault.numbered:numbered", 0, 2, newer)
         eventually(
-            lambda: epoch_of(mesh, 1) is not None and epoch_of(mesh, 1).counter == 1,  # type: ignore[union-attr]
+            lambda: epoch_counter_of(mesh, 1) == 1,
             timeout=90,
             interval=0.2,
             message="worker 1 follows worker 0 to epoch 1",
@@ -297,15 +296,15 @@ def test_a_worker_that_starts_while_no_peer_answers_follows_their_newer_epoch_be
     target = "tests.fault.numbered:numbered"
     try:
         harness.start_worker(mesh, target, 2, 3, config)
-        eventually(lambda: epoch_of(mesh, 2) is not None, timeout=60, interval=0.1, message="2 answers")
-        assert epoch_of(mesh, 2).counter == 0  # type: ignore[union-attr]
+        first = eventually(lambda: epoch_of(mesh, 2), timeout=60, interval=0.1, message="2 answers")
+        assert first.counter == 0
         time.sleep(1.0)  # its spouts would have emitted by now
         [status] = [mesh.admin(2).GetStatus(admin_pb2.GetStatusRequest(), timeout=10.0)]
         assert sum(e.emitted for e in status.executors if e.spout) == 0, "spouts emitted unconfirmed"
         for index in (0, 1):
             harness.start_worker(mesh, target, index, 3, newer)
         eventually(
-            lambda: epoch_of(mesh, 2) is not None and epoch_of(mesh, 2).counter == 1,  # type: ignore[union-attr]
+            lambda: epoch_counter_of(mesh, 2) == 1,
             timeout=90,
             interval=0.2,
             message="worker 2 follows its peers to epoch 1",
