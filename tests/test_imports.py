@@ -376,7 +376,7 @@ def test_only_the_assembly_builds_a_worker_and_only_feature_spec_reads_the_regis
                 builders.append(name)
             if (
                 isinstance(node, ast.ImportFrom)
-                and node.module == "tuplemesh.core.registry"
+                and node.module == "tuplemesh.registry"
                 and any(alias.name == "FEATURES" for alias in node.names)
             ):
                 namers.append(name)
@@ -456,7 +456,7 @@ def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> No
                 m: [package] for m, imported in graph.items() if m != package and package in imported
             }
         assert importers == {}, f"{package} is imported outside itself"
-    registry = (SOURCE_ROOT / PACKAGE / "core" / "registry.py").read_text()
+    registry = (SOURCE_ROOT / PACKAGE / "registry.py").read_text()
     for package in FEATURE_PACKAGES:
         lines = [
             line
@@ -471,4 +471,4 @@ def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> No
             for path in sorted((SOURCE_ROOT / PACKAGE).rglob("*.py"))
             if package in path.read_text() and own not in path.relative_to(SOURCE_ROOT).parts
         ]
-        assert mentions == ["tuplemesh/core/registry.py"], f"{package} is named in {mentions}"
+        assert mentions == ["tuplemesh/registry.py"], f"{package} is named in {mentions}"

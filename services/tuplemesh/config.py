@@ -1,7 +1,8 @@
 """The one validated configuration object: Storm's keys, their defaults, YAML and env loading.
 
-Every key below is documented in one place (``KEYS``; ``docs/configuration.md`` is generated
-from the same table by ``tuplemesh config``). Values are checked when a ``Config`` is built, so a
+Every key is documented in one place (``KEYS``: the keys below, then those each registered
+feature declares in its own package; ``docs/configuration.md`` is generated from the same table
+by ``tuplemesh config``). Values are checked when a ``Config`` is built, so a
 bad value fails at start-up with the key and value named, never at first use.
 
 Precedence, lowest first: defaults < YAML file < ``TUPLEMESH_*`` environment < explicit overrides.
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ import yaml
 
 from tuplemesh.errors import ConfigError
 from tuplemesh.plugin_kinds import TRANSPORTS, store_class, transport_class
+from tuplemesh.registry import feature_settings
 
 __all__ = ["KEYS", "Config", "ConfigKey", "as_config", "env_name", "seconds"]
 
@@ -134,7 +137,7 @@ def _serializer(name: str) -> Any:
     return load_serializer(name)
 
 
-KEYS: dict[str, ConfigKey] = {
+_CORE_KEYS: dict[str, ConfigKey] = {
     k.name: k
     for k in [
         ConfigKey(
@@ -199,34 +202,6 @@ KEYS: dict[str, ConfigKey] = {
             "in a task's inbox at a time.",
             _non_negative,
             unit="secs",
-        ),
-        ConfigKey(
-            "topology.hotkeys.enabled",
-            bool,
-            False,
-            "Count the keys of every fields-grouped stream into a bolt (Admin.HotKeys, the web "
-            "UI's hot keys, the tuplemesh_key_skew gauge). Off by default: at the default sampling "
-            "it costs the cheapest bolt's loop about 2-3 % of its throughput (see Hot keys in the "
-            "operations guide).",
-        ),
-        ConfigKey(
-            "topology.hotkeys.top.k",
-            int,
-            10,
-            "Keys listed per fields-grouped stream by Admin.HotKeys, each with its share of tuples "
-            "and of execute time, counted in a sketch of 32 entries per key listed (exact while a "
-            "stream has fewer distinct keys than that).",
-            lambda v: None if v >= 1 else "must be 1 or more",
-            unit="keys",
-        ),
-        ConfigKey(
-            "topology.hotkeys.sample.every",
-            int,
-            128,
-            "Hot keys are counted (and timed) in one inbox batch of this many, the others run "
-            "untouched: their cost is divided by it. 1 counts every tuple (exact counts).",
-            lambda v: None if v >= 1 else "must be 1 or more",
-            unit="batches",
         ),
         ConfigKey(
             "topology.message.timeout.secs",
@@ -638,14 +613,6 @@ KEYS: dict[str, ConfigKey] = {
             "Allow Admin.WatchTuples (sampled tuple values); off by default: values are user data.",
         ),
         ConfigKey(
-            "admin.hotkeys.enabled",
-            bool,
-            False,
-            "Allow Admin.HotKeys (the hottest keys of fields-grouped streams), and the web UI to "
-            "show them; off by default: keys are user data. The tuplemesh_key_skew gauge names no "
-            "key and is always exported.",
-        ),
-        ConfigKey(
             "worker.peer.grace.secs",
             float,
             5.0,
@@ -861,13 +828,97 @@ def env_name(key: str) -> str:
     return "TUPLEMESH_" + key.upper().replace(".", "_").replace("-", "_")
 
 
-# A flag's own variable (TUPLEMESH_WORKERS) is the same level as the key's: the key's name wins a tie.
-_ENV_TO_KEY = {
-    **{env_name(key.flag): name for name, key in KEYS.items() if key.flag},
-    **{env_name(name): name for name in KEYS},
-}
+class _KeyTable(Mapping[str, ConfigKey]):
+    """Every configuration key: tuplemesh's own (``_CORE_KEYS``), then those the registered
+    features declare (``FeatureSpec.settings``, in the registry's order), merged the first time
+    the table is read. A feature's key is refused when it repeats a key or lies outside
+    tuplemesh's namespaces. Read-only once merged; the merge itself runs once, under a lock."""
+
+    def __init__(self, core: Mapping[str, ConfigKey], features: Sequence[str] | None = None) -> None:
+        self._core = dict(core)
+        self._features = features  # registry lines; None: the registry's own list
+        self._all: dict[str, ConfigKey] | None = None
+        self._merging = False
+        self._lock = threading.RLock()
+
+    def _table(self) -> dict[str, ConfigKey]:
+        table = self._all
+        return table if table is not None else self._merge()
+
+    def _merge(self) -> dict[str, ConfigKey]:
+        with self._lock:
+            if self._all is not None:
+                return self._all
+            if self._merging:
+                # a feature module (or one it imports) read the table while being imported
+                raise RuntimeError(
+                    "configuration keys read while the features that declare some are imported: "
+                    "a feature's modules must not read configuration at import time"
+                )
+            self._merging = True
+            try:
+                table = dict(self._core)
+                declared = feature_settings() if self._features is None else feature_settings(self._features)
+                for line, settings in declared:
+                    for key in settings:
+                        if not isinstance(key, ConfigKey):
+                            kind = type(key).__name__
+                            raise TypeError(f"feature {line!r} declares a {kind}, not a ConfigKey")
+                        if key.name in table:
+                            raise ValueError(
+                                f"feature {line!r} declares {key.name}, already a configuration key"
+                            )
+                        if not key.name.startswith(_OWN_PREFIXES):
+                            raise ValueError(
+                                f"feature {line!r} declares {key.name}, outside tuplemesh's namespaces "
+                                f"({', '.join(p.rstrip('.') for p in _OWN_PREFIXES)})"
+                            )
+                        table[key.name] = key
+                self._all = table
+            finally:
+                self._merging = False
+            return table
+
+    def __getitem__(self, name: str) -> ConfigKey:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._table()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._table().get(name, default)
+
+    def items(self) -> ItemsView[str, ConfigKey]:
+        return self._table().items()
+
+    def values(self) -> ValuesView[ConfigKey]:
+        return self._table().values()
+
+
+#: Every key (see `_KeyTable`): ``tuplemesh config`` and docs/configuration.md list these.
+KEYS: Mapping[str, ConfigKey] = _KeyTable(_CORE_KEYS)
+
+
+def _env_to_key() -> dict[str, str]:
+    """Environment variable -> the key it sets. A flag's own variable (TUPLEMESH_WORKERS) is the
+    same level as the key's: the key's name wins a tie."""
+    return {
+        **{env_name(key.flag): name for name, key in KEYS.items() if key.flag},
+        **{env_name(name): name for name in KEYS},
+    }
+
+
+def _flag_to_key() -> dict[str, str]:
+    return {key.flag: name for name, key in KEYS.items() if key.flag}
+
+
 # Divisors, not factors: ``250 / 1000.0`` is the exact float the modules computed before.
-_FLAG_TO_KEY = {key.flag: name for name, key in KEYS.items() if key.flag}
 _PER_SECOND = {"millis": 1000.0, "secs": 1.0}
 
 
@@ -971,17 +1022,18 @@ class Config(Mapping[str, Any]):
                 sources[name] = str(path)
         from_text: set[str] = set()
         environ = os.environ if env is None else env
-        for var, key in _ENV_TO_KEY.items():
+        for var, key in _env_to_key().items():
             if var in environ:
                 values[key] = environ[var]
                 sources[key] = var
                 from_text.add(key)
+        flag_keys = _flag_to_key()
         for flag, text in (flags or {}).items():
-            if flag not in _FLAG_TO_KEY:
+            if flag not in flag_keys:
                 raise KeyError(f"--{flag} sets no config key")
-            values[_FLAG_TO_KEY[flag]] = text
-            sources[_FLAG_TO_KEY[flag]] = f"--{flag}"
-            from_text.add(_FLAG_TO_KEY[flag])
+            values[flag_keys[flag]] = text
+            sources[flag_keys[flag]] = f"--{flag}"
+            from_text.add(flag_keys[flag])
         for name, value in (overrides or {}).items():
             values[name] = value
             sources.pop(name, None)

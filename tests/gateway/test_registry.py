@@ -112,7 +112,7 @@ def test_a_component_run_without_the_gateway_feature_fails_naming_what_is_missin
     with pytest.raises(
         RuntimeError,
         match=r"^IngestSpout 'rows' has no Gateway registry: it runs only in a tuplemesh worker "
-        r"with the gateway feature \(registered in tuplemesh.core.registry\)",
+        r"with the gateway feature \(registered in tuplemesh.registry\)",
     ):
         run.spout.open(run.conf, run.spouts.contexts[task], run.spouts.collectors[task])
     run.bolts.on_start()  # the executor counts a failed prepare as the task's error

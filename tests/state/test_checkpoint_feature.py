@@ -19,8 +19,8 @@ from tests.state.test_checkpointing import start
 from tests.worker.wiring import wire
 from tuplemesh.config import Config
 from tuplemesh.core.feature import DrainingFeature
-from tuplemesh.core.registry import FEATURES
 from tuplemesh.core.stats import CheckpointSnapshot
+from tuplemesh.registry import FEATURES
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER
 from tuplemesh.state.feature import Checkpoints, feature
 from tuplemesh.state.memory import MemoryStore

@@ -1,5 +1,5 @@
 """What an executor asks of guaranteed processing (Storm's acking), which plugs in from its own
-package (``tuplemesh.acking``, named in ``tuplemesh.core.registry``): the config it reads
+package (``tuplemesh.acking``, named in ``tuplemesh.registry``): the config it reads
 (`AckingSettings`), the per-executor port (`ExecutorAcking`) and its null object for acking off
 (`NoAcking`).
 

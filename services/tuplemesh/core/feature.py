@@ -2,7 +2,7 @@
 
 A *feature* (ticks, hot keys, ...) is built once per worker process by the worker's composition
 root, from the factory its `tuplemesh.core.feature_spec.FeatureSpec` names (``build``; the
-registry, ``tuplemesh.core.registry.FEATURES``, names the spec). The worker imports no feature:
+registry, ``tuplemesh.registry.FEATURES``, names the spec). The worker imports no feature:
 it knows only the types here. A feature may
 
 (a) wrap an executor's input: for each bolt executor it is attached to, it may return

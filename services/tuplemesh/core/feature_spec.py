@@ -1,7 +1,11 @@
 """`FeatureSpec`: everything one feature plugs into tuplemesh, declared by the feature's own
-package and named by one line of ``tuplemesh.core.registry.FEATURES``.
+package and named by one line of ``tuplemesh.registry.FEATURES``.
 
-A feature may have four parts, each optional:
+A feature may have five parts, each optional:
+
+- ``settings``: the configuration keys it reads (`tuplemesh.config.ConfigKey` rows, inside
+  tuplemesh's namespaces): ``tuplemesh.config`` adds them to its table, so they are validated,
+  set from YAML, the environment or code, and listed by ``tuplemesh config``, as its own;
 
 - ``build``: its running part in each worker process (a `tuplemesh.core.feature.Feature`: hooks
   around executors, threads, a snapshot section, metrics, gRPC services);
@@ -24,9 +28,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from tuplemesh.config import ConfigKey
 from tuplemesh.core.acking import AckingFactory, NoAcking
 from tuplemesh.core.feature import FeatureFactory
-from tuplemesh.core.registry import FEATURES, resolve
+from tuplemesh.registry import FEATURES, resolve
 from tuplemesh.topology import Assignment, Topology
 
 __all__ = [
@@ -68,6 +73,7 @@ class FeatureSpec:
     """What one feature plugs in (see the module docstring); every part but the name optional."""
 
     name: str
+    settings: tuple[ConfigKey, ...] = ()
     build: FeatureFactory | None = None
     topology_part: TopologyPart | None = None
     run_resource: RunResourceFactory | None = None

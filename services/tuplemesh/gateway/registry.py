@@ -92,7 +92,7 @@ class GatewayTask:
         if self.gateway_registry is None:
             raise RuntimeError(
                 f"{type(self).__name__} {component!r} has no Gateway registry: it runs only in a "
-                "tuplemesh worker with the gateway feature (registered in tuplemesh.core.registry), which "
+                "tuplemesh worker with the gateway feature (registered in tuplemesh.registry), which "
                 "hands the registry to it before it opens or prepares"
             )
         return self.gateway_registry

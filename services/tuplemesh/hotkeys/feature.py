@@ -28,17 +28,12 @@ from tuplemesh.core.feature import (
     fields_keys,
 )
 from tuplemesh.core.feature_spec import FeatureSpec
+from tuplemesh.hotkeys.settings import ENABLED_KEY, SAMPLE_KEY, SETTINGS, TOP_K_KEY
 from tuplemesh.hotkeys.sketch import KeySketch
 from tuplemesh.topology import Columns, Tuple
 
-__all__ = ["ENABLED_KEY", "FEATURE", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "feature"]
+__all__ = ["FEATURE", "HotKeys", "feature"]
 
-#: Whether keys are counted at all.
-ENABLED_KEY = "topology.hotkeys.enabled"
-#: How many keys each stream lists.
-TOP_K_KEY = "topology.hotkeys.top.k"
-#: Keys are counted in one inbox batch of this many (1: every tuple).
-SAMPLE_KEY = "topology.hotkeys.sample.every"
 #: Keys kept per sketch for each key listed: more than listed, so the listed counts stay exact
 #: while the stream has fewer distinct keys than this and near-exact beyond.
 CAPACITY_PER_KEY = 32
@@ -251,4 +246,4 @@ def feature(context: FeatureContext) -> HotKeys | None:
 
 
 #: The registry's entry.
-FEATURE = FeatureSpec("hotkeys", build=feature)
+FEATURE = FeatureSpec("hotkeys", settings=SETTINGS, build=feature)

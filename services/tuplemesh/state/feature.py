@@ -1,4 +1,4 @@
-"""Checkpointing as a worker feature: the worker names none of it (tuplemesh.core.registry does).
+"""Checkpointing as a worker feature: the worker names none of it (tuplemesh.registry does).
 
 For a checkpointed topology (one with the coordinator component ``with_checkpointing`` adds), on
 every worker of the mesh, the feature
