@@ -16,6 +16,7 @@ and the snapshot types) below the features, the features below ``worker`` (the r
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -472,3 +473,27 @@ def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> No
             if package in path.read_text() and own not in path.relative_to(SOURCE_ROOT).parts
         ]
         assert mentions == ["tuplemesh/registry.py"], f"{package} is named in {mentions}"
+
+
+def test_hot_keys_plug_in_through_their_package_and_one_registry_line_alone() -> None:
+    # the feature interface's proof: per-key observability is written only against it. Its
+    # settings, running part, gRPC service (its own proto package), web UI panel (script and
+    # style) and metrics all live in tuplemesh/hotkeys (and protos/tuplemesh/hotkeys); no other
+    # file of the package (code, page, style, proto) names it but the registry's one line
+    root = SOURCE_ROOT.parent
+    named = re.compile(r"hot.?keys?", re.IGNORECASE)
+    found = []
+    for base in (SOURCE_ROOT / PACKAGE, root / "protos"):
+        for path in sorted(base.rglob("*")):
+            relative = path.relative_to(root).as_posix()
+            if (
+                not path.is_file()
+                or path.suffix not in {".py", ".pyi", ".js", ".css", ".html", ".proto", ".tmpl"}
+                or "/hotkeys/" in relative
+                or relative.startswith("services/tuplemesh/protos/")  # the link to protos/
+            ):
+                continue
+            found += [
+                (relative, line.strip()) for line in path.read_text().splitlines() if named.search(line)
+            ]
+    assert found == [("services/tuplemesh/registry.py", '"tuplemesh.hotkeys.feature:FEATURE",')]

@@ -651,6 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise CliError(f"--target {target!r} is not HOST:PORT")
             conf = Config.load(args.config)
             if args.command == "ui":
+                from tuplemesh.core.feature_spec import registered_features
                 from tuplemesh.ui.remote import serve
 
                 try:
@@ -660,6 +661,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         args.bind,
                         tls=TlsSettings.from_config(conf),
                         token=conf["admin.token"],
+                        # every registered feature's panel: a worker that does not answer for one
+                        # (the call or the feature off there) shows none of it
+                        panels=[panel for _, panel in registered_features().panels()],
                     )
                 except OSError as exc:
                     raise CliError(

@@ -901,7 +901,7 @@ class _KeyTable(Mapping[str, ConfigKey]):
         return self._table().values()
 
 
-#: Every key (see `_KeyTable`): ``tuplemesh config`` and docs/configuration.md list these.
+# Every key (see `_KeyTable`): ``tuplemesh config`` and docs/configuration.md list these.
 KEYS: Mapping[str, ConfigKey] = _KeyTable(_CORE_KEYS)
 
 

@@ -221,14 +221,29 @@ def test_the_installed_package_is_the_wheel_with_its_protos_and_license(installe
     where = Path(installed.python("import tuplemesh; print(tuplemesh.__file__)")).parent
     assert where.is_relative_to(installed.venv)  # not the checkout's sources
     protos = sorted(str(p.relative_to(where / "protos")) for p in (where / "protos").rglob("*.proto"))
-    assert protos == [f"tuplemesh/v1/{name}.proto" for name in ("admin", "gateway", "messages", "transfer")]
+    assert protos == [
+        "tuplemesh/hotkeys/v1/hotkeys.proto",
+        *(f"tuplemesh/v1/{name}.proto" for name in ("admin", "gateway", "messages", "transfer")),
+    ]
     for name in protos:
         assert (where / "protos" / name).read_text() == (ROOT / "protos" / name).read_text()
-    # the web UI's page, script and style (served from the package by every worker)
-    static = ROOT / "services" / "tuplemesh" / "ui" / "static"
-    assert sorted(p.name for p in (where / "ui" / "static").iterdir()) == ["app.css", "app.js", "index.html"]
-    for name in ("app.css", "app.js", "index.html"):
-        assert (where / "ui" / "static" / name).read_bytes() == (static / name).read_bytes()
+    # the web UI's page, script and style (served from the package by every worker), and the
+    # script and style of the hot keys' panel on it, from the feature's own package
+    for package, names in (
+        ("ui", ["app.css", "app.js", "index.html"]),
+        ("hotkeys", ["panel.css", "panel.js"]),
+    ):
+        static = ROOT / "services" / "tuplemesh" / package / "static"
+        assert sorted(p.name for p in (where / package / "static").iterdir()) == names
+        for name in names:
+            assert (where / package / "static" / name).read_bytes() == (static / name).read_bytes()
+    # the feature's own generated gRPC code
+    assert (
+        installed.python(
+            "from tuplemesh.hotkeys.v1 import hotkeys_pb2_grpc; print(hotkeys_pb2_grpc.HotKeysStub.__name__)"
+        )
+        == "HotKeysStub"
+    )
     [license_file] = where.parent.glob("tuplemesh-*.dist-info/licenses/LICENSE")
     assert license_file.read_text() == (ROOT / "LICENSE").read_text()
     assert "Apache License" in license_file.read_text()

@@ -1,4 +1,5 @@
-"""Every service and message of protos/tuplemesh/v1 describes through reflection (the real grpcurl)."""
+"""Every service and message of protos/ (tuplemesh.v1 and the features' own, such as hot keys')
+describes through reflection (the real grpcurl)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ import pytest
 from tests.worker.conftest import Mesh, start_mesh
 
 GRPCURL = shutil.which("grpcurl") or str(Path(sys.executable).parent / "grpcurl")
-PROTOS = Path(__file__).resolve().parents[2] / "protos" / "tuplemesh" / "v1"
+PROTOS = Path(__file__).resolve().parents[2] / "protos"
 
 
 def declared(kind: str) -> list[str]:
     """Full names of the top-level ``kind`` (message, service) declarations of every proto file."""
     names = []
-    for proto in sorted(PROTOS.glob("*.proto")):
+    for proto in sorted(PROTOS.rglob("*.proto")):
         text = proto.read_text()
         package = re.search(r"^package ([\w.]+);", text, re.M)
         assert package is not None, proto
@@ -41,7 +42,12 @@ def mesh() -> Iterator[Mesh]:
 
 
 def test_the_protos_declare_what_the_test_walks():
-    assert declared("service") == ["tuplemesh.v1.Admin", "tuplemesh.v1.Gateway", "tuplemesh.v1.Transfer"]
+    assert declared("service") == [
+        "tuplemesh.hotkeys.v1.HotKeys",  # served by the hot-keys feature, listed by it
+        "tuplemesh.v1.Admin",
+        "tuplemesh.v1.Gateway",
+        "tuplemesh.v1.Transfer",
+    ]
     assert "tuplemesh.v1.TransferBatch" in declared("message")
     assert {"tuplemesh.v1.BindingStatus", "tuplemesh.v1.DiscoveryStatus", "tuplemesh.v1.Histogram"} <= set(
         declared("message")

@@ -1,6 +1,6 @@
 """The feature interface: how something that is not the executor loop plugs into a worker.
 
-A *feature* (ticks, hot keys, ...) is built once per worker process by the worker's composition
+A *feature* (ticks, tracing, ...) is built once per worker process by the worker's composition
 root, from the factory its `tuplemesh.core.feature_spec.FeatureSpec` names (``build``; the
 registry, ``tuplemesh.registry.FEATURES``, names the spec). The worker imports no feature:
 it knows only the types here. A feature may
@@ -276,6 +276,9 @@ class FeatureServer:
     #: False once the worker drains or stops: a call that would bring it new work is refused, so
     #: that its caller goes to another worker
     accepting: Callable[[], bool]
+    #: the full names of the services a feature adds that are not in ``tuplemesh.v1`` (whose are
+    #: listed already): a feature appends its own, for server reflection (grpcurl) to list them
+    services: list[str] = field(default_factory=list)
 
 
 class Feature(Protocol):

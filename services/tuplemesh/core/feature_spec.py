@@ -1,7 +1,7 @@
 """`FeatureSpec`: everything one feature plugs into tuplemesh, declared by the feature's own
 package and named by one line of ``tuplemesh.registry.FEATURES``.
 
-A feature may have five parts, each optional:
+A feature may have six parts, each optional:
 
 - ``settings``: the configuration keys it reads (`tuplemesh.config.ConfigKey` rows, inside
   tuplemesh's namespaces): ``tuplemesh.config`` adds them to its table, so they are validated,
@@ -15,7 +15,8 @@ A feature may have five parts, each optional:
 - ``run_resource``: what a one-off run (``tuplemesh run``, a `LocalCluster`, the launcher) holds
   for it while the run lasts (a checkpointed topology's fresh sqlite file);
 - ``acking``: how executors take part in guaranteed processing. One feature at most provides it;
-  without one, no executor is tracked (`tuplemesh.core.acking.NoAcking`).
+  without one, no executor is tracked (`tuplemesh.core.acking.NoAcking`);
+- ``panel``: what it shows on the web UI of a mesh (`tuplemesh.core.panel.MeshPanel`).
 
 `FeatureSet` is the loaded registry: the worker's plan takes its topology parts and acking from
 it, the composition root its ``build`` factories, a run its resources. Nothing else names a
@@ -31,6 +32,7 @@ from typing import Any, Protocol
 from tuplemesh.config import ConfigKey
 from tuplemesh.core.acking import AckingFactory, NoAcking
 from tuplemesh.core.feature import FeatureFactory
+from tuplemesh.core.panel import MeshPanel
 from tuplemesh.registry import FEATURES, resolve
 from tuplemesh.topology import Assignment, Topology
 
@@ -78,6 +80,7 @@ class FeatureSpec:
     topology_part: TopologyPart | None = None
     run_resource: RunResourceFactory | None = None
     acking: AckingPort | None = None
+    panel: MeshPanel | None = None
 
 
 def _no_acking(outbox: Any, component: str, *_: Any) -> NoAcking:
@@ -118,6 +121,10 @@ class FeatureSet:
             if spec.acking is not None:
                 return spec.acking(topology, assignment)
         return _no_acking
+
+    def panels(self) -> list[tuple[str, MeshPanel]]:
+        """(feature name, its panel) for every feature that shows one on the web UI, in order."""
+        return [(spec.name, spec.panel) for spec in self.specs if spec.panel is not None]
 
     def run_resources(self) -> list[RunResourceFactory]:
         """What a run opens for its features, in order."""

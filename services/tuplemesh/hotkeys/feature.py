@@ -3,7 +3,8 @@ its execute time, and how skewed that makes the component.
 
 Written only against the feature interface (tuplemesh.core.feature): it wraps each task's call
 of every bolt executor with a fields-grouped input, keeps one `KeySketch` per (executor, stream),
-and merges them per (component, stream) when read. Each worker sees the keys its own tasks
+and merges them per (component, stream) when read (its section, the tuplemesh_key_skew gauge and
+the HotKeys service's answer). Each worker sees the keys its own tasks
 execute (a fields grouping sends every key to one task, so a key shows up on one worker).
 """
 
@@ -28,8 +29,11 @@ from tuplemesh.core.feature import (
     fields_keys,
 )
 from tuplemesh.core.feature_spec import FeatureSpec
-from tuplemesh.hotkeys.settings import ENABLED_KEY, SAMPLE_KEY, SETTINGS, TOP_K_KEY
+from tuplemesh.hotkeys.panel import PANEL
+from tuplemesh.hotkeys.service import SERVICE_NAME, HotKeysService
+from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY, SAMPLE_KEY, SETTINGS, TOP_K_KEY
 from tuplemesh.hotkeys.sketch import KeySketch
+from tuplemesh.hotkeys.v1 import hotkeys_pb2_grpc
 from tuplemesh.topology import Columns, Tuple
 
 __all__ = ["FEATURE", "HotKeys", "feature"]
@@ -126,11 +130,23 @@ class _ExecutorKeys:
 
 
 class HotKeys:
-    """The hot keys of one worker's fields-grouped inputs."""
+    """The hot keys of one worker's fields-grouped inputs. Not ``counting``: it wraps no executor
+    and exports nothing, and its service refuses to list keys (FAILED_PRECONDITION, naming the
+    key that turns counting on); not ``allowed``: its service refuses (PERMISSION_DENIED)."""
 
     name = "hotkeys"
 
-    def __init__(self, context: FeatureContext, top_k: int, sample_every: int = 1) -> None:
+    def __init__(
+        self,
+        context: FeatureContext,
+        top_k: int,
+        sample_every: int = 1,
+        *,
+        counting: bool = True,
+        allowed: bool = False,
+    ) -> None:
+        self.worker = context.worker
+        self.counting, self.allowed = counting, allowed
         self.top_k = top_k
         self.sample_every = sample_every
         self.capacity = max(2, top_k * CAPACITY_PER_KEY)
@@ -138,7 +154,7 @@ class HotKeys:
         self._executors: list[_ExecutorKeys] = []
 
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
-        if not executor.is_bolt:
+        if not self.counting or not executor.is_bolt:
             return None
         keyed = fields_keys(self._topology, executor.component)
         if not keyed:
@@ -210,12 +226,18 @@ class HotKeys:
         return out
 
     def serve(self, where: FeatureServer) -> None:
-        pass  # no gRPC service of its own
+        hotkeys_pb2_grpc.add_HotKeysServicer_to_server(
+            HotKeysService(self.worker, self.section, allowed=self.allowed, counting=self.counting),
+            where.server,
+        )
+        where.services.append(SERVICE_NAME)
 
     def section(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": self.streams()}
 
     def metrics(self) -> Sequence[FeatureMetric]:
+        if not self.counting:
+            return ()
         skew: dict[str, float] = {}
         for stream in self.streams():
             skew[stream["component"]] = max(skew.get(stream["component"], 0.0), stream["skew"])
@@ -224,7 +246,7 @@ class HotKeys:
                 "tuplemesh_key_skew",
                 "The hottest key's share of a component's fields-grouped tuples on this worker, "
                 "over one task's fair share (1 / its tasks here); above 1 that key alone overloads "
-                "its task. Admin.HotKeys names the keys.",
+                "its task. HotKeys.List names the keys.",
                 "gauge",
                 ("component",),
                 [((component,), value) for component, value in sorted(skew.items())],
@@ -235,15 +257,16 @@ class HotKeys:
         return {}
 
 
-def feature(context: FeatureContext) -> HotKeys | None:
-    """The running part's factory (``FEATURE.build``): None unless ``topology.hotkeys.enabled``. The
+def feature(context: FeatureContext) -> HotKeys:
+    """The running part's factory (``FEATURE.build``): counting unless ``topology.hotkeys.enabled``
+    is off, when it wraps no executor (no cost) and only serves the HotKeys service's refusal. The
     keys' defaults and bounds are the configuration's (a value out of bounds was refused when the
     conf was built)."""
     conf = as_config(context.conf)
-    if not conf[ENABLED_KEY]:
-        return None
-    return HotKeys(context, conf[TOP_K_KEY], conf[SAMPLE_KEY])
+    return HotKeys(
+        context, conf[TOP_K_KEY], conf[SAMPLE_KEY], counting=conf[ENABLED_KEY], allowed=conf[ADMIN_KEY]
+    )
 
 
-#: The registry's entry.
-FEATURE = FeatureSpec("hotkeys", settings=SETTINGS, build=feature)
+#: The registry's entry: its keys, its running part and its panel on the web UI.
+FEATURE = FeatureSpec("hotkeys", settings=SETTINGS, build=feature, panel=PANEL)

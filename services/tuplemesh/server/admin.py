@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import grpc
-from google.protobuf import json_format
 
 from tuplemesh.config import as_config
 from tuplemesh.core.feature import Feature
@@ -26,7 +25,7 @@ from tuplemesh.topology.assignment import Assignment, Epoch
 from tuplemesh.ui.graph import topology_graph
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
-__all__ = ["AdminServicer", "AdminWorker", "QueueRates", "StatsStream", "hot_keys_message"]
+__all__ = ["AdminServicer", "AdminWorker", "QueueRates", "StatsStream"]
 
 #: WatchTuples: samples per second a watcher gets when it does not say, and the most it may ask.
 DEFAULT_TUPLES_PER_SECOND = 10.0
@@ -134,12 +133,6 @@ def rss_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def hot_keys_message(worker: int, section: Mapping[str, Any]) -> admin_pb2.HotKeysResponse:
-    """The hot-keys feature's snapshot section as Admin.HotKeys answers it (the section has the
-    response's shape: its fields are the message's); the web UI shows the same message."""
-    return json_format.ParseDict({"worker": worker, **section}, admin_pb2.HotKeysResponse())
 
 
 class StatsStream:
@@ -497,28 +490,6 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                     f"a Rebalance naming an epoch comes from a worker: it needs a fresh proof of the "
                     f"mesh secret: {refused}; {how}",
                 )
-
-    def HotKeys(
-        self, request: admin_pb2.HotKeysRequest, context: grpc.ServicerContext
-    ) -> admin_pb2.HotKeysResponse:
-        self._check_enabled("admin.hotkeys.enabled", "HotKeys", context)
-        feature = self.worker.features.get("hotkeys")
-        if feature is None:
-            context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION,
-                "hot keys are not counted: set topology.hotkeys.enabled: true",
-            )
-        assert feature is not None  # abort raised
-        section = dict(feature.section())
-        if request.component:
-            section["streams"] = [s for s in section["streams"] if s["component"] == request.component]
-            if not section["streams"]:
-                context.abort(
-                    grpc.StatusCode.NOT_FOUND,
-                    f"component {request.component!r} has no fields-grouped input on worker "
-                    f"{self.worker.index}",
-                )
-        return hot_keys_message(self.worker.index, section)
 
     def _check_enabled(self, key: str, call: str, context: grpc.ServicerContext) -> None:
         """PERMISSION_DENIED naming ``key`` unless the worker's config turns ``call`` on."""

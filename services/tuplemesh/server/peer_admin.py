@@ -1,5 +1,6 @@
 """`PeerAdmins`: this worker's Admin clients to its peers, for what the mesh decides together
-without a coordinator (a whole-mesh stop, a rescale)."""
+without a coordinator (a whole-mesh stop, a rescale), and what its page asks them (their status,
+the features' panels through the features' own services on the same channels)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,12 @@ class PeerAdmins:
         with self._lock:
             return self._stub_locked(worker, address)
 
+    def _channel(self, worker: int, address: tuple[str, int]) -> grpc.Channel:
+        """The channel to ``worker`` at ``address`` (the one its Admin stub uses)."""
+        with self._lock:
+            self._stub_locked(worker, address)
+            return self._stubs[worker][1]
+
     def _stub_locked(self, worker: int, address: tuple[str, int]) -> admin_pb2_grpc.AdminStub:
         target = f"{address[0]}:{address[1]}"
         known = self._stubs.get(worker)
@@ -71,12 +78,19 @@ class PeerAdmins:
         calls = self._ask_every_peer("GetStatus", admin_pb2.GetStatusRequest(), timeout)
         return self._answers(calls, "status")
 
-    def ask_hot_keys(self, timeout: float) -> Callable[[], dict[int, admin_pb2.HotKeysResponse | None]]:
-        """Ask every peer its Admin.HotKeys now, in parallel (while the caller asks something
-        else); the callable returned waits for the answers: None for a peer that gave none
-        (refused: key counting or the call off there; or no answer in ``timeout``)."""
-        calls = self._ask_every_peer("HotKeys", admin_pb2.HotKeysRequest(), timeout)
-        return lambda: self._answers(calls, "hot keys")
+    def ask_every_peer(
+        self, start: Callable[[grpc.Channel, float], grpc.Future], timeout: float
+    ) -> Callable[[], dict[int, Any]]:
+        """Start a call on every peer now, in parallel (while the caller asks something else):
+        ``start(channel, timeout)`` starts it on one peer's channel (a feature's own service, as
+        a feature panel asks it). The callable returned waits for the answers: None for a peer
+        that gave none (refused, or no answer in ``timeout``)."""
+        calls = {
+            worker: start(self._channel(worker, address), timeout)
+            for worker, address in sorted(self._addresses().items())
+            if worker != self._own
+        }
+        return lambda: self._answers(calls, "answer")
 
     def _ask_every_peer(self, method: str, request: Any, timeout: float) -> dict[int, Any]:
         """The future of Admin ``method`` called on every peer at once."""

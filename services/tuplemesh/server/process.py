@@ -17,20 +17,21 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from tuplemesh.admission import AdmissionLimits, CallAdmission
 from tuplemesh.config import Config
+from tuplemesh.core.panel import MeshPanel
 from tuplemesh.discovery import PeerDirectory, ReplicaSource
 from tuplemesh.errors import RescaleRefusedError, TransportError
 from tuplemesh.grpcutil import wake_blocked_grpc_threads_less
 from tuplemesh.logutil import RateLimitFilter
 from tuplemesh.rpcerrors import RpcErrors
 from tuplemesh.security import REBALANCE, TlsConnections, mesh_proof, mesh_secret
-from tuplemesh.server.admin import AdminServicer, StatsStream, hot_keys_message
+from tuplemesh.server.admin import AdminServicer, StatsStream
 from tuplemesh.server.metrics_http import MetricsEndpoint
 from tuplemesh.server.peer_admin import PeerAdmins
 from tuplemesh.server.reflection import enable_reflection, tuplemesh_services
@@ -42,7 +43,7 @@ from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport import SharedServerContext
 from tuplemesh.transport.grpc_impl import bind_port, new_server
 from tuplemesh.ui.graph import topology_graph
-from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
+from tuplemesh.ui.mesh import EpochHistory, PanelSource, WorkerMeshView
 from tuplemesh.ui.server import UiApp
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.assembly import assemble_worker, prepared_context, worker_conf
@@ -208,8 +209,8 @@ class WorkerProcess:
             self.server,
         )
         # the features' services (the Gateway's): a draining worker takes no new work through them
-        self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
-        enable_reflection([*tuplemesh_services(), health.SERVICE_NAME], self.server)
+        served = self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
+        enable_reflection([*tuplemesh_services(), *served, health.SERVICE_NAME], self.server)
         try:
             if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it
                 raise TransportError(f"{settings.bind_host}:{port} is in use")
@@ -302,18 +303,22 @@ class WorkerProcess:
             # open): the last second of a stopping worker's page shows its peers unanswered
             return {} if self._peers_closed else self.peer_admins.statuses(timeout)
 
-        # the page shows keys (user data) where Admin.HotKeys would: counted and allowed
-        hot_keys = bool(self.conf["topology.hotkeys.enabled"] and self.conf["admin.hotkeys.enabled"])
+        def peer_answers(panel: MeshPanel) -> Callable[[float], Callable[[], Mapping[int, Any | None]]]:
+            def ask(timeout: float) -> Callable[[], Mapping[int, Any | None]]:
+                if self._peers_closed:
+                    return lambda: {}
+                return self.peer_admins.ask_every_peer(panel.ask, timeout)
 
-        def own_hot_keys() -> admin_pb2.HotKeysResponse | None:
-            feature = self.worker.features.get("hotkeys")
-            return None if feature is None else hot_keys_message(self.worker.index, feature.section())
+            return ask
 
-        def peer_hot_keys(timeout: float) -> Callable[[], dict[int, admin_pb2.HotKeysResponse | None]]:
-            if self._peers_closed:
-                return lambda: {}
-            return self.peer_admins.ask_hot_keys(timeout)
+        def own_answer(name: str, panel: MeshPanel) -> Callable[[], Any | None]:
+            return lambda: panel.local(self.worker.index, self.worker.features.get(name))
 
+        # a mesh shares its configuration: a panel not shown here (what it shows is off, or not
+        # allowed out) is not asked of any peer either; the page has every panel's script, which
+        # shows nothing without entries
+        every = self.worker.feature_set.panels()
+        panels = [(name, panel) for name, panel in every if panel.shown(self.conf)]
         mesh = WorkerMeshView(
             self.worker.index,
             stream.next,
@@ -322,15 +327,16 @@ class WorkerProcess:
             topology_graph(self.worker.topology),
             self.epoch_history,
             f"{host}:{port}",
-            # a mesh shares its configuration: with keys off here, no peer is asked for them
-            own_hot_keys=own_hot_keys if hot_keys else None,
-            peer_hot_keys=peer_hot_keys if hot_keys else None,
+            panels=[
+                PanelSource(panel, own_answer(name, panel), peer_answers(panel)) for name, panel in panels
+            ],
         )
         return UiApp(
             mesh.view,
             token=self.conf["admin.token"],
             max_clients=self.conf["ui.events.clients"],
             stream_seconds=self.conf["ui.events.timeout.secs"],
+            panels=[panel for _, panel in every],
         )
 
     def metrics_port(self) -> int:

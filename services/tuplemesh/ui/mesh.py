@@ -1,8 +1,8 @@
 """What the page a worker serves shows of the whole mesh: its own reading plus each peer's Admin
-status (and hot keys, where counted and allowed), and the epochs the worker has routed by.
+status (and the features' panels, where shown), and the epochs the worker has routed by.
 
-The peers are asked through the worker's own Admin clients (``PeerAdmins.statuses``), passed in as
-callables so this package does not import the server's.
+The peers are asked through the worker's own clients (``PeerAdmins``), passed in as callables so
+this package does not import the server's.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from tuplemesh.core.panel import MeshPanel
 from tuplemesh.ui.view import ViewBuilder
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["EpochHistory", "WorkerMeshView", "history_rows", "merge_histories"]
+__all__ = ["EpochHistory", "PanelSource", "WorkerMeshView", "history_rows", "merge_histories"]
 
 #: Epochs kept in the history: a mesh rescaled every few minutes for days stays a short list.
 HISTORY_LIMIT = 20
@@ -112,6 +114,18 @@ def _as_stats(
     )
 
 
+@dataclass(frozen=True)
+class PanelSource:
+    """A feature's panel on a worker's page: the worker's own answer, and every peer's."""
+
+    panel: MeshPanel
+    #: this worker's answer now (None: none)
+    own: Callable[[], Any | None]
+    #: ask every peer now (given a timeout); the callable returned waits for their answers, by
+    #: worker index (None: a peer that refused or did not answer in time)
+    peers: Callable[[float], Callable[[], Mapping[int, Any | None]]]
+
+
 class WorkerMeshView:
     """The view source of a worker's page: this worker's reading and every peer's status, read
     when the page refreshes (the page's server calls ``view`` at most once per refresh interval
@@ -129,15 +143,13 @@ class WorkerMeshView:
         history: EpochHistory,
         own_target: str,
         clock: Callable[[], float] = time.monotonic,
-        own_hot_keys: Callable[[], admin_pb2.HotKeysResponse | None] | None = None,
-        peer_hot_keys: Callable[[float], Callable[[], Mapping[int, admin_pb2.HotKeysResponse | None]]]
-        | None = None,
+        panels: Sequence[PanelSource] = (),
     ) -> None:
         self._own_index = own_index
         self._own, self._peers, self._addresses = own, peers, addresses
         self._graph, self._history, self._own_target = graph, history, own_target
         self._clock = clock
-        self._own_hot_keys, self._peer_hot_keys = own_hot_keys, peer_hot_keys
+        self._panels = tuple(panels)
         self._builder = ViewBuilder()
         self._before: dict[int, tuple[float, dict[str, tuple[int, int]]]] = {}
 
@@ -145,15 +157,15 @@ class WorkerMeshView:
         mine = self._own()
         addresses = dict(self._addresses())
         # asked before the statuses, answered while they are: one refresh waits one timeout
-        pending = self._peer_hot_keys(PEER_TIMEOUT) if self._peer_hot_keys is not None else None
+        pending = [source.peers(PEER_TIMEOUT) for source in self._panels]
         answers = self._peers(PEER_TIMEOUT)
-        peer_keys = pending() if pending is not None else {}
+        peer_panels = [wait() for wait in pending]
         now = self._clock()
         own_target = self._own_target
         if self._own_index in addresses:
             own_target = "{}:{}".format(*addresses[self._own_index])
         stats: dict[str, admin_pb2.WorkerStats | None] = {own_target: mine}
-        hot_keys = {own_target: self._own_hot_keys() if self._own_hot_keys is not None else None}
+        panel_answers: list[dict[str, Any | None]] = [{own_target: source.own()} for source in self._panels]
         errors: dict[str, str] = {}
         indices = {own_target: self._own_index}
         expected = set(range(mine.status.workers)) | set(answers)
@@ -171,9 +183,17 @@ class WorkerMeshView:
             else:
                 peer = stats[target] = _as_stats(status, self._before.get(worker), now)
                 self._before[worker] = (now, {c.component: (c.executed, c.emitted) for c in peer.components})
-                hot_keys[target] = peer_keys.get(worker)
+                for answers_of_panel, peer_answers in zip(panel_answers, peer_panels, strict=True):
+                    answers_of_panel[target] = peer_answers.get(worker)
         view = self._builder.view(
-            stats, errors, self._graph, indices=indices, history=self._history.rows(), hot_keys=hot_keys
+            stats,
+            errors,
+            self._graph,
+            indices=indices,
+            history=self._history.rows(),
+            panels=[
+                (source.panel, answers) for source, answers in zip(self._panels, panel_answers, strict=True)
+            ],
         )
         view["served_by"] = self._own_index
         return view

@@ -3,9 +3,10 @@
 One ``Admin.WatchStats`` stream per worker (the stream ``tuplemesh top`` reads), followed again
 after it breaks, so a worker that dies shows as down and one that comes back as up; the graph
 comes from a worker's ``Admin.GetAssignment``, the rescale history from every worker's
-``Admin.GetEpochHistory`` (asked again whenever a worker's epoch changes), the hot keys from every
-worker's ``Admin.HotKeys`` with each stats message (not asked again of a worker that refuses it,
-until its stream breaks: key counting or the call is off there).
+``Admin.GetEpochHistory`` (asked again whenever a worker's epoch changes), and each feature
+panel's answer from every worker with each stats message (through the feature's own call: not
+asked again of a worker that refuses it, until its stream breaks: the call or the feature is off
+there).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import grpc
 
 from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.core.panel import MeshPanel
 from tuplemesh.ui.mesh import history_rows, merge_histories
 from tuplemesh.ui.server import UiApp
 from tuplemesh.ui.view import ViewBuilder
@@ -30,9 +32,9 @@ __all__ = ["MeshFollower", "serve"]
 
 #: Seconds between two attempts to reach a worker that is down.
 RETRY_SECS = 1.0
-#: Admin.HotKeys answers meaning "no hot keys here" (not a failure of the page): the call is off
-#: (admin.hotkeys.enabled), keys are not counted (topology.hotkeys.enabled), an earlier release.
-NO_HOT_KEYS = (
+#: A panel's call refused with these means "nothing to show here" (not a failure of the page):
+#: the call is off, the feature has nothing counted, an earlier release without it.
+NO_ANSWER = (
     grpc.StatusCode.PERMISSION_DENIED,
     grpc.StatusCode.FAILED_PRECONDITION,
     grpc.StatusCode.UNIMPLEMENTED,
@@ -43,8 +45,15 @@ class MeshFollower:
     """The latest WorkerStats of every target, and why a target cannot be read when it cannot.
     One thread per target follows it; ``view`` and ``stop`` are thread-safe."""
 
-    def __init__(self, targets: Sequence[str], tls: TlsSettings | None = None, token: str = "") -> None:
+    def __init__(
+        self,
+        targets: Sequence[str],
+        tls: TlsSettings | None = None,
+        token: str = "",
+        panels: Sequence[MeshPanel] = (),
+    ) -> None:
         self.targets = list(targets)
+        self._panels = tuple(panels)
         self._tls, self._token = tls, token
         self._lock = threading.Lock()
         self._stats: dict[str, admin_pb2.WorkerStats | None] = dict.fromkeys(self.targets)
@@ -55,9 +64,9 @@ class MeshFollower:
         self._histories: dict[str, list[dict[str, Any]]] = {}
         #: targets whose worker has no GetEpochHistory (an earlier release): not asked again
         self._no_history: set[str] = set()
-        #: target -> its latest Admin.HotKeys answer; targets that refuse it are not asked again
-        self._hot_keys: dict[str, admin_pb2.HotKeysResponse] = {}
-        self._no_hot_keys: set[str] = set()
+        #: per panel: target -> its latest answer; (panel name, target) refused: not asked again
+        self._answers: dict[str, dict[str, Any]] = {panel.name: {} for panel in self._panels}
+        self._refused: set[tuple[str, str]] = set()
         self._stop = threading.Event()
         self._calls: dict[str, Any] = {}
         self._builder = ViewBuilder()
@@ -69,7 +78,8 @@ class MeshFollower:
             thread.start()
 
     def _follow(self, target: str) -> None:
-        stub = admin_pb2_grpc.AdminStub(open_channel(target, self._tls, self._token))
+        channel = open_channel(target, self._tls, self._token)
+        stub = admin_pb2_grpc.AdminStub(channel)
         while not self._stop.is_set():
             try:
                 call = stub.WatchStats(admin_pb2.WatchStatsRequest(interval_seconds=1.0))
@@ -77,7 +87,7 @@ class MeshFollower:
                     self._calls[target] = call
                     # a worker back after a stream broke may be a newer release that has the rpc
                     self._no_history.discard(target)
-                    self._no_hot_keys.discard(target)
+                    self._refused -= {(panel.name, target) for panel in self._panels}
                 for message in call:
                     with self._lock:
                         self._stats[target] = message
@@ -89,13 +99,13 @@ class MeshFollower:
                         behind = target not in self._no_history and (
                             not rows or rows[0]["epoch"] != message.status.epoch
                         )
-                        keys = target not in self._no_hot_keys
+                        asked = [p for p in self._panels if (p.name, target) not in self._refused]
                     if stale:
                         self._fetch_graph(stub, message.status.epoch)
                     if behind:
                         self._fetch_history(stub, target)
-                    if keys:
-                        self._fetch_hot_keys(stub, target)
+                    for panel in asked:
+                        self._fetch_answer(panel, channel, target)
                 detail = "drained: its stats stream ended"
             except grpc.RpcError as exc:
                 if self._stop.is_set():
@@ -123,19 +133,19 @@ class MeshFollower:
         with self._lock:
             self._histories[target] = rows
 
-    def _fetch_hot_keys(self, stub: admin_pb2_grpc.AdminStub, target: str) -> None:
+    def _fetch_answer(self, panel: MeshPanel, channel: grpc.Channel, target: str) -> None:
         try:
-            answer = stub.HotKeys(admin_pb2.HotKeysRequest(), timeout=5)
+            answer = panel.ask(channel, 5).result()
         except grpc.RpcError as exc:
-            # the page shows no hot keys of it, and the worker stays up on the page: whether it
-            # is up is its stats stream's to say (a worker that went away breaks that too)
+            # the page shows no entry of it, and the worker stays up on the page: whether it is
+            # up is its stats stream's to say (a worker that went away breaks that too)
             with self._lock:
-                self._hot_keys.pop(target, None)
-                if exc.code() in NO_HOT_KEYS:
-                    self._no_hot_keys.add(target)
+                self._answers[panel.name].pop(target, None)
+                if exc.code() in NO_ANSWER:
+                    self._refused.add((panel.name, target))
             return
         with self._lock:
-            self._hot_keys[target] = answer
+            self._answers[panel.name][target] = answer
 
     def view(self) -> dict[str, Any]:
         with self._lock:
@@ -145,7 +155,7 @@ class MeshFollower:
                 dict(self._errors),
                 self._graph,
                 history=history,
-                hot_keys=dict(self._hot_keys),
+                panels=[(panel, dict(self._answers[panel.name])) for panel in self._panels],
             )
 
     def stop(self) -> None:
@@ -173,11 +183,12 @@ def serve(
     tls: TlsSettings | None = None,
     token: str = "",
     ready: threading.Event | None = None,
+    panels: Sequence[MeshPanel] = (),
 ) -> int:
     """Serve the UI on ``host:port`` until Ctrl-C. With ``token`` (``admin.token``) the page asks
     for it too: whoever reaches this port sees what the workers' Admin shows."""
-    follower = MeshFollower(targets, tls, token)
-    app = UiApp(follower.view, token=token)
+    follower = MeshFollower(targets, tls, token, panels)
+    app = UiApp(follower.view, token=token, panels=panels)
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     server_class = type("Server", (_Server,), {"address_family": family})
     server: WSGIServer = make_server(host, port, app, server_class, handler_class=_QuietHandler)

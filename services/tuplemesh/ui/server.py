@@ -1,6 +1,7 @@
 """The UI's HTTP side, a WSGI app: the page, its static files, one JSON view and an event stream.
 
-``/ui/`` the page; ``/ui/view.json`` the view now; ``/ui/events`` server-sent events, one view
+``/ui/`` the page (with the features' panels' scripts and styles, ``/ui/panels/<name>.js`` and
+``.css``); ``/ui/view.json`` the view now; ``/ui/events`` server-sent events, one view
 per second. Every client shares one reading per second (``source`` is called at most that often,
 however many browsers are open). With a token, the page, view and events need it: an
 ``Authorization: Bearer`` header, or the cookie the login form sets.
@@ -10,13 +11,16 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from http.cookies import SimpleCookie
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
+
+from tuplemesh.core.panel import MeshPanel
 
 __all__ = ["UiApp", "WsgiApp"]
 
@@ -45,8 +49,34 @@ LOGIN_PAGE = """<!doctype html>
 """
 
 
+#: Where the page's head takes the panels' scripts and styles (after its own script: a panel's
+#: script registers with it).
+PANEL_ASSETS = "<!-- panel assets -->"
+#: A panel's name, as it appears in the view and in its assets' URLs.
+PANEL_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
 def _static(name: str) -> bytes:
     return (resources.files("tuplemesh.ui") / "static" / name).read_bytes()
+
+
+def _files(panels: Sequence[MeshPanel]) -> dict[str, tuple[bytes, str]]:
+    """The page's files by URL name (under /ui/): its own, with the page naming each panel's
+    script and style, and those (``panels/<name>.js``, ``.css``). None holds data."""
+    files = {name: (_static(filename), content_type) for name, (filename, content_type) in STATIC.items()}
+    tags = []
+    for panel in panels:
+        if not PANEL_NAME.fullmatch(panel.name):
+            raise ValueError(f"a panel's name is letters, digits and _ only, not {panel.name!r}")
+        files[f"panels/{panel.name}.js"] = (panel.script(), STATIC["app.js"][1])
+        files[f"panels/{panel.name}.css"] = (panel.style(), STATIC["app.css"][1])
+        tags.append(
+            f'<link rel="stylesheet" href="/ui/panels/{panel.name}.css">\n'
+            f'<script src="/ui/panels/{panel.name}.js" defer></script>'
+        )
+    page, content_type = files[""]
+    files[""] = (page.replace(PANEL_ASSETS.encode(), "\n".join(tags).encode()), content_type)
+    return files
 
 
 class UiApp:
@@ -59,8 +89,10 @@ class UiApp:
         token: str = "",
         max_clients: int = 8,
         stream_seconds: float = 300.0,
+        panels: Sequence[MeshPanel] = (),
     ) -> None:
         self._source = source
+        self._files = _files(panels)
         self._token = token
         self._slots = threading.BoundedSemaphore(max_clients)
         self.max_clients = max_clients
@@ -92,7 +124,7 @@ class UiApp:
         name = path.removeprefix("/ui/")
         if name == "login" and method == "POST":
             return self._login(environ, start_response)
-        if name in ("app.js", "app.css"):  # no data in them: the sign-in page needs the style
+        if name != "" and name in self._files:  # no data in them: the sign-in page needs the style
             return self._file(name, start_response)
         if name not in ("", "view.json", "events"):
             return self._reply(start_response, "404 Not Found", "text/plain", b"not found\n")
@@ -132,8 +164,8 @@ class UiApp:
         return [body]
 
     def _file(self, name: str, start_response: Callable[..., Any]) -> list[bytes]:
-        filename, content_type = STATIC[name]
-        return self._reply(start_response, "200 OK", content_type, _static(filename))
+        body, content_type = self._files[name]
+        return self._reply(start_response, "200 OK", content_type, body)
 
     @staticmethod
     def _cookies(environ: dict[str, Any]) -> dict[str, str]:

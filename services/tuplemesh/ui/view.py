@@ -1,102 +1,26 @@
 """The UI's one JSON document: the graph, per-component rates and health, per-worker state.
 
 Built from Admin WorkerStats messages (what ``WatchStats`` streams and ``tuplemesh top`` shows),
-and the hot keys from Admin HotKeysResponse messages, whether they come from the worker serving
-the page or from ``tuplemesh ui`` following several.
+whether they come from the worker serving the page or from ``tuplemesh ui`` following several,
+and the features' panels' entries (`tuplemesh.core.panel.MeshPanel`) from their answers.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tuplemesh.core.panel import MeshPanel
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["KEY_TEXT_LIMIT", "ViewBuilder", "key_text", "merge_hot_keys"]
+__all__ = ["PanelAnswers", "ViewBuilder"]
+
+#: A panel and its answers by target (None, or left out: the target gave none).
+PanelAnswers = tuple[MeshPanel, Mapping[str, Any | None]]
 
 #: The losses counted on a worker (tuples it dropped, could not deliver or never got back).
 WORKER_LOSSES = ("lost_tuples", "stranded_tuples", "unknown_task_messages", "undeliverable_messages")
-
-
-#: Characters of a key's text the view carries: keys are user data of any size, and the view is
-#: sent to every browser each second (the page shortens them further for display).
-KEY_TEXT_LIMIT = 200
-
-
-def key_text(key_json: str) -> str:
-    """A hot key as people read it: a string key is its text, any other key its JSON."""
-    try:
-        value = json.loads(key_json)
-    except ValueError:
-        return key_json
-    return value if isinstance(value, str) else key_json
-
-
-def merge_hot_keys(answers: Sequence[admin_pb2.HotKeysResponse]) -> dict[str, dict[str, Any]]:
-    """Several workers' Admin.HotKeys answers as one entry per component: its fields-grouped
-    streams, most tuples first, each with the top keys of the whole mesh and their shares of it.
-
-    A fields grouping sends a key to one task, so a key is on one worker and the merge adds
-    disjoint counts (after a rescale a key may have run on two: its counts add up). The error
-    bound of a merged count is the sum of the workers' (each is at most its own below). The skew
-    is the hottest key's share of the stream over one task's fair share (1 / the tasks of the
-    workers answering): the ``tuplemesh_key_skew`` gauge's figure, for the workers shown."""
-    merged: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for answer in answers:
-        for s in answer.streams:
-            into = merged.setdefault(
-                (s.component, s.source_component, s.stream),
-                {"tuples": 0, "execute_seconds": 0.0, "tasks": 0, "error_bound": 0, "workers": [],
-                 "top_k": 0, "sample_every": 1, "keys": {}},
-            )  # fmt: skip
-            into["tuples"] += s.tuples
-            into["execute_seconds"] += s.execute_seconds
-            into["tasks"] += s.tasks
-            into["error_bound"] += s.error_bound
-            into["workers"].append(answer.worker)
-            into["top_k"] = max(into["top_k"], answer.top_k)
-            into["sample_every"] = max(into["sample_every"], answer.sample_every)
-            for k in s.keys:
-                tuples, seconds = into["keys"].get(k.key_json, (0, 0.0))
-                into["keys"][k.key_json] = (tuples + k.tuples, seconds + k.execute_seconds)
-    components: dict[str, dict[str, Any]] = {}
-    for (component, source, stream), m in sorted(merged.items()):
-        total, seconds = m["tuples"], m["execute_seconds"]
-        ranked = sorted(m["keys"].items(), key=lambda kv: (-kv[1][0], kv[0]))[: m["top_k"] or None]
-        keys = []
-        for key_json, (tuples, spent) in ranked:
-            text = key_text(key_json)
-            keys.append(
-                {
-                    "key": text[:KEY_TEXT_LIMIT],
-                    "key_truncated": len(text) > KEY_TEXT_LIMIT,
-                    "tuples": tuples,
-                    "tuple_share": tuples / total if total else 0.0,
-                    "execute_seconds": spent,
-                    "execute_share": spent / seconds if seconds else 0.0,
-                }
-            )
-        row = {
-            "source_component": source,
-            "stream": stream,
-            "tuples": total,
-            "execute_seconds": seconds,
-            "tasks": m["tasks"],
-            "workers": sorted(m["workers"]),
-            # 0: every count listed is exact; else the most one is below the truth
-            "error_bound": m["error_bound"],
-            # above 1: counts are of one inbox batch in this many (topology.hotkeys.sample.every)
-            "sample_every": m["sample_every"],
-            "skew": keys[0]["tuple_share"] * m["tasks"] if keys else 0.0,
-            "keys": keys,
-        }
-        components.setdefault(component, {"streams": []})["streams"].append(row)
-    for entry in components.values():
-        entry["streams"].sort(key=lambda r: -r["tuples"])  # stable: the sorted order among ties
-        entry["skew"] = max(r["skew"] for r in entry["streams"])
-    return components
 
 
 def _histogram_totals(h: admin_pb2.Histogram) -> tuple[float, int]:
@@ -119,16 +43,16 @@ class ViewBuilder:
         scope: str = "mesh",
         indices: Mapping[str, int] | None = None,
         history: Sequence[Mapping[str, Any]] = (),
-        hot_keys: Mapping[str, admin_pb2.HotKeysResponse | None] | None = None,
+        panels: Sequence[PanelAnswers] = (),
     ) -> dict[str, Any]:
         """``stats``: target -> its latest WorkerStats (None while it has none); ``errors``:
         target -> why it cannot be read now (the worker shows as down). ``scope``: ``mesh``
         (every worker given) or ``worker`` (the page of one worker, its tasks only). ``indices``:
         the worker index of targets known to be a given worker (a down one is listed in its
         place, not last). ``history``: the epochs routed by, newest first (EpochHistory rows:
-        epoch, workers, since). ``hot_keys``: target -> its Admin.HotKeys answer, None (or left
-        out) where it gave none (key counting off, the call not allowed): a component gets a
-        ``hot_keys`` entry (see `merge_hot_keys`) only where some worker shown up answered for it."""
+        epoch, workers, since). ``panels``: each feature panel with its answers by target: a
+        component gets the panel's entry (under the panel's name, from ``merge``) only where
+        some worker shown up answered for it."""
         known = indices or {}
         components: dict[str, dict[str, Any]] = {}
         if graph is not None:
@@ -136,7 +60,7 @@ class ViewBuilder:
                 components[c["name"]] = self._component(c["name"])
         workers: list[dict[str, Any]] = []
         checkpoints: dict[str, Any] | None = None
-        answered: list[admin_pb2.HotKeysResponse] = []
+        up: list[str] = []
 
         def order(target: str) -> tuple[int, str]:
             s = stats[target]
@@ -166,11 +90,11 @@ class ViewBuilder:
                     "store_errors": c.store_errors,
                 }
             self._add_components(target, s, components)
-            answer = (hot_keys or {}).get(target)
-            if answer is not None:
-                answered.append(answer)
-        for name, entry in merge_hot_keys(answered).items():
-            components.setdefault(name, self._component(name))["hot_keys"] = entry
+            up.append(target)
+        for panel, answers in panels:
+            answered = [answer for target in up if (answer := answers.get(target)) is not None]
+            for name, entry in panel.merge(answered).items():
+                components.setdefault(name, self._component(name))[panel.name] = entry
         for c in components.values():
             total_seconds, total_count = c.pop("_latency")
             c["execute_ms"] = 1000 * total_seconds / total_count if total_count else None

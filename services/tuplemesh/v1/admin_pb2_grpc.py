@@ -79,11 +79,6 @@ class AdminStub:
                 request_serializer=tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.SerializeToString,
                 response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.FromString,
                 _registered_method=True)
-        self.HotKeys = channel.unary_unary(
-                '/tuplemesh.v1.Admin/HotKeys',
-                request_serializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.SerializeToString,
-                response_deserializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.FromString,
-                _registered_method=True)
 
 
 class AdminServicer:
@@ -174,17 +169,6 @@ class AdminServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def HotKeys(self, request, context):
-        """Unary. The hottest keys of every fields-grouped stream into a component on this worker (the
-        keys its tasks execute: a fields grouping sends each key to one task, so to one worker),
-        with their tuples and execute time since the worker started. PERMISSION_DENIED unless
-        admin.hotkeys.enabled (keys are user data); FAILED_PRECONDITION unless
-        topology.hotkeys.enabled; NOT_FOUND for a component with no fields-grouped input on this worker.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_AdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -232,11 +216,6 @@ def add_AdminServicer_to_server(servicer, server):
                     servicer.GetEpochHistory,
                     request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.FromString,
                     response_serializer=tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.SerializeToString,
-            ),
-            'HotKeys': grpc.unary_unary_rpc_method_handler(
-                    servicer.HotKeys,
-                    request_deserializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.FromString,
-                    response_serializer=tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -482,33 +461,6 @@ class Admin:
             '/tuplemesh.v1.Admin/GetEpochHistory',
             tuplemesh_dot_v1_dot_admin__pb2.GetEpochHistoryRequest.SerializeToString,
             tuplemesh_dot_v1_dot_admin__pb2.EpochHistory.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def HotKeys(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/tuplemesh.v1.Admin/HotKeys',
-            tuplemesh_dot_v1_dot_admin__pb2.HotKeysRequest.SerializeToString,
-            tuplemesh_dot_v1_dot_admin__pb2.HotKeysResponse.FromString,
             options,
             channel_credentials,
             insecure,

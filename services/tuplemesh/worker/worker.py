@@ -158,6 +158,8 @@ class Worker:
             plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
         )
         built = (make(feature_context) for make in features.factories())
+        #: the features this worker was assembled with (their specs), and their running parts here
+        self.feature_set = features
         self.features: dict[str, Feature] = {f.name: f for f in built if f is not None}
         wiring = ExecutorWiring(
             plan,
@@ -412,12 +414,14 @@ class Worker:
             **self._feature_snapshot_fields(),
         )
 
-    def serve_features(self, server: grpc.Server, accepting: Callable[[], bool]) -> None:
+    def serve_features(self, server: grpc.Server, accepting: Callable[[], bool]) -> list[str]:
         """Let every feature add its gRPC services to the process's ``server``, before it starts;
-        ``accepting`` is False once the worker drains or stops (calls bringing work go elsewhere)."""
+        ``accepting`` is False once the worker drains or stops (calls bringing work go elsewhere).
+        Returns the full names of the services they added that reflection is to list."""
         where = FeatureServer(server, accepting)
         for feature in self.features.values():
             feature.serve(where)
+        return list(where.services)
 
     def feature_metrics(self) -> list[FeatureMetric]:
         """Every feature's Prometheus families now (the exporter adds the worker label)."""

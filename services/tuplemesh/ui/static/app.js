@@ -22,25 +22,20 @@
     return v.toFixed(i ? 1 : 0) + " " + units[i];
   }
   function pct(v) { return Math.round(100 * v) + "%"; }
+  // Text shortened to ``n`` characters (not UTF-16 units), with an ellipsis when cut.
+  function shorten(text, n) {
+    const chars = Array.from(text);
+    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : text;
+  }
   function componentState(c) {
     if (c.backpressured) return "congested";
     if (c.inbox_fill > 0.5) return "busy";
     return "ok";
   }
   const STATE_TEXT = { ok: "flowing", busy: "inbox filling", congested: "backpressured" };
-  // Keys are user data of any length: shown shortened (in characters, not UTF-16 units), always as
-  // text (textContent, never markup), the whole text in the cell's tooltip.
-  const KEY_CHARS = 48, BADGE_KEY_CHARS = 14;
-  function shorten(text, n) {
-    const chars = Array.from(text);
-    return chars.length > n ? chars.slice(0, n - 1).join("") + "…" : text;
-  }
-  // The stream whose hottest key is the component's top key: the highest share of its stream.
-  function topKey(hot) {
-    let best = null;
-    hot.streams.forEach(s => { if (s.keys.length && (!best || s.keys[0].tuple_share > best.tuple_share)) best = s.keys[0]; });
-    return best;
-  }
+  // The features' panels (each registers itself from its own script: registerPanel below), in
+  // the order their scripts ran.
+  const panels = [];
 
   // Columns by longest path from the spouts (cycles are cut where a node is revisited).
   function layout(graph) {
@@ -102,12 +97,15 @@
       g.appendChild(el("text", { class: "name", x: 8, y: 17 }, c.name + (c.spout ? " (spout)" : "") + " ×" + c.parallelism));
       ["rates", "latency", "problems", "flag"].forEach((cls, i) => g.appendChild(el("text", { class: cls, x: 8, y: 35 + 17 * i }, "")));
       g.appendChild(el("title", {}, c.name));
-      // under the node (in the gap to the next row), shown while the component has hot keys
-      const badge = el("g", { class: "hotkey-badge", display: "none" });
-      badge.appendChild(el("rect", { y: NODE_H + 3, width: NODE_W, height: 18 }));
-      badge.appendChild(el("text", { x: 8, y: NODE_H + 16 }, ""));
-      badge.appendChild(el("title", {}, ""));
-      g.appendChild(badge);
+      // one badge per panel that has them, under the node (in the gap to the next row), shown
+      // while the panel gives one for the component
+      panels.filter(p => p.badge).forEach((p, i) => {
+        const badge = el("g", { class: "panel-badge " + (p.badgeClass || ""), "data-panel": p.name, display: "none" });
+        badge.appendChild(el("rect", { y: NODE_H + 3 + 20 * i, width: NODE_W, height: 18 }));
+        badge.appendChild(el("text", { x: 8, y: NODE_H + 16 + 20 * i }, ""));
+        badge.appendChild(el("title", {}, ""));
+        g.appendChild(badge);
+      });
       svg.appendChild(g);
     });
   }
@@ -124,12 +122,15 @@
       g.querySelector(".problems").textContent = "errors " + num(c.errors) + " · losses " + num(c.losses);
       g.querySelector(".flag").textContent = state === "congested" ? "BACKPRESSURED (" + c.congested_tasks + (c.congested_tasks === 1 ? " task)" : " tasks)") : STATE_TEXT[state];
       g.querySelector(":scope > title").textContent = c.name + ": " + STATE_TEXT[state];
-      const badge = g.querySelector(".hotkey-badge"), top = c.hot_keys ? topKey(c.hot_keys) : null;
-      badge.setAttribute("display", top ? "inline" : "none");
-      if (top) {
-        badge.querySelector("text").textContent = "top key: " + shorten(top.key, BADGE_KEY_CHARS) + " (" + pct(top.tuple_share) + ")";
-        badge.querySelector("title").textContent = "hottest key of " + c.name + ": " + top.key + ", " + num(top.tuples) + " tuples, " + pct(top.tuple_share) + " of its stream";
-      }
+      panels.filter(p => p.badge).forEach(p => {
+        const badge = g.querySelector('.panel-badge[data-panel="' + p.name + '"]');
+        const shown = c[p.name] ? p.badge(c, c[p.name]) : null;  // {text, title} or null
+        badge.setAttribute("display", shown ? "inline" : "none");
+        if (shown) {
+          badge.querySelector("text").textContent = shown.text;
+          badge.querySelector("title").textContent = shown.title;
+        }
+      });
     }
   }
 
@@ -200,46 +201,6 @@
     return Object.assign(document.createElement("th"), { textContent: text, scope: scope || "col" });
   }
 
-  // One table per fields-grouped stream of each component with hot keys; the section is hidden
-  // while none has any (key counting off, or not allowed): no empty table stands in for them.
-  function updateHotKeys(view) {
-    const hot = Object.values(view.components).filter(c => c.hot_keys).sort((a, b) => a.name.localeCompare(b.name));
-    document.getElementById("hotkeys-section").hidden = hot.length === 0;
-    const box = document.getElementById("hotkeys");
-    box.replaceChildren();
-    hot.forEach(c => {
-      const h3 = document.createElement("h3");
-      h3.textContent = c.name + ": skew " + num(c.hot_keys.skew, 2);
-      box.appendChild(h3);
-      c.hot_keys.streams.forEach(s => {
-        const table = document.createElement("table");
-        table.className = "hotkeys";
-        Object.assign(table.dataset, { component: c.name, source: s.source_component, stream: s.stream });
-        const caption = document.createElement("caption");
-        caption.textContent = "Stream " + s.stream + " from " + s.source_component + ": " + num(s.tuples) +
-          " tuples on " + s.tasks + (s.tasks === 1 ? " task" : " tasks") + ", skew " + num(s.skew, 2) + "; " +
-          (s.error_bound ? "a count may be up to " + num(s.error_bound) + " below the truth" : "counts exact") +
-          (s.sample_every > 1 ? "; counted in one inbox batch of " + s.sample_every : "");
-        table.appendChild(caption);
-        const head = document.createElement("tr");
-        ["rank", "key", "tuples", "share of tuples", "share of execute time"].forEach(t => head.appendChild(th(t)));
-        table.appendChild(document.createElement("thead")).appendChild(head);
-        const body = table.appendChild(document.createElement("tbody"));
-        s.keys.forEach((k, i) => {
-          const tr = body.appendChild(document.createElement("tr"));
-          tr.appendChild(th(String(i + 1), "row"));
-          const key = tr.appendChild(document.createElement("td"));
-          key.className = "key text";
-          key.textContent = shorten(k.key, KEY_CHARS);
-          key.title = k.key + (k.key_truncated ? "…" : "");
-          [num(k.tuples), pct(k.tuple_share), pct(k.execute_share)].forEach(v =>
-            tr.appendChild(document.createElement("td")).textContent = v);
-        });
-        box.appendChild(table);
-      });
-    });
-  }
-
   function render(view) {
     document.getElementById("topology").textContent = view.topology ? "· " + view.topology : "";
     const one = view.workers[0];
@@ -255,7 +216,7 @@
       updateGraph(view);
     }
     updateTables(view);
-    updateHotKeys(view);
+    panels.forEach(p => p.update(view));
   }
 
   function connect() {
@@ -272,4 +233,19 @@
     };
   }
   document.addEventListener("DOMContentLoaded", connect);
+
+  // What a feature's panel script uses (the page loads it after this one):
+  // registerPanel({name, section, update(view), badge(component, entry), badgeClass}) where
+  // ``name`` is its entry's name in each component of the view, ``section`` an element of its own
+  // (placed in #panels, in registration order), ``update`` draws the view's entries into it, and
+  // ``badge`` (optional) returns {text, title} for a component's badge under its graph node, or
+  // null for none. Everything a panel shows of user data goes in as text (textContent), never
+  // as markup.
+  window.tuplemeshUi = {
+    num, pct, shorten, th,
+    registerPanel(panel) {
+      panels.push(panel);
+      document.getElementById("panels").appendChild(panel.section);
+    },
+  };
 })();

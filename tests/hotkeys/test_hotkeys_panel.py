@@ -1,5 +1,5 @@
-"""The hot keys in the UI's view: from the hot-keys feature's real section (as Admin.HotKeys
-answers it), merged across workers; absent where no worker answers with them."""
+"""The hot keys' panel in the UI's view: from the hot-keys feature's real section (as its
+HotKeys.List answers it), merged across workers; absent where no worker answers with them."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from tests.hotkeys.topologies import Count
 from tests.ui.test_view_and_server import stats
 from tuplemesh.core.feature import FeatureContext
 from tuplemesh.hotkeys import HotKeys
-from tuplemesh.server.admin import hot_keys_message
+from tuplemesh.hotkeys.panel import KEY_TEXT_LIMIT, PANEL, key_text, merge_hot_keys
+from tuplemesh.hotkeys.service import hot_keys_message
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 from tuplemesh.topology import Fields, TopologyBuilder, Tuple
 from tuplemesh.ui.graph import topology_graph
-from tuplemesh.ui.mesh import EpochHistory, WorkerMeshView
-from tuplemesh.ui.view import KEY_TEXT_LIMIT, ViewBuilder, key_text, merge_hot_keys
-from tuplemesh.v1 import admin_pb2
+from tuplemesh.ui.mesh import EpochHistory, PanelSource, WorkerMeshView
+from tuplemesh.ui.view import ViewBuilder
 
 FIELDS = Fields(["word"])
 
@@ -54,7 +55,7 @@ def section(words: dict[str, int], top_k: int = 3, capacity_keys: int | None = N
 def test_the_view_lists_each_components_top_keys_with_exact_counts_shares_and_skew() -> None:
     graph = topology_graph(topology())
     answer = hot_keys_message(0, section({"hot": 60, "<script>x</script>": 25, "ant": 10, "bee": 5}))
-    view = ViewBuilder().view({"a": stats(0, 1, 0.1, [])}, {}, graph, hot_keys={"a": answer})
+    view = ViewBuilder().view({"a": stats(0, 1, 0.1, [])}, {}, graph, panels=[(PANEL, {"a": answer})])
     hot = view["components"]["count"]["hot_keys"]
     (stream,) = hot["streams"]
     assert [(k["key"], k["tuples"], k["tuple_share"]) for k in stream["keys"]] == [
@@ -79,12 +80,12 @@ def test_the_view_lists_each_components_top_keys_with_exact_counts_shares_and_sk
 
 def test_without_an_answer_there_is_no_hot_keys_entry() -> None:
     graph = topology_graph(topology())
-    for hot_keys in (None, {}, {"a": None}):
-        view = ViewBuilder().view({"a": stats(0, 1, 0.1, [])}, {}, graph, hot_keys=hot_keys)
+    for panels in ([], [(PANEL, {})], [(PANEL, {"a": None})]):
+        view = ViewBuilder().view({"a": stats(0, 1, 0.1, [])}, {}, graph, panels=panels)
         assert all("hot_keys" not in c for c in view["components"].values())
     # a worker that is down shows none of its last answer
     answer = hot_keys_message(0, section({"hot": 3}))
-    view = ViewBuilder().view({"a": None}, {"a": "UNAVAILABLE: down"}, graph, hot_keys={"a": answer})
+    view = ViewBuilder().view({"a": None}, {"a": "UNAVAILABLE: down"}, graph, panels=[(PANEL, {"a": answer})])
     assert all("hot_keys" not in c for c in view["components"].values())
 
 
@@ -138,13 +139,12 @@ def test_a_workers_page_shows_its_own_and_its_peers_hot_keys() -> None:
         topology_graph(topology()),
         EpochHistory(),
         "127.0.0.1:1",
-        own_hot_keys=lambda: own,
-        peer_hot_keys=peer_hot_keys,
+        panels=[PanelSource(PANEL, lambda: own, peer_hot_keys)],
     )
     (stream,) = source.view()["components"]["count"]["hot_keys"]["streams"]
     assert [(k["key"], k["tuples"]) for k in stream["keys"]] == [("hot", 6), ("ant", 2)]
     assert stream["workers"] == [0, 1] and len(asked) == 1
-    # without the callables (key counting or Admin.HotKeys off): no entry
+    # without the panel (key counting or HotKeys.List off): no entry
     plain = WorkerMeshView(
         0,
         lambda: stats(0, 1, 0.1, []),
@@ -159,6 +159,6 @@ def test_a_workers_page_shows_its_own_and_its_peers_hot_keys() -> None:
 
 def test_an_admin_answer_lists_what_the_section_holds() -> None:
     answer = hot_keys_message(3, section({"hot": 2, "ant": 1}))
-    assert isinstance(answer, admin_pb2.HotKeysResponse)
+    assert isinstance(answer, hotkeys_pb2.HotKeysResponse)
     assert (answer.worker, answer.top_k, answer.sample_every) == (3, 3, 1)
     assert [(json.loads(k.key_json), k.tuples) for k in answer.streams[0].keys] == [("hot", 2), ("ant", 1)]
