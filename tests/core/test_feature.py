@@ -225,7 +225,14 @@ def test_without_an_acking_feature_no_executor_is_tracked():
     tracked = WorkerPlan.build(builder.build(), 0, 1, conf)
     assert ACKER in tracked.topology.components
     others = FeatureSet(tuple(s for s in registered_features().specs if s.name != "acking"))
-    untracked = WorkerPlan.build(builder.build(), 0, 1, conf, features=others)
+    # ackers asked for, no acking feature to track them: refused, naming both, not run untracked
+    with pytest.raises(
+        ValueError, match=r"topology 'untracked' needs the acking feature \(topology\.acker\.executors is 2\)"
+    ):
+        WorkerPlan.build(builder.build(), 0, 1, conf, features=others)
+    untracked = WorkerPlan.build(
+        builder.build(), 0, 1, Config({"topology.acker.executors": 0}), features=others
+    )
     assert ACKER not in untracked.topology.components  # no topology part added the ackers
     # given routes that report to ackers (the tracked plan's), the tracked plan's port tracks and
     # the untracked one's does not
@@ -377,3 +384,24 @@ def test_an_executor_snapshot_field_a_feature_may_not_fill_is_refused_when_the_e
             match=re.escape(f"fills snapshot fields ['{field}']; features may fill only ['alignment']"),
         ):
             BoltExecutor(wired.spec("sink"), wired.wiring)
+
+
+def test_a_stateful_topology_is_refused_by_features_without_checkpoints():
+    from examples.stateful_wordcount import StatefulCountBolt
+
+    builder = TopologyBuilder("counts")
+    builder.set_spout("words", ListSpout([["a"]], ["word"]))
+    builder.set_bolt("count", StatefulCountBolt()).fields_grouping("words", ["word"])
+    acking_only = FeatureSet(tuple(s for s in registered_features().specs if s.name == "acking"))
+    with pytest.raises(ValueError) as refused:
+        WorkerPlan.build(builder.build(), 0, 1, Config(), features=acking_only)
+    assert str(refused.value) == (
+        "topology 'counts' needs the checkpoints feature (stateful bolt(s) count), which this "
+        "worker's features leave out (they are: acking)"
+    )
+    # a topology needing neither runs with any set, an empty one too
+    builder = TopologyBuilder("plain")
+    builder.set_spout("words", ListSpout([["a"]], ["word"]))
+    builder.set_bolt("sink", RecordingBolt()).shuffle_grouping("words")
+    plan = WorkerPlan.build(builder.build(), 0, 1, Config(), features=FeatureSet(()))
+    assert sorted(plan.topology.components) == ["sink", "words"]

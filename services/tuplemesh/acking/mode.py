@@ -17,7 +17,7 @@ from typing import Any
 from tuplemesh.acking.acker import ACKER, ACKING_STREAM, VERDICT_STREAM, with_ackers
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector, TreeIds
 from tuplemesh.acking.mailbox import AckerMailbox
-from tuplemesh.core.acking import AckingFactory, ExecutorAcking, NoAcking, Verdict
+from tuplemesh.core.acking import AckingFactory, AckingSettings, ExecutorAcking, NoAcking, Verdict
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.core.outbox import Outbox
@@ -25,7 +25,7 @@ from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import BasicBolt, BatchBolt, Bolt, ColumnarBolt, Columns, Topology, Tuple
 from tuplemesh.topology.assignment import Assignment
 
-__all__ = ["FEATURE", "TreeAcking", "acking_of", "executor_acking"]
+__all__ = ["FEATURE", "TreeAcking", "acking_of", "executor_acking", "needs_acking"]
 
 
 class TreeAcking:
@@ -143,4 +143,10 @@ def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
 
 #: The registry's entry: the ackers in every topology that asks for them, and how its
 #: executors take part in acking.
-FEATURE = FeatureSpec("acking", topology_part=with_ackers, acking=acking_of)
+def needs_acking(topology: Topology, conf: Mapping[str, Any]) -> str | None:
+    """Why ``topology`` running with ``conf`` needs the acking feature: ackers asked for."""
+    ackers = AckingSettings.from_config(conf).acker_executors
+    return f"topology.acker.executors is {ackers}" if ackers > 0 else None
+
+
+FEATURE = FeatureSpec("acking", topology_part=with_ackers, acking=acking_of, needed_by=needs_acking)

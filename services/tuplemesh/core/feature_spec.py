@@ -1,7 +1,7 @@
 """`FeatureSpec`: everything one feature plugs into tuplemesh, declared by the feature's own
 package and named by one line of ``tuplemesh.registry.FEATURES``.
 
-A feature may have six parts, each optional:
+A feature may have seven parts, each optional:
 
 - ``settings``: the configuration keys it reads (`tuplemesh.config.ConfigKey` rows, inside
   tuplemesh's namespaces): ``tuplemesh.config`` adds them to its table, so they are validated,
@@ -16,7 +16,11 @@ A feature may have six parts, each optional:
   for it while the run lasts (a checkpointed topology's fresh sqlite file);
 - ``acking``: how executors take part in guaranteed processing. One feature at most provides it;
   without one, no executor is tracked (`tuplemesh.core.acking.NoAcking`);
-- ``panel``: what it shows on the web UI of a mesh (`tuplemesh.core.panel.MeshPanel`).
+- ``panel``: what it shows on the web UI of a mesh (`tuplemesh.core.panel.MeshPanel`);
+- ``needed_by``: why a topology (with its conf) cannot run without the feature, or None when it
+  can: a worker assembled with a feature set that leaves out a registered feature its topology
+  needs (acking with ``topology.acker.executors`` set, checkpoints for a stateful bolt) refuses
+  to start, naming both, instead of running without it.
 
 `FeatureSet` is the loaded registry: the worker's plan takes its topology parts and acking from
 it, the composition root its ``build`` factories, a run its resources. Nothing else names a
@@ -81,6 +85,7 @@ class FeatureSpec:
     run_resource: RunResourceFactory | None = None
     acking: AckingPort | None = None
     panel: MeshPanel | None = None
+    needed_by: Callable[[Topology, Mapping[str, Any]], str | None] | None = None
 
 
 def _no_acking(outbox: Any, component: str, *_: Any) -> NoAcking:
@@ -125,6 +130,20 @@ class FeatureSet:
     def panels(self) -> list[tuple[str, MeshPanel]]:
         """(feature name, its panel) for every feature that shows one on the web UI, in order."""
         return [(spec.name, spec.panel) for spec in self.specs if spec.panel is not None]
+
+    def refuse_missing(self, topology: Topology, conf: Mapping[str, Any], registered: FeatureSet) -> None:
+        """ValueError naming the first feature of ``registered`` that this set leaves out and
+        ``topology`` (running with ``conf``) needs, with why it needs it; nothing when none."""
+        have = {spec.name for spec in self.specs}
+        for spec in registered.specs:
+            if spec.name in have or spec.needed_by is None:
+                continue
+            reason = spec.needed_by(topology, conf)
+            if reason is not None:
+                raise ValueError(
+                    f"topology {topology.name!r} needs the {spec.name} feature ({reason}), which "
+                    f"this worker's features leave out (they are: {', '.join(sorted(have)) or 'none'})"
+                )
 
     def run_resources(self) -> list[RunResourceFactory]:
         """What a run opens for its features, in order."""

@@ -40,7 +40,7 @@ from tuplemesh.state.on_demand import StopCheckpoint
 from tuplemesh.state.protocol import COORDINATOR, CheckpointPlan
 from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.state.ticker import CheckpointTicker
-from tuplemesh.state.wiring import checkpointing_part
+from tuplemesh.state.wiring import checkpointing_part, needs_checkpoints
 
 __all__ = ["FEATURE", "Checkpoints", "feature"]
 
@@ -137,7 +137,11 @@ def feature(context: FeatureContext) -> Checkpoints | None:
 
 
 #: The registry's entry: checkpoints' coordinator in every checkpointed topology, its running
-#: part in each worker, and a one-off run's own sqlite file.
+#: part in each worker, a one-off run's own sqlite file, and what needs it (a stateful bolt).
 FEATURE = FeatureSpec(
-    "checkpoints", build=feature, topology_part=checkpointing_part, run_resource=RunStateFile
+    "checkpoints",
+    build=feature,
+    topology_part=checkpointing_part,
+    run_resource=RunStateFile,
+    needed_by=needs_checkpoints,
 )

@@ -23,18 +23,37 @@ from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
 from tuplemesh.topology.components import Spout, StreamDef
 from tuplemesh.topology.groupings import DirectGrouping
 
-__all__ = ["checkpointing_part", "is_stateful", "with_checkpointing"]
+__all__ = [
+    "checkpointed_bolts",
+    "checkpointing_part",
+    "is_stateful",
+    "needs_checkpoints",
+    "with_checkpointing",
+]
 
 BARRIER_OUT = {BARRIER_STREAM: StreamDef(SIGNAL_FIELDS, direct=True)}
 REPORT_OUT = {REPORT_STREAM: StreamDef(REPORT_FIELDS, direct=True)}
 
 
+def checkpointed_bolts(topology: Topology) -> list[str]:
+    """The StatefulBolts of ``topology`` that ask for checkpoints, by name."""
+    return sorted(
+        name
+        for name, spec in topology.components.items()
+        if isinstance(spec.prototype, StatefulBolt) and spec.prototype.checkpoints_topology
+    )
+
+
 def is_stateful(topology: Topology) -> bool:
     """Whether ``topology`` is checkpointed: it has at least one StatefulBolt that asks for it."""
-    return any(
-        isinstance(spec.prototype, StatefulBolt) and spec.prototype.checkpoints_topology
-        for spec in topology.components.values()
-    )
+    return bool(checkpointed_bolts(topology))
+
+
+def needs_checkpoints(topology: Topology, conf: Mapping[str, Any]) -> str | None:
+    """Why ``topology`` needs the checkpoints feature: its stateful bolts, which would otherwise
+    run without their state restored, saved or committed."""
+    stateful = checkpointed_bolts(topology)
+    return f"stateful bolt(s) {', '.join(stateful)}" if stateful else None
 
 
 def with_checkpointing(topology: Topology) -> Topology:

@@ -74,8 +74,11 @@ class WorkerPlan:
             epoch = Epoch.configured(topology, num_workers, conf)
         elif epoch.workers != num_workers or epoch.code != code_hash(topology):
             raise ValueError(f"epoch {epoch} is not one of this topology at {num_workers} worker(s)")
+        registered = registered_features()
         if features is None:
-            features = registered_features()
+            features = registered
+        else:  # a set of its own must not silently leave out what the topology relies on
+            features.refuse_missing(topology, conf, registered)
         topology = features.with_parts(topology, conf)
         assignment = Assignment.compute(topology, num_workers)
         stream_ids = topology.stream_ids()
