@@ -405,3 +405,17 @@ def test_a_stateful_topology_is_refused_by_features_without_checkpoints():
     builder.set_bolt("sink", RecordingBolt()).shuffle_grouping("words")
     plan = WorkerPlan.build(builder.build(), 0, 1, Config(), features=FeatureSet(()))
     assert sorted(plan.topology.components) == ["sink", "words"]
+
+
+def test_admin_finds_sampling_and_restoring_by_their_interfaces_not_by_name():
+    from tuplemesh.core.feature import RestoringFeature, WatchingFeature
+    from tuplemesh.sampling.feature import feature as sampling
+    from tuplemesh.state.feature import Checkpoints
+
+    builder = TopologyBuilder("watched")
+    builder.set_spout("words", ListSpout([["a"]], ["word"]))
+    builder.set_bolt("sink", RecordingBolt()).shuffle_grouping("words")
+    plan = WorkerPlan.build(builder.build(), 0, 1, Config())
+    built = sampling(FeatureContext(plan.topology, plan.conf, 0, "watched", plan.assignment))
+    assert isinstance(built, WatchingFeature) and not isinstance(built, RestoringFeature)
+    assert issubclass(Checkpoints, RestoringFeature) and not issubclass(Checkpoints, WatchingFeature)

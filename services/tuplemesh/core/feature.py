@@ -20,7 +20,9 @@ it knows only the types here. A feature may
 (c) contribute a snapshot section (``section``: plain JSON-able data) and Prometheus metrics
     (``metrics``: `FeatureMetric` families, the worker label added by the exporter; labels must
     be bounded: no user values);
-(d) answer Admin: an Admin call serves a feature's ``section`` by the feature's ``name``;
+(d) answer Admin through a narrow interface that Admin looks for among the features, never by
+    name: `WatchingFeature` (Admin.WatchTuples' sampling), `RestoringFeature` (tasks whose state
+    is not restored yet, whose live reports Admin withholds);
 (e) wrap an executor's handling of each whole inbox batch (``ExecutorHooks.wrap_batch``: e.g. a
     tracing span per batch, or checkpoints' barrier alignment, which holds back, drops or acts
     on entries itself: it counts them in ``ExecutorView.counters``, decodes them with
@@ -88,6 +90,9 @@ __all__ = [
     "FeatureServer",
     "FlushObserver",
     "ProcessFn",
+    "RestoringFeature",
+    "TupleWatch",
+    "WatchingFeature",
     "fields_keys",
 ]
 
@@ -346,6 +351,47 @@ class DrainingFeature(Protocol):
         """The worker begins to drain (its spouts stop emitting): stop what would keep an idle
         mesh from reading idle, and return what a whole-mesh stop waits for (None: nothing).
         Any thread; returns promptly."""
+        ...
+
+
+@runtime_checkable
+class RestoringFeature(Protocol):
+    """A feature that restores tasks' state as they start (checkpointing). Admin asks every such
+    feature before it hands out the tasks' live reports, which until then would show the empty
+    state a task starts with."""
+
+    def restoring(self) -> list[int]:
+        """This worker's tasks whose state is not restored yet. Any thread."""
+        ...
+
+
+class TupleWatch(Protocol):
+    """One running watch of a `WatchingFeature`: the sampled tuples, taken as they come."""
+
+    def take(self, timeout: float) -> Sequence[Any]:
+        """What was sampled since the last take, waiting up to ``timeout`` for something."""
+        ...
+
+
+@runtime_checkable
+class WatchingFeature(Protocol):
+    """A feature that samples tuples of executors while a client watches (Admin.WatchTuples):
+    the one Admin call serving it finds it by this interface, not by name."""
+
+    def watch(
+        self,
+        executors: Sequence[str],
+        stream: str | None,
+        sample_rate: float,
+        max_per_second: float,
+        emitted: bool = False,
+    ) -> TupleWatch:
+        """Start sampling what ``executors`` execute (or, ``emitted``, emit) on ``stream`` (None:
+        every stream): ``sample_rate`` of it, at most ``max_per_second``."""
+        ...
+
+    def unwatch(self, watch: TupleWatch) -> None:
+        """End ``watch`` (idempotent)."""
         ...
 
 

@@ -7,12 +7,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import grpc
 
 from tuplemesh.config import as_config
-from tuplemesh.core.feature import Feature
+from tuplemesh.core.feature import Feature, RestoringFeature, TupleWatch, WatchingFeature
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import component_totals
 from tuplemesh.errors import RescaleRefusedError
@@ -84,27 +84,6 @@ class AdminWorker(Protocol):
     def inject(self, task: int, tup: Any) -> None: ...
 
     def refuse(self, reason: str, where: str, detail: str) -> None: ...
-
-
-class _Watch(Protocol):
-    """A WatchTuples watch (the "sampling" feature's)."""
-
-    def take(self, timeout: float) -> Sequence[Any]: ...
-
-
-class _Sampling(Protocol):
-    """What WatchTuples uses of the worker's "sampling" feature."""
-
-    def watch(
-        self,
-        executors: Sequence[str],
-        stream: str | None,
-        sample_rate: float,
-        max_per_second: float,
-        emitted: bool = False,
-    ) -> _Watch: ...
-
-    def unwatch(self, watch: _Watch) -> None: ...
 
 
 class QueueRates:
@@ -220,9 +199,13 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         snapshot = worker.snapshot()
         reports = ""
         if request.include_reports:
-            # the checkpointing feature's: tasks whose state is not restored yet (none without it)
-            checkpoints = worker.features.get("checkpoints")
-            restoring = [] if checkpoints is None else checkpoints.section()["restoring"]
+            # tasks whose state a feature (checkpointing) has not restored yet (none without one)
+            restoring = sorted(
+                task
+                for feature in worker.features.values()
+                if isinstance(feature, RestoringFeature)
+                for task in feature.restoring()
+            )
             if restoring:  # their reports would be of the empty state a task starts with
                 context.abort(
                     grpc.StatusCode.UNAVAILABLE,
@@ -394,7 +377,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
 
     def _new_watch(
         self, request: admin_pb2.WatchTuplesRequest, context: grpc.ServicerContext
-    ) -> tuple[_Sampling, _Watch]:
+    ) -> tuple[WatchingFeature, TupleWatch]:
         """The watch a request asks for, started, and the feature ending it; aborts on a bad
         request."""
         worker, name = self.worker, request.component
@@ -428,10 +411,10 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"
             )
-        feature = worker.features.get("sampling")
-        if feature is None:  # not registered (an embedding's own feature list)
+        sampling = next((f for f in worker.features.values() if isinstance(f, WatchingFeature)), None)
+        if sampling is None:  # not registered (an embedding's own feature list)
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"worker {worker.index} runs no tuple sampling")
-        sampling = cast(_Sampling, feature)
+        assert sampling is not None  # abort raised
         return sampling, sampling.watch(executors, request.stream or None, rate, per_second, request.emitted)
 
     def Rebalance(
