@@ -376,7 +376,7 @@ def test_an_executor_snapshot_field_a_feature_may_not_fill_is_refused_when_the_e
     topology = builder.build()
     fine = wire(topology, Config({}), lambda context: (FillsSnapshot({"alignment": None}),))
     executor = BoltExecutor(fine.spec("sink"), fine.wiring)
-    assert executor.feature_fields() == {"alignment": None}
+    assert executor.features.fields() == {"alignment": None}
     for field in ("executed", "name"):  # a counter, and a field the worker fills
         wired = wire(topology, Config({}), lambda context, f=field: (FillsSnapshot({f: 1}),))  # type: ignore[misc]
         with pytest.raises(

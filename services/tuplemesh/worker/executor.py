@@ -26,13 +26,12 @@ from tuplemesh.core.feature import (
     BatchObserver,
     BatchRun,
     ControlledSpout,
-    ExecutorHooks,
     Feature,
     FlushObserver,
 )
 from tuplemesh.core.markers import FLUSH, STOP, Batch, Marker
 from tuplemesh.core.outbox import Outbox
-from tuplemesh.core.stats import EXECUTOR_FEATURE_FIELDS, ErrorSnapshot
+from tuplemesh.core.stats import ErrorSnapshot
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.disruptor import BatchEventProcessor, EventPoller, RingBuffer
 from tuplemesh.errors import AlertError
@@ -54,6 +53,7 @@ from tuplemesh.topology.components import entry_point
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.worker.bolt_input import BoltFailures, Halt, abandoned_in
 from tuplemesh.worker.debloat import QueueTimeLimit
+from tuplemesh.worker.executor_features import ExecutorFeatures
 from tuplemesh.worker.flush_timer import LONGEST_REST, FlushTimer
 from tuplemesh.worker.inbox_reader import InboxReader, InputTrees
 from tuplemesh.worker.input_chain import input_chain
@@ -198,15 +198,7 @@ class Executor(Generic[CollectorT]):
         self.input_observer: BatchObserver | None = None
         self._loop_thread: threading.Thread | None = None
         #: what the worker's features add to this executor (asked once, here)
-        hooks = [h for h in (f.attach(self) for f in wiring.features) if h is not None]
-        self.feature_hooks: tuple[ExecutorHooks, ...] = tuple(hooks)
-        for h in hooks:
-            filled = set(h.snapshot_fields()) if h.snapshot_fields is not None else set()
-            if not filled <= EXECUTOR_FEATURE_FIELDS:
-                raise TypeError(
-                    f"executor {spec.name}: a feature fills snapshot fields {sorted(filled)}; "
-                    f"features may fill only {sorted(EXECUTOR_FEATURE_FIELDS)}"
-                )
+        self.features = ExecutorFeatures(self, wiring.features)
 
     @property
     def name(self) -> str:
@@ -228,34 +220,9 @@ class Executor(Generic[CollectorT]):
     def executed(self) -> int:
         return self.counters.executed
 
-    def feature_fields(self) -> dict[str, Any]:
-        """The fields of its snapshot its features fill (``ExecutorHooks.snapshot_fields``: a
-        checkpointed topology's barrier alignment counts). Any thread."""
-        fields: dict[str, Any] = {}
-        for hooks in self.feature_hooks:
-            if hooks.snapshot_fields is not None:
-                fields.update(hooks.snapshot_fields())
-        return fields
-
     def deliver_to_tasks(self, tup: Tuple, what: str) -> None:
         """A bolt executor's (see BoltExecutor); a spout takes no feature input."""
         raise TypeError(f"executor {self.name}: a spout executor takes no {what}")
-
-    def _start_features(self) -> None:
-        for hooks in self.feature_hooks:
-            if hooks.on_start is not None:
-                hooks.on_start()
-
-    def _stop_features(self) -> None:
-        for hooks in self.feature_hooks:
-            if hooks.on_stop is not None:
-                hooks.on_stop()
-
-    def _exit_features(self) -> None:
-        """The executor thread, as its loop ends: what the features release there."""
-        for hooks in self.feature_hooks:
-            if hooks.on_exit is not None:
-                hooks.on_exit()
 
     def _add_collector(self, task: int, routes: dict[str, StreamRoute], acking: ExecutorAcking) -> None:
         raise NotImplementedError
@@ -341,7 +308,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             self.bolts,
             self.collectors,
             self.acking,
-            self.feature_hooks,
+            self.features.hooks,
             wiring.plan.queue_settings.producer_batch_tuples,  # the most tuples per batch call
             (self.reader, self.counters, self.halting, failures),
         )
@@ -358,7 +325,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
 
     def start(self) -> None:
         self._loop_thread = self.processor.start(name=f"executor-{self.name}")
-        self._start_features()
+        self.features.start()
 
     def request_stop(self) -> None:
         """Finish everything already in the inbox, flush, clean up, exit."""
@@ -372,7 +339,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         past the shutdown timeout), abandoning whatever is still in the inbox; both are counted
         in ``abandoned_on_halt``."""
         self.halting.on = True
-        self._stop_features()
+        self.features.stop()
         self.processor.halt()
 
     # -- EventHandler ---------------------------------------------------------------------------
@@ -383,10 +350,10 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             )
 
     def on_shutdown(self) -> None:
-        self._stop_features()
+        self.features.stop()
         if self.halting.on:
             self._count_left_in_inbox()
-        self._exit_features()
+        self.features.exit()
         self._final_flush()
         self._record_reports()
         for task, bolt in self.bolts.items():
@@ -510,7 +477,7 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         self._loop_thread = threading.Thread(target=self._run_loop, name=f"executor-{self.name}", daemon=True)
         self._loop_thread.start()
         self._started.wait()
-        self._start_features()
+        self.features.start()
 
     def hold(self) -> None:
         """Before `start`: do not call next_tuple (not even for accepted input) until `release`.
@@ -665,8 +632,8 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         except AlertError:
             log.warning("spout executor %s: a destination was halted; stopping", self.name)
         finally:
-            self._stop_features()
-            self._exit_features()
+            self.features.stop()
+            self.features.exit()
             self._final_flush()
             self._record_reports()
             for task, spout in spouts:

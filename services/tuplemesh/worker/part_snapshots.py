@@ -41,7 +41,7 @@ def executor_snapshot(executor: Executor[Any], counters: dict[str, int]) -> Exec
         execute_seconds=HistogramSnapshot.of(executor.execute_seconds),
         inbox_wait=HistogramSnapshot.of(executor.inbox_wait),
         first_error=executor.first_error,
-        **{**counters, **executor.feature_fields()},
+        **{**counters, **executor.features.fields()},
     )
 
 
