@@ -33,6 +33,7 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.admission import call_class
 from tuplemesh.errors import ConfigError
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
     "server_credentials",
 ]
 
-PROTECTED = ("/tuplemesh.v1.Admin/", "/tuplemesh.v1.Gateway/")
 
 #: The URI SAN that gives a certificate of the mesh CA the worker role (Transfer streams).
 WORKER_URI = "urn:tuplemesh:role:worker"
@@ -320,7 +320,10 @@ class TlsConnections:
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
-    """Answers UNAUTHENTICATED to Admin/Gateway calls without the right bearer token."""
+    """Answers UNAUTHENTICATED to client calls without the right bearer token: every call but
+    health and reflection (probes, grpcurl's ``list``) and Transfer (a worker's stream, proven by
+    mTLS or the mesh secret instead), so Admin's, the Gateway's and any service a feature adds
+    to the worker's server need it, whoever wrote them (`tuplemesh.admission.call_class`)."""
 
     def __init__(self, token: str) -> None:
         self._expected = f"Bearer {token}".encode()
@@ -329,7 +332,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
     ) -> Any:
-        if not details.method.startswith(PROTECTED):
+        if call_class(details.method) != "client":
             return continuation(details)
         given = dict(details.invocation_metadata or ()).get("authorization", "")
         if hmac.compare_digest(str(given).encode(), self._expected):  # constant time

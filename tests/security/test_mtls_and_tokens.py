@@ -19,6 +19,7 @@ from tests.pki import make_ca, make_leaf
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.cli import main
 from tuplemesh.client import TlsSettings, open_channel
+from tuplemesh.hotkeys.v1 import hotkeys_pb2, hotkeys_pb2_grpc
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -116,6 +117,14 @@ def test_bearer_token_and_admin_actions_off_by_default():
                 call(request, metadata=good, timeout=5)
             assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "is off: set admin." in err.value.details()
+        # a feature's own service needs the token as Admin does: hot keys' (keys are user data)
+        keys = hotkeys_pb2_grpc.HotKeysStub(grpc.insecure_channel(mesh.address(0)))
+        with pytest.raises(grpc.RpcError) as err:
+            keys.List(hotkeys_pb2.HotKeysRequest(), timeout=5)
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as err:  # with it: the call's own setting decides
+            keys.List(hotkeys_pb2.HotKeysRequest(), metadata=good, timeout=5)
+        assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
         # health stays open for probes
         assert (
             mesh.health(0).Check(health_pb2.HealthCheckRequest()).status
