@@ -5,6 +5,7 @@ feature line, when they repeat a key, lie outside tuplemesh's namespaces or are 
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tuplemesh.registry import FEATURES, feature_settings
 OWN = ConfigKey("topology.example.size", int, 3, "An example feature's size.", unit="items")
 EXAMPLE = FeatureSpec("example", settings=(OWN,))
 REPEATS = FeatureSpec("repeats", settings=(ConfigKey("topology.workers", int, 1, "again"),))
+SAME_ENV = FeatureSpec("same-env", settings=(ConfigKey("topology.acker-executors", int, 1, "again"),))
 OUTSIDE = FeatureSpec("outside", settings=(ConfigKey("myapp.size", int, 1, "not ours"),))
 NOT_A_KEY = FeatureSpec("not-a-key", settings=("topology.example.size",))  # type: ignore[arg-type]
 
@@ -64,6 +66,12 @@ def test_a_table_merges_the_keys_its_feature_lines_declare() -> None:
     ("spec", "error", "message"),
     [
         ("REPEATS", ValueError, r"declares topology\.workers, already a configuration key"),
+        (
+            "SAME_ENV",
+            ValueError,
+            r"declares topology\.acker-executors, already a configuration key \(or its "
+            r"environment variable TUPLEMESH_TOPOLOGY_ACKER_EXECUTORS\)",
+        ),
         ("OUTSIDE", ValueError, r"declares myapp\.size, outside tuplemesh's namespaces \(topology, "),
         ("NOT_A_KEY", TypeError, r"declares a str, not a ConfigKey"),
     ],
@@ -105,3 +113,22 @@ def test_a_feature_module_reading_the_configuration_as_it_is_imported_is_refused
             list(globals()["TABLE"])
     finally:
         sys.modules.pop("reads_keys_on_import", None)
+
+
+def test_threads_reading_a_fresh_table_at_once_all_see_the_one_merged_table() -> None:
+    table = _KeyTable(_CORE_KEYS, [line("EXAMPLE")])
+    start = threading.Barrier(4)
+    seen: list[object] = []
+
+    def read() -> None:
+        start.wait()
+        seen.append(table.merged())
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 4 and all(m is seen[0] for m in seen)
+    assert table.merged().env["TUPLEMESH_TOPOLOGY_EXAMPLE_SIZE"] == "topology.example.size"
+    assert table.merged().flags["workers"] == "topology.workers"

@@ -828,94 +828,103 @@ def env_name(key: str) -> str:
     return "TUPLEMESH_" + key.upper().replace(".", "_").replace("-", "_")
 
 
+@dataclass(frozen=True)
+class _Merged:
+    """The merged table and what is derived from it once: environment variable -> key, and
+    command-line flag -> key."""
+
+    keys: dict[str, ConfigKey]
+    env: dict[str, str]
+    flags: dict[str, str]
+
+
 class _KeyTable(Mapping[str, ConfigKey]):
     """Every configuration key: tuplemesh's own (``_CORE_KEYS``), then those the registered
     features declare (``FeatureSpec.settings``, in the registry's order), merged the first time
-    the table is read. A feature's key is refused when it repeats a key or lies outside
-    tuplemesh's namespaces. Read-only once merged; the merge itself runs once, under a lock."""
+    the table is read. A feature's key is refused when it repeats a key (or its environment
+    variable), or lies outside tuplemesh's namespaces; a refused table stays unmerged, so every
+    read raises the same error. Read-only once merged.
+
+    The merge imports the features' modules, outside any lock of this table (two threads that
+    read first may both merge; the first to finish publishes), so an import it waits for can
+    never wait on the table in turn; a feature module that reads the table while it is imported
+    for the merge is refused, naming why."""
 
     def __init__(self, core: Mapping[str, ConfigKey], features: Sequence[str] | None = None) -> None:
         self._core = dict(core)
         self._features = features  # registry lines; None: the registry's own list
-        self._all: dict[str, ConfigKey] | None = None
-        self._merging = False
-        self._lock = threading.RLock()
+        self._merged: _Merged | None = None
+        self._merging = threading.local()  # set on the thread merging, while it merges
+        self._lock = threading.Lock()  # publishes the first merge
 
-    def _table(self) -> dict[str, ConfigKey]:
-        table = self._all
-        return table if table is not None else self._merge()
+    def merged(self) -> _Merged:
+        merged = self._merged
+        return merged if merged is not None else self._merge()
 
-    def _merge(self) -> dict[str, ConfigKey]:
+    def _merge(self) -> _Merged:
+        if getattr(self._merging, "on", False):
+            # a feature module (or one it imports) read the table while being imported
+            raise RuntimeError(
+                "configuration keys read while the features that declare some are imported: "
+                "a feature's modules must not read configuration at import time"
+            )
+        self._merging.on = True
+        try:
+            declared = feature_settings() if self._features is None else feature_settings(self._features)
+        finally:
+            self._merging.on = False
+        table = dict(self._core)
+        env = {env_name(name): name for name in table}
+        for line, settings in declared:
+            for key in settings:
+                if not isinstance(key, ConfigKey):
+                    raise TypeError(f"feature {line!r} declares a {type(key).__name__}, not a ConfigKey")
+                if key.name in table or env_name(key.name) in env:
+                    raise ValueError(
+                        f"feature {line!r} declares {key.name}, already a configuration key (or its "
+                        f"environment variable {env_name(key.name)})"
+                    )
+                if not key.name.startswith(_OWN_PREFIXES):
+                    raise ValueError(
+                        f"feature {line!r} declares {key.name}, outside tuplemesh's namespaces "
+                        f"({', '.join(p.rstrip('.') for p in _OWN_PREFIXES)})"
+                    )
+                table[key.name] = key
+                env[env_name(key.name)] = key.name
+        flags = {key.flag: name for name, key in table.items() if key.flag}
+        # a flag's own variable (TUPLEMESH_WORKERS) is the same level as the key's: the key's
+        # name wins a tie
+        env = {**{env_name(flag): name for flag, name in flags.items()}, **env}
         with self._lock:
-            if self._all is not None:
-                return self._all
-            if self._merging:
-                # a feature module (or one it imports) read the table while being imported
-                raise RuntimeError(
-                    "configuration keys read while the features that declare some are imported: "
-                    "a feature's modules must not read configuration at import time"
-                )
-            self._merging = True
-            try:
-                table = dict(self._core)
-                declared = feature_settings() if self._features is None else feature_settings(self._features)
-                for line, settings in declared:
-                    for key in settings:
-                        if not isinstance(key, ConfigKey):
-                            kind = type(key).__name__
-                            raise TypeError(f"feature {line!r} declares a {kind}, not a ConfigKey")
-                        if key.name in table:
-                            raise ValueError(
-                                f"feature {line!r} declares {key.name}, already a configuration key"
-                            )
-                        if not key.name.startswith(_OWN_PREFIXES):
-                            raise ValueError(
-                                f"feature {line!r} declares {key.name}, outside tuplemesh's namespaces "
-                                f"({', '.join(p.rstrip('.') for p in _OWN_PREFIXES)})"
-                            )
-                        table[key.name] = key
-                self._all = table
-            finally:
-                self._merging = False
-            return table
+            if self._merged is None:
+                self._merged = _Merged(table, env, flags)
+            return self._merged
 
     def __getitem__(self, name: str) -> ConfigKey:
-        return self._table()[name]
+        return self.merged().keys[name]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
+        return iter(self.merged().keys)
 
     def __len__(self) -> int:
-        return len(self._table())
+        return len(self.merged().keys)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._table()
+        return name in self.merged().keys
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self._table().get(name, default)
+        return self.merged().keys.get(name, default)
 
     def items(self) -> ItemsView[str, ConfigKey]:
-        return self._table().items()
+        return self.merged().keys.items()
 
     def values(self) -> ValuesView[ConfigKey]:
-        return self._table().values()
+        return self.merged().keys.values()
 
 
 # Every key (see `_KeyTable`): ``tuplemesh config`` and docs/configuration.md list these.
-KEYS: Mapping[str, ConfigKey] = _KeyTable(_CORE_KEYS)
-
-
-def _env_to_key() -> dict[str, str]:
-    """Environment variable -> the key it sets. A flag's own variable (TUPLEMESH_WORKERS) is the
-    same level as the key's: the key's name wins a tie."""
-    return {
-        **{env_name(key.flag): name for name, key in KEYS.items() if key.flag},
-        **{env_name(name): name for name in KEYS},
-    }
-
-
-def _flag_to_key() -> dict[str, str]:
-    return {key.flag: name for name, key in KEYS.items() if key.flag}
+_TABLE = _KeyTable(_CORE_KEYS)
+KEYS: Mapping[str, ConfigKey] = _TABLE
 
 
 # Divisors, not factors: ``250 / 1000.0`` is the exact float the modules computed before.
@@ -974,12 +983,13 @@ class Config(Mapping[str, Any]):
     ):
         sources = _sources or {}
         self._given = frozenset(values or {}) if _given is None else _given
-        merged: dict[str, Any] = {name: key.default for name, key in KEYS.items()}
+        table = _TABLE.merged().keys
+        merged: dict[str, Any] = {name: key.default for name, key in table.items()}
         for name, value in (values or {}).items():
             if not isinstance(name, str):
                 raise ConfigError(str(name), value, "config keys must be strings")
             source = sources.get(name, "")
-            key = KEYS.get(name)
+            key = table.get(name)
             if key is None:
                 if name.startswith(_OWN_PREFIXES):
                     raise ConfigError(
@@ -1022,12 +1032,12 @@ class Config(Mapping[str, Any]):
                 sources[name] = str(path)
         from_text: set[str] = set()
         environ = os.environ if env is None else env
-        for var, key in _env_to_key().items():
+        for var, key in _TABLE.merged().env.items():
             if var in environ:
                 values[key] = environ[var]
                 sources[key] = var
                 from_text.add(key)
-        flag_keys = _flag_to_key()
+        flag_keys = _TABLE.merged().flags
         for flag, text in (flags or {}).items():
             if flag not in flag_keys:
                 raise KeyError(f"--{flag} sets no config key")
