@@ -419,3 +419,32 @@ def test_admin_finds_sampling_and_restoring_by_their_interfaces_not_by_name():
     built = sampling(FeatureContext(plan.topology, plan.conf, 0, "watched", plan.assignment))
     assert isinstance(built, WatchingFeature) and not isinstance(built, RestoringFeature)
     assert issubclass(Checkpoints, RestoringFeature) and not issubclass(Checkpoints, WatchingFeature)
+
+
+def test_a_running_part_is_found_under_its_specs_name_and_must_carry_it():
+    from tests.hotkeys.test_hotkeys_panel import Executor as View
+    from tuplemesh.hotkeys.feature import HotKeys
+
+    builder = TopologyBuilder("named")
+    builder.set_spout("words", ListSpout([["a"]], ["word"]))
+    builder.set_bolt("sink", RecordingBolt()).fields_grouping("words", ["word"])
+    plan = WorkerPlan.build(builder.build(), 0, 1, Config())
+    context = FeatureContext(plan.topology, plan.conf, 0, "named", plan.assignment)
+    built = registered_features().build(context)
+    assert list(built) == ["ticks", "hotkeys", "sampling", "gateway"]  # tracing: no provider set
+    hot = built["hotkeys"]
+    assert isinstance(hot, HotKeys) and not hot.counting and hot.metrics() == ()
+    assert hot.attach(View("sink", "sink-0", (1,))) is None  # counting off: no executor wrapped
+
+    def misnamed(context: FeatureContext) -> HotKeys:
+        return HotKeys(context, 1)
+
+    with pytest.raises(TypeError, match="'keys' built a running part named 'hotkeys': they must match"):
+        FeatureSet((FeatureSpec("keys", build=misnamed),)).build(context)
+
+
+def test_panels_are_listed_in_registry_order_with_their_features_names():
+    from tuplemesh.hotkeys.panel import PANEL
+
+    assert registered_features().panels() == [("hotkeys", PANEL)]
+    assert FeatureSet((FeatureSpec("a"), FeatureSpec("b", panel=PANEL))).panels() == [("b", PANEL)]

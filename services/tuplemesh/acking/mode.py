@@ -141,12 +141,12 @@ def acking_of(topology: Topology, assignment: Assignment) -> AckingFactory:
     return partial(executor_acking, assignment.component_tasks.get(ACKER, ()))
 
 
-#: The registry's entry: the ackers in every topology that asks for them, and how its
-#: executors take part in acking.
 def needs_acking(topology: Topology, conf: Mapping[str, Any]) -> str | None:
     """Why ``topology`` running with ``conf`` needs the acking feature: ackers asked for."""
     ackers = AckingSettings.from_config(conf).acker_executors
     return f"topology.acker.executors is {ackers}" if ackers > 0 else None
 
 
+#: The registry's entry: the ackers in every topology that asks for them, how its executors
+#: take part in acking, and what needs it (ackers asked for).
 FEATURE = FeatureSpec("acking", topology_part=with_ackers, acking=acking_of, needed_by=needs_acking)

@@ -289,7 +289,8 @@ class FeatureServer:
 class Feature(Protocol):
     """One feature of a worker process (see the module docstring)."""
 
-    #: Names its snapshot section and the Admin call serving it.
+    #: Its spec's name (`FeatureSet.build` checks): the worker, its page and Admin find the
+    #: running part under it.
     name: str
 
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from tuplemesh.config import ConfigKey
 from tuplemesh.core.acking import AckingFactory, NoAcking
-from tuplemesh.core.feature import FeatureFactory
+from tuplemesh.core.feature import Feature, FeatureContext, FeatureFactory
 from tuplemesh.core.panel import MeshPanel
 from tuplemesh.registry import FEATURES, resolve
 from tuplemesh.topology import Assignment, Topology
@@ -111,6 +111,22 @@ class FeatureSet:
     def factories(self) -> list[FeatureFactory]:
         """The running parts' factories, one per feature that has one."""
         return [spec.build for spec in self.specs if spec.build is not None]
+
+    def build(self, context: FeatureContext) -> dict[str, Feature]:
+        """Every feature's running part for one worker, by the feature's name (a factory that
+        returns None has nothing to do here); TypeError when a part's ``name`` is not its
+        spec's, under which the worker, its page and its features find it."""
+        built: dict[str, Feature] = {}
+        for spec in self.specs:
+            part = None if spec.build is None else spec.build(context)
+            if part is None:
+                continue
+            if part.name != spec.name:
+                raise TypeError(
+                    f"feature {spec.name!r} built a running part named {part.name!r}: they must match"
+                )
+            built[spec.name] = part
+        return built
 
     def with_parts(self, topology: Topology, conf: Mapping[str, Any]) -> Topology:
         """``topology`` with every feature's components, added in order."""

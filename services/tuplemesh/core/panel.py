@@ -10,9 +10,14 @@ script draws the entries (a section of its own, and optionally a badge under eac
 node of the graph: see ``tuplemeshUi.registerPanel`` in the page's app.js).
 
 A worker that refuses the call (the call is off there, the feature has nothing to show, an older
-release) gives no answer: the page shows no entry from it and asks it again once its stats
-stream breaks and comes back. Answers are opaque to the UI: whatever ``ask``'s future returns
-and ``local`` returns, the same kind for both, is what ``merge`` takes.
+release) gives no answer, and the page shows no entry from it. A worker's own page asks its peers
+on every refresh, and only for the panels ``shown`` by its configuration (the mesh shares it);
+``tuplemesh ui``, which has no worker's configuration, asks every worker for every panel and
+asks one that refused (PERMISSION_DENIED, FAILED_PRECONDITION, UNIMPLEMENTED) again only once
+its stats stream breaks and comes back. Answers are opaque to the UI: whatever ``ask``'s future
+returns and ``local`` returns, the same kind for both, is what ``merge`` takes. The page keeps
+working when a panel's code fails: a failing ``merge`` is logged and its entries left out, and
+the page's script reports a failing panel script in the browser's console.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ class MeshPanel(Protocol):
     """What one feature shows on the web UI (see the module docstring)."""
 
     #: The entry's name in each component of the view, and the name of its script and style
-    #: (``/ui/panels/<name>.js``, ``.css``): letters, digits and ``_`` only.
+    #: (``/ui/panels/<name>.js``, ``.css``): letters, digits and ``_`` only, neither a field a
+    #: component has in the view nor another panel's name (the UI refuses such a panel).
     name: str
 
     def shown(self, conf: Mapping[str, Any]) -> bool:

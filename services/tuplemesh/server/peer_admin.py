@@ -85,11 +85,15 @@ class PeerAdmins:
         ``start(channel, timeout)`` starts it on one peer's channel (a feature's own service, as
         a feature panel asks it). The callable returned waits for the answers: None for a peer
         that gave none (refused, or no answer in ``timeout``)."""
-        calls = {
-            worker: start(self._channel(worker, address), timeout)
-            for worker, address in sorted(self._addresses().items())
-            if worker != self._own
-        }
+        calls: dict[int, Any] = {}
+        for worker, address in sorted(self._addresses().items()):
+            if worker == self._own:
+                continue
+            try:
+                calls[worker] = start(self._channel(worker, address), timeout)
+            except (grpc.RpcError, ValueError, TransportError) as exc:  # a closed channel, a bad address
+                log.debug("worker %d: cannot ask peer %d: %r", self._own, worker, exc)
+                calls[worker] = None
         return lambda: self._answers(calls, "answer")
 
     def _ask_every_peer(self, method: str, request: Any, timeout: float) -> dict[int, Any]:
@@ -104,6 +108,9 @@ class PeerAdmins:
         """Each call's answer, None for a peer that refused or did not answer in time."""
         out: dict[int, Any] = {}
         for worker, call in calls.items():
+            if call is None:  # never started
+                out[worker] = None
+                continue
             try:
                 out[worker] = call.result()
             except grpc.RpcError as exc:

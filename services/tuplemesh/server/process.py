@@ -312,6 +312,7 @@ class WorkerProcess:
             return ask
 
         def own_answer(name: str, panel: MeshPanel) -> Callable[[], Any | None]:
+            # the worker's running parts are keyed by their spec's name (FeatureSet.build checks)
             return lambda: panel.local(self.worker.index, self.worker.features.get(name))
 
         # a mesh shares its configuration: a panel not shown here (what it shows is off, or not

@@ -186,7 +186,8 @@ def serve(
     panels: Sequence[MeshPanel] = (),
 ) -> int:
     """Serve the UI on ``host:port`` until Ctrl-C. With ``token`` (``admin.token``) the page asks
-    for it too: whoever reaches this port sees what the workers' Admin shows."""
+    for it too: whoever reaches this port sees what the workers' Admin shows. ``panels``: the
+    features' panels the page shows (the CLI passes every registered feature's)."""
     follower = MeshFollower(targets, tls, token, panels)
     app = UiApp(follower.view, token=token, panels=panels)
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]

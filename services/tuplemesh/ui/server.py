@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -21,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 from tuplemesh.core.panel import MeshPanel
+from tuplemesh.ui.view import check_panel_names
 
 __all__ = ["UiApp", "WsgiApp"]
 
@@ -52,8 +52,6 @@ LOGIN_PAGE = """<!doctype html>
 #: Where the page's head takes the panels' scripts and styles (after its own script: a panel's
 #: script registers with it).
 PANEL_ASSETS = "<!-- panel assets -->"
-#: A panel's name, as it appears in the view and in its assets' URLs.
-PANEL_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 def _static(name: str) -> bytes:
@@ -64,10 +62,9 @@ def _files(panels: Sequence[MeshPanel]) -> dict[str, tuple[bytes, str]]:
     """The page's files by URL name (under /ui/): its own, with the page naming each panel's
     script and style, and those (``panels/<name>.js``, ``.css``). None holds data."""
     files = {name: (_static(filename), content_type) for name, (filename, content_type) in STATIC.items()}
+    check_panel_names([panel.name for panel in panels])
     tags = []
     for panel in panels:
-        if not PANEL_NAME.fullmatch(panel.name):
-            raise ValueError(f"a panel's name is letters, digits and _ only, not {panel.name!r}")
         files[f"panels/{panel.name}.js"] = (panel.script(), STATIC["app.js"][1])
         files[f"panels/{panel.name}.css"] = (panel.style(), STATIC["app.css"][1])
         tags.append(

@@ -7,17 +7,37 @@ and the features' panels' entries (`tuplemesh.core.panel.MeshPanel`) from their 
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.panel import MeshPanel
+from tuplemesh.logutil import RateLimitedLog
 from tuplemesh.v1 import admin_pb2
 
-__all__ = ["PanelAnswers", "ViewBuilder"]
+__all__ = ["PanelAnswers", "ViewBuilder", "check_panel_names"]
+
+log = logging.getLogger(__name__)
 
 #: A panel and its answers by target (None, or left out: the target gave none).
 PanelAnswers = tuple[MeshPanel, Mapping[str, Any | None]]
+
+#: A panel's name, as it appears in the view and in its assets' URLs.
+PANEL_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def check_panel_names(names: Sequence[str]) -> None:
+    """ValueError naming the first panel name that cannot be one: not letters, digits and ``_``,
+    given twice, or one of a component's own fields in the view (which it would overwrite)."""
+    fields = set(ViewBuilder._component("")) | {"execute_ms", "backpressured"}
+    for number, name in enumerate(names):
+        if not PANEL_NAME.fullmatch(name):
+            raise ValueError(f"a panel's name is letters, digits and _ only, not {name!r}")
+        if name in fields or name in names[:number]:
+            raise ValueError(f"panel name {name!r} is taken (by a component's field or another panel)")
+
 
 #: The losses counted on a worker (tuples it dropped, could not deliver or never got back).
 WORKER_LOSSES = ("lost_tuples", "stranded_tuples", "unknown_task_messages", "undeliverable_messages")
@@ -34,6 +54,7 @@ class ViewBuilder:
 
     def __init__(self) -> None:
         self._latency: dict[tuple[str, str], tuple[float, int]] = {}
+        self._panel_errors = RateLimitedLog(log, 60.0)
 
     def view(
         self,
@@ -93,7 +114,12 @@ class ViewBuilder:
             up.append(target)
         for panel, answers in panels:
             answered = [answer for target in up if (answer := answers.get(target)) is not None]
-            for name, entry in panel.merge(answered).items():
+            try:
+                entries = panel.merge(answered)
+            except Exception as exc:  # a feature's code: the rest of the page is still shown
+                self._panel_errors.log("panel %s: merging its answers failed: %r", panel.name, exc, exc=exc)
+                continue
+            for name, entry in entries.items():
                 components.setdefault(name, self._component(name))[panel.name] = entry
         for c in components.values():
             total_seconds, total_count = c.pop("_latency")

@@ -157,10 +157,10 @@ class Worker:
         feature_context = FeatureContext(
             plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
         )
-        built = (make(feature_context) for make in features.factories())
         #: the features this worker was assembled with (their specs), and their running parts here
+        #: by feature name
         self.feature_set = features
-        self.features: dict[str, Feature] = {f.name: f for f in built if f is not None}
+        self.features: dict[str, Feature] = features.build(feature_context)
         wiring = ExecutorWiring(
             plan,
             self.local_inbox_of_task,

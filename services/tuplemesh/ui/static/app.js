@@ -36,6 +36,15 @@
   // The features' panels (each registers itself from its own script: registerPanel below), in
   // the order their scripts ran.
   const panels = [];
+  // A panel's own code, run so that its failure leaves the rest of the page drawn (reported
+  // once per panel and part in the console).
+  const reported = new Set();
+  function guarded(panel, part, run) {
+    try { return run(); } catch (e) {
+      if (!reported.has(panel.name + part)) { reported.add(panel.name + part); console.error("panel " + panel.name + " (" + part + "):", e); }
+      return null;
+    }
+  }
 
   // Columns by longest path from the spouts (cycles are cut where a node is revisited).
   function layout(graph) {
@@ -52,16 +61,18 @@
       if (!changed) break;
     }
     const columns = {}, pos = {};
+    // room under each node for one badge per panel that draws them (the first fits the gap)
+    const rowGap = ROW_GAP + 20 * Math.max(0, panels.filter(p => p.badge).length - 1);
     graph.components.forEach(c => { (columns[depth[c.name]] = columns[depth[c.name]] || []).push(c.name); });
     let rows = 0;
     Object.keys(columns).forEach(d => {
       columns[d].forEach((name, i) => {
-        pos[name] = { x: PAD + d * (NODE_W + COL_GAP), y: PAD + i * (NODE_H + ROW_GAP) };
+        pos[name] = { x: PAD + d * (NODE_W + COL_GAP), y: PAD + i * (NODE_H + rowGap) };
       });
       rows = Math.max(rows, columns[d].length);
     });
     const cols = Object.keys(columns).length;
-    return { pos, width: 2 * PAD + cols * NODE_W + (cols - 1) * COL_GAP, height: 2 * PAD + rows * (NODE_H + ROW_GAP) };
+    return { pos, width: 2 * PAD + cols * NODE_W + (cols - 1) * COL_GAP, height: 2 * PAD + rows * (NODE_H + rowGap) };
   }
 
   function drawGraph(graph) {
@@ -124,7 +135,8 @@
       g.querySelector(":scope > title").textContent = c.name + ": " + STATE_TEXT[state];
       panels.filter(p => p.badge).forEach(p => {
         const badge = g.querySelector('.panel-badge[data-panel="' + p.name + '"]');
-        const shown = c[p.name] ? p.badge(c, c[p.name]) : null;  // {text, title} or null
+        if (!badge) return;
+        const shown = c[p.name] ? guarded(p, "badge", () => p.badge(c, c[p.name])) : null;  // {text, title} or null
         badge.setAttribute("display", shown ? "inline" : "none");
         if (shown) {
           badge.querySelector("text").textContent = shown.text;
@@ -216,7 +228,7 @@
       updateGraph(view);
     }
     updateTables(view);
-    panels.forEach(p => p.update(view));
+    panels.forEach(p => guarded(p, "update", () => p.update(view)));
   }
 
   function connect() {
