@@ -29,6 +29,7 @@ from tuplemesh.config import Config
 from tuplemesh.core.feature import FeatureFactory
 from tuplemesh.core.feature_spec import registered_features
 from tuplemesh.core.markers import Batch
+from tuplemesh.hotkeys.settings import ENABLED_KEY, SAMPLE_KEY
 from tuplemesh.sampling import Sampling
 from tuplemesh.topology import BasicBolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.executor import BoltExecutor
@@ -37,7 +38,6 @@ BATCH = 100
 BATCHES = 2_000  # 200k tuples per run
 SAMPLINGS = (1, 16, 64, 128)
 NO_FEATURES = "no features"
-SAMPLE = "topology.hotkeys.sample.every"
 KEYS = 1_000  # distinct words, Zipf-ish: word i drawn with weight 1/(i+1)
 
 
@@ -122,9 +122,7 @@ def measure(rounds: int = 7, count: int = BATCHES) -> dict[str, list[float]]:
         **{
             f"hot keys, 1 batch in {every}": _executor(
                 hot,
-                base.with_overrides(
-                    {"topology.hotkeys.enabled": True, "topology.hotkeys.sample.every": every}
-                ),
+                base.with_overrides({ENABLED_KEY: True, SAMPLE_KEY: every}),
             )
             for every in SAMPLINGS
         },
@@ -143,9 +141,10 @@ def run(quick: bool = False) -> list[Record]:
     """``python -m bench features``: each variant against no features, in the same run."""
     rates = measure(3, BATCHES // 4) if quick else measure(7)
     baseline = statistics.median(rates[NO_FEATURES])
+    default = Config({})[SAMPLE_KEY]
     targets = {
         "features, hot keys off": "nothing wraps the loop (ratio >= 0.95)",
-        f"hot keys, 1 batch in {Config({})[SAMPLE]}": "at the default sampling: costs <= 5% (ratio >= 0.95)",
+        f"hot keys, 1 batch in {default}": "at the default sampling: costs <= 5% (ratio >= 0.95)",
     }
     return [
         Record(
