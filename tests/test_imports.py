@@ -407,6 +407,13 @@ def test_the_worker_imports_no_feature_nor_acking_nor_state() -> None:
         and (hits := sorted(name for name in imported if package_of(name) in PLUGGED_IN))
     }
     assert found == {}, f"worker modules importing what plugs into them: {found}"
+    # nor OpenTelemetry's helpers: its hops' spans come from the tracing feature (HopTracer)
+    tracing = sorted(
+        m
+        for m, imported in graph.items()
+        if package_of(m) == "tuplemesh.worker" and "tuplemesh.tracing" in imported
+    )
+    assert tracing == [], f"worker modules making spans themselves: {tracing}"
     assert any(package_of(m) == "tuplemesh.worker" for m in graph)  # the check sees the worker
 
 

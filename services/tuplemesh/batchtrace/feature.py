@@ -7,12 +7,15 @@ worker is built): otherwise no executor is touched and none checks anything per 
 
 Every executor's outbox gets the tracer, so each emit buffer it flushes is a ``tuplemesh.emit``
 span; each inbox batch a bolt executor handles is a ``tuplemesh.execute`` span, a child of the
-hop that published the batch, and the parent of what the executor emits meanwhile.
+hop that published the batch, and the parent of what the executor emits meanwhile. The worker's
+transfer path makes a ``tuplemesh.transfer`` span around each batch it hands a peer, and its
+receive path a ``tuplemesh.receive`` span for each batch it publishes (`hop_tracer`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from tuplemesh import tracing
@@ -23,6 +26,7 @@ from tuplemesh.core.feature import (
     FeatureContext,
     FeatureMetric,
     FeatureServer,
+    HopTracer,
 )
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.core.markers import Batch
@@ -30,8 +34,24 @@ from tuplemesh.core.markers import Batch
 __all__ = ["FEATURE", "BatchTracing", "feature"]
 
 
+class _Hops:
+    """The transfer and receive spans of one worker (`tuplemesh.core.feature.HopTracer`)."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+
+    def transfer(self, peer: int, tuples: int, emits: Sequence[Any]) -> AbstractContextManager[Any]:
+        attributes = {"tuplemesh.peer": peer, "tuplemesh.tuples": tuples}
+        return tracing.current_span(self.tracer, tracing.TRANSFER, emits, attributes)
+
+    def receive(self, tuples: int) -> tuple[Any, Callable[[], None]]:
+        span = self.tracer.start_span(tracing.RECEIVE, attributes={"tuplemesh.tuples": tuples})
+        return tracing.context_of(span), span.end
+
+
 class BatchTracing:
-    """The execute and emit spans of one worker's executors."""
+    """The execute and emit spans of one worker's executors, and the spans of its hops outside
+    them (`hop_tracer`)."""
 
     name = "tracing"
 
@@ -63,6 +83,9 @@ class BatchTracing:
             return traced
 
         return ExecutorHooks(wrap_batch=wrap_batch)
+
+    def hop_tracer(self) -> HopTracer:
+        return _Hops(self.tracer)
 
     def start(self) -> None:
         pass  # no thread: spans are made on the executors' threads

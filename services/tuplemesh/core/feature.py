@@ -51,7 +51,9 @@ it knows only the types here. A feature may
     the mesh is idle, before the executors stop (`DrainWait`: a final checkpoint's commit). A
     narrow protocol of its own rather than a method every feature implements: the drain is the
     one place that asks, and the other features have no part in it. Feeding tuples that count
-    as the worker's own (a clock's ticks) goes through ``FeatureContext.inject``.
+    as the worker's own (a clock's ticks) goes through ``FeatureContext.inject``;
+(j) trace the worker's hops outside its executors (`HopTracingFeature`: OpenTelemetry's
+    transfer and receive spans), asked once as the worker builds its transfer and receive paths.
 
 Everything here is read-only for the data path: the hooks are plain callables chosen once.
 """
@@ -59,6 +61,7 @@ Everything here is read-only for the data path: the hooks are plain callables ch
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -89,6 +92,8 @@ __all__ = [
     "FeatureMetric",
     "FeatureServer",
     "FlushObserver",
+    "HopTracer",
+    "HopTracingFeature",
     "ProcessFn",
     "RestoringFeature",
     "TupleWatch",
@@ -353,6 +358,33 @@ class DrainingFeature(Protocol):
         mesh from reading idle, and return what a whole-mesh stop waits for (None: nothing).
         Any thread; returns promptly."""
         ...
+
+
+class HopTracer(Protocol):
+    """The spans of a worker's hops outside its executors (a `HopTracingFeature`'s): its transfer
+    path opens one around each batch it hands a peer's connection, its receive path one for each
+    batch it publishes into inboxes. Without one, neither path checks anything per batch."""
+
+    def transfer(self, peer: int, tuples: int, emits: Sequence[Any]) -> AbstractContextManager[Any]:
+        """A span current in the calling thread for the block, around handing ``tuples`` to
+        ``peer``'s connection (which puts the span's context on the wire): the context of the
+        first emit span among ``emits`` is its parent, the others are its links. Transfer thread."""
+        ...
+
+    def receive(self, tuples: int) -> tuple[Any, Callable[[], None]]:
+        """A span for publishing one received batch of ``tuples`` into inboxes, a child of the
+        calling thread's current context (the sender's transfer span, which the transport made
+        current): the context the executors' spans of that batch take as their parent, and the
+        span's end. A receive thread."""
+        ...
+
+
+@runtime_checkable
+class HopTracingFeature(Protocol):
+    """A feature that traces the worker's hops outside its executors (OpenTelemetry tracing):
+    the worker asks it for its `HopTracer` once, as it builds its transfer and receive paths."""
+
+    def hop_tracer(self) -> HopTracer: ...
 
 
 @runtime_checkable

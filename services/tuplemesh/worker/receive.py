@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tuplemesh import tracing
+from tuplemesh.core.feature import HopTracer
 from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, ReceiverStoppedError
@@ -55,6 +55,7 @@ class ReceivePath:
         overflow_limit: int = 0,
         max_held_bytes: int = 0,
         on_overflow: Callable[[], None] = lambda: None,
+        tracer: HopTracer | None = None,
     ):
         self.worker_index = worker_index
         # keyed by int | None: a broadcast (task None) looks up like any task, and misses
@@ -73,7 +74,8 @@ class ReceivePath:
         self.undeliverable = 0  # messages refused because their inbox was halted (worker stopping)
         self.shutdown_notice = threading.Event()
         self._unknown_log = RateLimitedLog(log, log_interval)
-        self.tracer = tracing.tracer()  # OpenTelemetry; None: not tracing
+        #: the receive spans (a tracing feature's); None: not tracing
+        self.tracer = tracer
         #: the ceiling on payload bytes received and not yet taken by an executor; 0: no ceiling
         self.max_held_bytes = max_held_bytes
         self.held_bytes = 0
@@ -118,14 +120,13 @@ class ReceivePath:
             self._admit(admitted)
         halted = 0
         now = time.monotonic()
-        span: Any = None
+        end_span: Callable[[], None] | None = None
         traced: Any = None
         if self.tracer is not None:  # a child of the sender's transfer span, when it sent one
-            span = self.tracer.start_span(tracing.RECEIVE, attributes={"tuplemesh.tuples": len(batch)})
-            traced = tracing.context_of(span)
+            traced, end_span = self.tracer.receive(len(batch))
         for ring, messages in groups.values():
             messages.stamp = now
-            if span is not None:
+            if end_span is not None:
                 messages.trace = traced
             try:
                 if self.overflow_limit:
@@ -138,8 +139,8 @@ class ReceivePath:
                 halted += len(messages)
                 if ceiling:
                     self._release(messages.nbytes)
-        if span is not None:
-            span.end()
+        if end_span is not None:
+            end_span()
         with self._lock:
             self.received += len(batch)
             self.unknown += len(rejected) + stray

@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuplemesh import tracing
 from tuplemesh.buckets import BATCH_SIZE_BUCKETS, make_buckets
 from tuplemesh.core.budget import ByteBudget
+from tuplemesh.core.feature import HopTracer
 from tuplemesh.core.markers import STOP
 from tuplemesh.disruptor import BatchEventProcessor, RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError, TransportError
@@ -71,6 +71,7 @@ class TransferPath:
         queue_target_seconds: float = 0.0,
         epoch: str = "",
         on_congestion: OnCongestion | None = None,
+        tracer: HopTracer | None = None,
     ) -> None:
         self.ring = ring
         self.context = context
@@ -87,8 +88,9 @@ class TransferPath:
         #: the bytes executors took from ``budget`` for what is pending, per peer
         self.budget = budget if budget is not None else ByteBudget(0)
         self._pending_bytes: dict[int, int] = {}
-        #: OpenTelemetry (None: not tracing) and, per peer, the emit spans of the pending batches
-        self.tracer = tracing.tracer()
+        #: the transfer spans (a tracing feature's; None: not tracing) and, per peer, the emit
+        #: spans of the pending batches
+        self.tracer = tracer
         self._traces: dict[int, list[Any]] = {}
         self.sent_batches = 0
         self.sent_messages = 0
@@ -289,8 +291,7 @@ class TransferPath:
         if traces is None or self.tracer is None:
             self._send_messages(worker, messages)
             return
-        attributes = {"tuplemesh.peer": worker, "tuplemesh.tuples": len(messages)}
-        with tracing.current_span(self.tracer, tracing.TRANSFER, traces, attributes):
+        with self.tracer.transfer(worker, len(messages), traces):
             self._send_messages(worker, messages)  # the connection puts this span on the wire
 
     def _send_messages(self, worker: int, messages: list[Any]) -> None:

@@ -23,6 +23,7 @@ from tuplemesh.core.feature import (
     FeatureContext,
     FeatureMetric,
     FeatureServer,
+    HopTracingFeature,
 )
 from tuplemesh.core.feature_spec import FeatureSet
 from tuplemesh.core.markers import FLUSH
@@ -125,6 +126,22 @@ class Worker:
         #: batches wait in a bounded overflow. Without reports (the local transport) a blocking
         #: put is the only backpressure, and stays.
         self.reports_congestion = self.congestion is not None and context.capabilities.reports_congestion
+        #: Counters, gauges and histograms the components define (``context.metrics``).
+        self.user_metrics = UserMetrics()
+        self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
+        self._inject_lock = threading.Lock()
+        # the features' running parts: built here, before the paths that take their hop tracer,
+        # each offered every executor below
+        feature_context = FeatureContext(
+            plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
+        )
+        #: the features this worker was assembled with (their specs), and their running parts here
+        #: by feature name
+        self.feature_set = features
+        self.features: dict[str, Feature] = features.build(feature_context)
+        hops = next(
+            (f.hop_tracer() for f in self.features.values() if isinstance(f, HopTracingFeature)), None
+        )
         self.receive = ReceivePath(
             index,
             self.local_inbox_of_task,
@@ -132,6 +149,7 @@ class Worker:
             overflow_limit=queues.receive_buffer_batches if self.reports_congestion else 0,
             max_held_bytes=queues.receive_max_bytes,
             on_overflow=self.flush_timer.wake,
+            tracer=hops,
         )
         # read at every snapshot: the per-worker backpressure signal an autoscaler scales on
         self._congested_now = congested_tasks(self.local_inbox_of_task, queues.backpressure_watermark)
@@ -148,19 +166,8 @@ class Worker:
             queues.queue_target_seconds,
             str(plan.epoch),
             self.congestion.report if self.congestion is not None else None,
+            tracer=hops,
         )
-        #: Counters, gauges and histograms the components define (``context.metrics``).
-        self.user_metrics = UserMetrics()
-        self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
-        self._inject_lock = threading.Lock()
-        # the features' running parts: built here, each offered every executor below
-        feature_context = FeatureContext(
-            plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
-        )
-        #: the features this worker was assembled with (their specs), and their running parts here
-        #: by feature name
-        self.feature_set = features
-        self.features: dict[str, Feature] = features.build(feature_context)
         wiring = ExecutorWiring(
             plan,
             self.local_inbox_of_task,
