@@ -32,6 +32,13 @@ def spout_emitted(mesh: Mesh) -> int:
     return sum(e.emitted for status in statuses(mesh) for e in status.executors if e.spout)
 
 
+def every_spout_under_load(mesh: Mesh, total: int) -> bool:
+    """Every worker's spouts have emitted, and all of them ``total`` tuples: a worker's spouts
+    start once its epoch is confirmed, which may come after the others have emitted ``total``."""
+    per_worker = [sum(e.emitted for e in status.executors if e.spout) for status in statuses(mesh)]
+    return all(per_worker) and sum(per_worker) >= total
+
+
 def sigterm_all(mesh: Mesh) -> list[tuple[int, float]]:
     """SIGTERM every worker at once; (exit code, seconds until it exited) of each."""
     signalled = time.monotonic()
@@ -54,7 +61,7 @@ def test_sigterm_to_every_worker_under_full_load_ends_in_time_with_nothing_lost(
     mesh = start_mesh("tests.fault.numbered:numbered", WORKERS, config)
     try:
         # every queue on the path fills: the spouts are only held back by backpressure
-        eventually(lambda: spout_emitted(mesh) >= 50_000, timeout=60, interval=0.2)
+        eventually(lambda: every_spout_under_load(mesh, 50_000), timeout=60, interval=0.2)
         ended = sigterm_all(mesh)
     finally:
         for proc in mesh.procs:

@@ -33,6 +33,7 @@ def test_list_services(wordcount_mesh: Mesh):
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
+        "tuplemesh.hotkeys.v1.HotKeys",  # the hot-keys feature's own service
         "tuplemesh.v1.Admin",
         "tuplemesh.v1.Gateway",
         "tuplemesh.v1.Transfer",
