@@ -10,8 +10,9 @@ limit, and the pool is sized from their sum so gRPC's global cap is never what r
 - ``health``: grpc.health.v1 and reflection streams (``server.health.streams.max``); unary health
   checks have a reserve of their own (`HEALTH_CHECK_RESERVE`) that no stream can take, so a
   liveness probe is answered however many watchers are open;
-- ``client``: everything else, Admin and Gateway (``server.client.calls.max`` in all and
-  ``server.client.calls.per.peer.max`` per client address).
+- ``client``: everything else: Admin, Gateway and the features' own services
+  (``server.client.calls.max`` in all and ``server.client.calls.per.peer.max`` per client
+  address).
 
 A refused call is answered RESOURCE_EXHAUSTED naming the config key of the limit it hit, and
 counted by class (``tuplemesh_rpc_refused_total{class}``); ``tuplemesh_rpc_in_use{class}``

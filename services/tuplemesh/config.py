@@ -473,8 +473,8 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "server.client.calls.max",
             int,
             64,
-            "Admin and Gateway calls (streams included) a worker runs at once; more are refused "
-            "with RESOURCE_EXHAUSTED.",
+            "Client calls (Admin, Gateway and the features' own services; streams included) a "
+            "worker runs at once; more are refused with RESOURCE_EXHAUSTED.",
             _positive,
             unit="calls",
         ),
@@ -482,7 +482,8 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "server.client.calls.per.peer.max",
             int,
             32,
-            "Admin and Gateway calls one client address may have running at once.",
+            "Client calls (Admin, Gateway and the features' own services) one client address may "
+            "have running at once.",
             _positive,
             unit="calls",
         ),
@@ -551,7 +552,8 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "admin.token",
             str,
             "",
-            "Bearer token required by Admin and Gateway calls (empty: none).",
+            "Bearer token required by every call but Transfer, health and reflection: Admin, "
+            "Gateway and the features' own services (empty: none).",
             shown=_hidden,
         ),
         ConfigKey(
@@ -888,6 +890,10 @@ class _KeyTable(Mapping[str, ConfigKey]):
                     raise ValueError(
                         f"feature {line!r} declares {key.name}, outside tuplemesh's namespaces "
                         f"({', '.join(p.rstrip('.') for p in _OWN_PREFIXES)})"
+                    )
+                if key.flag and key.flag in {k.flag for k in table.values()}:
+                    raise ValueError(
+                        f"feature {line!r} declares {key.name} with flag --{key.flag}, already taken"
                     )
                 table[key.name] = key
                 env[env_name(key.name)] = key.name

@@ -1,10 +1,11 @@
-"""mTLS for every gRPC connection of a worker, and a bearer token for Admin and Gateway.
+"""mTLS for every gRPC connection of a worker, and a bearer token for its client calls.
 
 With ``tls.enabled`` the worker port serves TLS and requires a client certificate signed by the
 mesh CA (``tls.ca.file``); Transfer connections to peers present ``tls.cert.file``/``tls.key.file``.
-A peer without a certificate from the mesh CA fails the handshake. ``admin.token`` makes Admin
-and Gateway calls need ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise); Transfer
-is guarded by mTLS, health and reflection stay open for probes and tools.
+A peer without a certificate from the mesh CA fails the handshake. ``admin.token`` makes every
+call but Transfer, health and reflection (Admin, Gateway and the features' own services, such as
+HotKeys) need ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise); Transfer is guarded
+by mTLS or the mesh secret, health and reflection stay open for probes and tools.
 
 Mesh membership (who may open Transfer streams and send control messages). A member proves
 itself by the channel, never by a batch field: with a mesh secret (``mesh.secret.file`` or
@@ -33,11 +34,11 @@ from typing import Any
 
 import grpc
 
-from tuplemesh.admission import call_class
 from tuplemesh.errors import ConfigError
 
 __all__ = [
     "AUTH_METADATA",
+    "OPEN_SERVICES",
     "REBALANCE",
     "REPLAY_CACHE_ENTRIES",
     "TRANSFER",
@@ -56,6 +57,18 @@ __all__ = [
     "server_credentials",
 ]
 
+
+#: The services open without the bearer token, by exact name: health and reflection (probes,
+#: grpcurl's ``list``) and Transfer (a worker's stream, proven by mTLS or the mesh secret
+#: instead). Every other call needs it: Admin's, the Gateway's and any service a feature adds.
+OPEN_SERVICES = frozenset(
+    {
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+        "tuplemesh.v1.Transfer",
+    }
+)
 
 #: The URI SAN that gives a certificate of the mesh CA the worker role (Transfer streams).
 WORKER_URI = "urn:tuplemesh:role:worker"
@@ -320,10 +333,9 @@ class TlsConnections:
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
-    """Answers UNAUTHENTICATED to client calls without the right bearer token: every call but
-    health and reflection (probes, grpcurl's ``list``) and Transfer (a worker's stream, proven by
-    mTLS or the mesh secret instead), so Admin's, the Gateway's and any service a feature adds
-    to the worker's server need it, whoever wrote them (`tuplemesh.admission.call_class`)."""
+    """Answers UNAUTHENTICATED to calls without the right bearer token: every call but those of
+    `OPEN_SERVICES` (exact names), so Admin's, the Gateway's and any service a feature adds to
+    the worker's server need it, whoever wrote them."""
 
     def __init__(self, token: str) -> None:
         self._expected = f"Bearer {token}".encode()
@@ -332,7 +344,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
     ) -> Any:
-        if call_class(details.method) != "client":
+        if details.method.rpartition("/")[0].lstrip("/") in OPEN_SERVICES:
             return continuation(details)
         given = dict(details.invocation_metadata or ()).get("authorization", "")
         if hmac.compare_digest(str(given).encode(), self._expected):  # constant time

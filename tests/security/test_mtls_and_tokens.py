@@ -205,3 +205,39 @@ def test_top_reaches_a_worker_with_mtls_and_a_token(
         assert "UNAUTHENTICATED" in capsys.readouterr().out
     finally:
         assert mesh.stop() == [0]
+
+
+@pytest.mark.parametrize(
+    ("method", "open_"),
+    [
+        ("/grpc.health.v1.Health/Check", True),
+        ("/grpc.health.v1.Health/Watch", True),
+        ("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", True),
+        ("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", True),
+        ("/tuplemesh.v1.Transfer/Stream", True),
+        ("/tuplemesh.v1.Admin/GetStatus", False),
+        ("/tuplemesh.v1.Gateway/Publish", False),
+        ("/tuplemesh.hotkeys.v1.HotKeys/List", False),  # a feature's own service
+        ("/grpc.reflection.evil.Svc/M", False),  # a look-alike of an open service's package
+        ("/tuplemesh.v1.TransferX/Stream", False),
+        ("/grpc.health.v1.HealthX/Check", False),
+    ],
+)
+def test_the_token_leaves_open_exactly_health_reflection_and_transfer(method: str, open_: bool):
+    from tuplemesh.security import TokenInterceptor
+
+    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: b"ok")
+
+    class Details(grpc.HandlerCallDetails):
+        def __init__(self, metadata: tuple[tuple[str, str], ...]) -> None:
+            self.method, self.invocation_metadata = method, metadata
+
+    interceptor = TokenInterceptor("s3cret")
+    without = interceptor.intercept_service(lambda d: handler, Details(()))
+    assert (without is handler) == open_  # refused: a handler of its own answering UNAUTHENTICATED
+    assert interceptor.rejected == (0 if open_ else 1)
+    # with the token every call goes through as it is
+    assert (
+        interceptor.intercept_service(lambda d: handler, Details((("authorization", "Bearer s3cret"),)))
+        is handler
+    )

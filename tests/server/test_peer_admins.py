@@ -69,3 +69,26 @@ def test_epochs_asks_the_next_few_peers_in_turn_and_every_peer_without_a_limit()
     assert [e.counter for e in admins.epochs(1.0)] == [1, 2, 3, 4, 5, 6, 7]
     assert [e.counter for e in admins.epochs(1.0, most=10)] == [1, 2, 3, 4, 5, 6, 7]
     assert asked == [1, 2, 3, 4, 5, 6, 7] * 2
+
+
+def test_a_peer_whose_call_cannot_start_gives_no_answer_and_the_others_do():
+    admins = PeerAdmins(
+        Config({}), 0, lambda: {0: ("127.0.0.1", 1), 1: ("127.0.0.1", 2), 2: ("127.0.0.1", 3)}
+    )
+    started: list[int] = []
+
+    class Answered:
+        def result(self) -> str:
+            return "answer"
+
+    def start(channel: object, timeout: float) -> Answered:
+        started.append(len(started))
+        if len(started) == 1:  # the first peer's: as when its channel was closed meanwhile
+            raise ValueError("Cannot invoke RPC on closed channel!")
+        return Answered()
+
+    try:
+        assert admins.ask_every_peer(start, 0.5)() == {1: None, 2: "answer"}  # not itself (0)
+        assert len(started) == 2
+    finally:
+        admins.close()

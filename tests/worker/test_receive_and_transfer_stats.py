@@ -103,3 +103,49 @@ def test_halted_transfer_counts_refused_and_stranded_tuples_exactly(caplog):
     stats = transfer.stats()
     assert (stats.sent_batches, stats.sent_tuples, stats.lost_tuples, stats.stranded_tuples) == (0, 0, 3, 6)
     assert "transfer thread halted with 6 tuple(s) not sent (lost)" in caplog.text
+
+
+class _Hops:
+    """A HopTracer that records its receive spans; ``fails``: ``receive`` raises."""
+
+    def __init__(self, fails: bool = False) -> None:
+        self.fails = fails
+        self.started: list[int] = []
+        self.ended = 0
+
+    def transfer(self, peer: int, tuples: int, emits: Any) -> Any:
+        raise AssertionError("not sending here")
+
+    def receive(self, tuples: int) -> tuple[Any, Any]:
+        if self.fails:
+            raise RuntimeError("a bug in the tracer")
+        self.started.append(tuples)
+
+        def end() -> None:
+            self.ended += 1
+
+        return f"context {len(self.started)}", end
+
+
+def test_a_received_batch_is_one_span_whose_context_its_inbox_batches_carry():
+    first: RingBuffer[Any] = RingBuffer.multi_producer(8)
+    second: RingBuffer[Any] = RingBuffer.multi_producer(8)
+    hops = _Hops()
+    receive = ReceivePath(0, {1: first, 3: second}, log_interval=0, max_held_bytes=1000, tracer=hops)
+    assert receive.on_batch([(1, b"aa"), (3, b"c"), (1, b"b")]) == []
+    assert (hops.started, hops.ended) == ([3], 1)  # one span per received batch, ended once
+    assert [first.get(0).trace, second.get(0).trace] == ["context 1", "context 1"]
+
+
+def test_a_failing_tracer_costs_the_batch_nothing():
+    ring: RingBuffer[Any] = RingBuffer.multi_producer(8)
+    receive = ReceivePath(0, {1: ring}, log_interval=0, max_held_bytes=100, tracer=_Hops(fails=True))
+    for sequence in range(3):  # 60 bytes each: a reservation left behind would hold up the next
+        done = threading.Thread(target=receive.on_batch, args=([(1, b"x" * 60)],), daemon=True)
+        done.start()
+        done.join(10)
+        assert not done.is_alive(), "the receive path waits on bytes nobody holds"
+        batch = ring.get(sequence)
+        assert list(batch) == [(1, b"x" * 60)] and batch.trace is None  # delivered, untraced
+        assert receive.reclaim() == 0  # nothing held beyond what the inbox holds (no consumer here)
+    assert receive.received == 3

@@ -52,7 +52,8 @@ def open_channel(
     options: Sequence[tuple[str, Any]] = (),
 ) -> grpc.Channel:
     """A channel to ``target`` (HOST:PORT): TLS when ``tls`` is given, plaintext otherwise; with a
-    ``token``, every call carries ``authorization: Bearer <token>`` (what Admin and Gateway need)."""
+    ``token``, every call carries ``authorization: Bearer <token>`` (what every client call
+    needs: Admin, Gateway, HotKeys)."""
     channel_options = list(options)
     if tls is None:
         channel = grpc.insecure_channel(target, options=channel_options)

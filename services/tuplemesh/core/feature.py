@@ -294,8 +294,8 @@ class FeatureServer:
 class Feature(Protocol):
     """One feature of a worker process (see the module docstring)."""
 
-    #: Its spec's name (`FeatureSet.build` checks): the worker, its page and Admin find the
-    #: running part under it.
+    #: Its spec's name (`FeatureSet.build` checks): the worker and its page find the running
+    #: part under it.
     name: str
 
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:

@@ -121,9 +121,10 @@ class FeatureSet:
             part = None if spec.build is None else spec.build(context)
             if part is None:
                 continue
-            if part.name != spec.name:
+            named = getattr(part, "name", None)
+            if named != spec.name:
                 raise TypeError(
-                    f"feature {spec.name!r} built a running part named {part.name!r}: they must match"
+                    f"feature {spec.name!r} built a running part named {named!r}: they must match"
                 )
             built[spec.name] = part
         return built

@@ -54,7 +54,8 @@ class ViewBuilder:
 
     def __init__(self) -> None:
         self._latency: dict[tuple[str, str], tuple[float, int]] = {}
-        self._panel_errors = RateLimitedLog(log, 60.0)
+        #: per panel: its failures, logged at most once a minute each
+        self._panel_errors: dict[str, RateLimitedLog] = {}
 
     def view(
         self,
@@ -115,11 +116,12 @@ class ViewBuilder:
         for panel, answers in panels:
             answered = [answer for target in up if (answer := answers.get(target)) is not None]
             try:
-                entries = panel.merge(answered)
+                entries = list(panel.merge(answered).items())
             except Exception as exc:  # a feature's code: the rest of the page is still shown
-                self._panel_errors.log("panel %s: merging its answers failed: %r", panel.name, exc, exc=exc)
+                failures = self._panel_errors.setdefault(panel.name, RateLimitedLog(log, 60.0))
+                failures.log("panel %s: merging its answers failed: %r", panel.name, exc, exc=exc)
                 continue
-            for name, entry in entries.items():
+            for name, entry in entries:
                 components.setdefault(name, self._component(name))[panel.name] = entry
         for c in components.values():
             total_seconds, total_count = c.pop("_latency")

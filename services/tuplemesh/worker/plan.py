@@ -67,7 +67,8 @@ class WorkerPlan:
     ) -> WorkerPlan:
         """``epoch``: the one the process chose (None: ``topology.epoch``'s counter at
         ``num_workers`` workers); ``features``: whose topology parts and acking it takes (None:
-        the registered ones)."""
+        the registered ones; a set of its own that leaves out a registered feature the topology
+        needs raises ValueError naming both, `FeatureSet.refuse_missing`)."""
         if not 0 <= index < num_workers:
             raise ValueError(f"worker index must be in 0..{num_workers - 1}, got {index}")
         if epoch is None:

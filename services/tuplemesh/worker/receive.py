@@ -76,6 +76,7 @@ class ReceivePath:
         self._unknown_log = RateLimitedLog(log, log_interval)
         #: the receive spans (a tracing feature's); None: not tracing
         self.tracer = tracer
+        self._trace_log = RateLimitedLog(log, log_interval)
         #: the ceiling on payload bytes received and not yet taken by an executor; 0: no ceiling
         self.max_held_bytes = max_held_bytes
         self.held_bytes = 0
@@ -111,6 +112,10 @@ class ReceivePath:
                 groups[id(ring)] = (ring, Batch((message,)))
             else:
                 group[1].append(message)
+        end_span: Callable[[], None] | None = None
+        traced: Any = None
+        if self.tracer is not None:  # a child of the sender's transfer span, when it sent one
+            traced, end_span = self._start_span(len(batch))
         ceiling = self.max_held_bytes
         if ceiling:
             admitted = 0
@@ -120,27 +125,25 @@ class ReceivePath:
             self._admit(admitted)
         halted = 0
         now = time.monotonic()
-        end_span: Callable[[], None] | None = None
-        traced: Any = None
-        if self.tracer is not None:  # a child of the sender's transfer span, when it sent one
-            traced, end_span = self.tracer.receive(len(batch))
-        for ring, messages in groups.values():
-            messages.stamp = now
+        try:
+            for ring, messages in groups.values():
+                messages.stamp = now
+                if end_span is not None:
+                    messages.trace = traced
+                try:
+                    if self.overflow_limit:
+                        self._put_or_overflow(ring, messages)
+                    elif ceiling:
+                        self._held_in(ring, ring.put(messages), messages.nbytes)
+                    else:
+                        ring.put(messages)
+                except AlertError:  # the executor was halted: this worker is stopping
+                    halted += len(messages)
+                    if ceiling:
+                        self._release(messages.nbytes)
+        finally:
             if end_span is not None:
-                messages.trace = traced
-            try:
-                if self.overflow_limit:
-                    self._put_or_overflow(ring, messages)
-                elif ceiling:
-                    self._held_in(ring, ring.put(messages), messages.nbytes)
-                else:
-                    ring.put(messages)
-            except AlertError:  # the executor was halted: this worker is stopping
-                halted += len(messages)
-                if ceiling:
-                    self._release(messages.nbytes)
-        if end_span is not None:
-            end_span()
+                self._end_span(end_span)
         with self._lock:
             self.received += len(batch)
             self.unknown += len(rejected) + stray
@@ -257,6 +260,25 @@ class ReceivePath:
                 if not published:
                     del self._published[key]
             return self.held_bytes
+
+    def _start_span(self, tuples: int) -> tuple[Any, Callable[[], None] | None]:
+        """The receive span of one batch: (the context its executors' spans take as parent, its
+        end); untraced, and logged, when the tracer fails: a span is never worth a batch."""
+        assert self.tracer is not None
+        try:
+            traced, end = self.tracer.receive(tuples)
+        except Exception as exc:
+            self._trace_log.log(
+                "worker %d: a receive span failed (batch untraced): %r", self.worker_index, exc
+            )
+            return None, None
+        return traced, end
+
+    def _end_span(self, end: Callable[[], None]) -> None:
+        try:
+            end()
+        except Exception as exc:
+            self._trace_log.log("worker %d: ending a receive span failed: %r", self.worker_index, exc)
 
     def granted_bytes(self, senders: int) -> int:
         """The bytes each of ``senders`` peers may have in flight to this worker now (its ack's

@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -253,8 +254,10 @@ class TransferPath:
             if len(pending) >= self.batch_size:
                 self._send(worker)
         elif item is STOP:
-            self._send_all()
-            self.processor.halt()
+            try:
+                self._send_all()
+            finally:
+                self.processor.halt()  # the thread ends, whatever the last sends did
             return
         if end_of_batch:
             self._send_all()
@@ -291,8 +294,19 @@ class TransferPath:
         if traces is None or self.tracer is None:
             self._send_messages(worker, messages)
             return
-        with self.tracer.transfer(worker, len(messages), traces):
-            self._send_messages(worker, messages)  # the connection puts this span on the wire
+        # a span is never worth a batch: one that fails to start or end is logged, the batch sent
+        span = ExitStack()
+        try:
+            span.enter_context(self.tracer.transfer(worker, len(messages), traces))
+        except Exception as exc:
+            self._error_log.log("a transfer span to worker %d failed (batch sent untraced): %r", worker, exc)
+        try:
+            self._send_messages(worker, messages)  # the connection puts the span on the wire
+        finally:
+            try:
+                span.close()
+            except Exception as exc:
+                self._error_log.log("ending a transfer span to worker %d failed: %r", worker, exc)
 
     def _send_messages(self, worker: int, messages: list[Any]) -> None:
         conn = self.connections.get(worker) or self._connection(worker)

@@ -139,9 +139,10 @@ class Worker:
         #: by feature name
         self.feature_set = features
         self.features: dict[str, Feature] = features.build(feature_context)
-        hops = next(
-            (f.hop_tracer() for f in self.features.values() if isinstance(f, HopTracingFeature)), None
-        )
+        tracing = [f for f in self.features.values() if isinstance(f, HopTracingFeature)]
+        if len(tracing) > 1:  # two would each trace half the hops
+            raise TypeError(f"more than one feature traces the hops: {', '.join(f.name for f in tracing)}")
+        hops = tracing[0].hop_tracer() if tracing else None  # the hops' spans, when traced
         self.receive = ReceivePath(
             index,
             self.local_inbox_of_task,
