@@ -3,9 +3,9 @@
 With ``tls.enabled`` the worker port serves TLS and requires a client certificate signed by the
 mesh CA (``tls.ca.file``); Transfer connections to peers present ``tls.cert.file``/``tls.key.file``.
 A peer without a certificate from the mesh CA fails the handshake. ``admin.token`` makes every
-call but Transfer, health and reflection (Admin, Gateway and the features' own services, such as
-HotKeys) need ``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise); Transfer is guarded
-by mTLS or the mesh secret, health and reflection stay open for probes and tools.
+call but Transfer, health and reflection (Admin, Gateway and the features' own services) need
+``authorization: Bearer <token>`` (UNAUTHENTICATED otherwise); Transfer is guarded by mTLS or
+the mesh secret, health and reflection stay open for probes and tools.
 
 Mesh membership (who may open Transfer streams and send control messages). A member proves
 itself by the channel, never by a batch field: with a mesh secret (``mesh.secret.file`` or

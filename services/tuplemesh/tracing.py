@@ -8,9 +8,9 @@ Transfer batch and comes into Gateway calls in their gRPC metadata (``traceparen
 
 Tracing is on when the opentelemetry API is installed and the process has a real tracer
 provider (the SDK's, set by the application or ``opentelemetry-instrument``) when the worker is
-built, and the worker runs the tracing feature (``tuplemesh.batchtrace``, registered by default),
-which makes the emit and execute spans and hands the worker's transfer and receive paths their
-spans; otherwise ``tracer()`` is None and every hop skips tracing with one ``is None`` check.
+built, and the worker runs the tracing feature (registered by default), which makes the emit and
+execute spans and hands the worker's transfer and receive paths their spans; otherwise
+``tracer()`` is None and every hop skips tracing with one ``is None`` check.
 """
 
 from __future__ import annotations

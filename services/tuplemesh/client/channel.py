@@ -53,7 +53,7 @@ def open_channel(
 ) -> grpc.Channel:
     """A channel to ``target`` (HOST:PORT): TLS when ``tls`` is given, plaintext otherwise; with a
     ``token``, every call carries ``authorization: Bearer <token>`` (what every client call
-    needs: Admin, Gateway, HotKeys)."""
+    needs: Admin, Gateway and the features' own services)."""
     channel_options = list(options)
     if tls is None:
         channel = grpc.insecure_channel(target, options=channel_options)
