@@ -452,6 +452,19 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             unit="threads",
         ),
         ConfigKey(
+            "messaging.grpc.receive.window.bytes",
+            int,
+            1024 * 1024,
+            "HTTP/2 flow-control window a worker's gRPC server grants each stream: the bytes a "
+            "client may send ahead of what the worker has read. Fixed (gRPC's automatic window "
+            "growth is off): grown automatically, it let a peer that ignores the worker's grants "
+            "park hundreds of MiB in the transport's buffers, outside topology.receive.max.bytes. "
+            "Raise it for links with a long round trip (a stream carries at most about this many "
+            "bytes per round trip).",
+            lambda v: None if 65535 <= v <= 2**31 - 1 else "must be between 65535 and 2147483647",
+            unit="bytes",
+        ),
+        ConfigKey(
             "server.peer.streams.max",
             int,
             256,

@@ -526,6 +526,14 @@ def new_server(
             # GOAWAY "too_many_pings")
             ("grpc.http2.min_recv_ping_interval_without_data_ms", max(1, keepalive // 2)),
             ("grpc.http2.max_ping_strikes", 0),
+            # what a client may send ahead of what the handlers read: a fixed window, because
+            # gRPC's automatic one (BDP probing) grows to what the link carries, and a peer that
+            # ignores the worker's grants then parks hundreds of MiB in the transport's buffers,
+            # outside the ceiling on bytes received (measured: a 15 MiB-batch flood into a
+            # stalled sink, peak RSS 312-418 MiB grown, 231 MiB fixed at 64 KiB; throughput
+            # between workers the same either way)
+            ("grpc.http2.bdp_probe", 0),
+            ("grpc.http2.lookahead_bytes", settings.grpc_receive_window_bytes),
             ("grpc.so_reuseport", 0),  # a second worker on the same port must fail, not share it
         ],
         maximum_concurrent_rpcs=threads,

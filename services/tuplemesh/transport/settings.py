@@ -58,6 +58,8 @@ class TransportSettings:
     reconnect_min_wait_seconds: float
     reconnect_max_wait_seconds: float
     grpc_server_threads: int
+    #: the HTTP/2 stream window the worker's gRPC server grants (fixed: no automatic growth)
+    grpc_receive_window_bytes: int
     #: how a worker's grpc streams to its peers run: ``threads`` or one ``event-loop``
     grpc_sender: str
     admin_token: str  # empty: calls need no token
@@ -101,6 +103,7 @@ class TransportSettings:
             reconnect_min_wait_seconds=conf.seconds("storm.messaging.netty.min_wait_ms"),
             reconnect_max_wait_seconds=conf.seconds("storm.messaging.netty.max_wait_ms"),
             grpc_server_threads=conf["messaging.grpc.server.threads"],
+            grpc_receive_window_bytes=conf["messaging.grpc.receive.window.bytes"],
             grpc_sender=grpc_sender(conf["messaging.grpc.sender"], conf["topology.workers"]),
             admin_token=conf["admin.token"],
             mesh_secret=mesh_secret(conf),
