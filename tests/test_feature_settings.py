@@ -1,9 +1,11 @@
-"""Configuration keys declared by a feature (``FeatureSpec.settings``): merged into the one table
-the first time it is read, validated and set like tuplemesh's own, and refused, naming the
-feature line, when they repeat a key, lie outside tuplemesh's namespaces or are no ConfigKey."""
+"""Configuration keys declared by a feature (its registry line's ``settings``): merged into the one
+table the first time it is read, validated and set like tuplemesh's own, and refused, naming the
+feature's settings, when they repeat a key, lie outside tuplemesh's namespaces or are no
+ConfigKey. Reading the configuration imports the settings modules and no feature's running code."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -11,17 +13,16 @@ from pathlib import Path
 import pytest
 
 from tuplemesh.config import _CORE_KEYS, KEYS, Config, ConfigKey, _KeyTable
-from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.errors import ConfigError
 from tuplemesh.hotkeys.settings import SETTINGS
 from tuplemesh.registry import FEATURES, feature_settings
 
 OWN = ConfigKey("topology.example.size", int, 3, "An example feature's size.", unit="items")
-EXAMPLE = FeatureSpec("example", settings=(OWN,))
-REPEATS = FeatureSpec("repeats", settings=(ConfigKey("topology.workers", int, 1, "again"),))
-SAME_ENV = FeatureSpec("same-env", settings=(ConfigKey("topology.acker-executors", int, 1, "again"),))
-OUTSIDE = FeatureSpec("outside", settings=(ConfigKey("myapp.size", int, 1, "not ours"),))
-NOT_A_KEY = FeatureSpec("not-a-key", settings=("topology.example.size",))  # type: ignore[arg-type]
+EXAMPLE = (OWN,)
+REPEATS = (ConfigKey("topology.workers", int, 1, "again"),)
+SAME_ENV = (ConfigKey("topology.acker-executors", int, 1, "again"),)
+OUTSIDE = [ConfigKey("myapp.size", int, 1, "not ours")]
+NOT_A_KEY = ("topology.example.size",)
 
 
 def line(name: str) -> str:
@@ -31,7 +32,8 @@ def line(name: str) -> str:
 def test_the_registered_features_keys_are_in_the_table_after_the_core_ones_in_registry_order() -> None:
     names = list(KEYS)
     core = list(_CORE_KEYS)
-    declared = [key.name for _, settings in feature_settings(FEATURES) for key in settings]
+    declared = [key.name for _, settings in feature_settings() for key in settings]
+    assert [name for name, _ in feature_settings()] == [line.settings for line in FEATURES if line.settings]
     assert names == core + declared
     assert [key.name for key in SETTINGS] == [
         "topology.hotkeys.enabled",
@@ -65,15 +67,15 @@ def test_a_table_merges_the_keys_its_feature_lines_declare() -> None:
 @pytest.mark.parametrize(
     ("spec", "error", "message"),
     [
-        ("REPEATS", ValueError, r"declares topology\.workers, already a configuration key"),
+        ("REPEATS", ValueError, r"declare topology\.workers, already a configuration key"),
         (
             "SAME_ENV",
             ValueError,
-            r"declares topology\.acker-executors, already a configuration key \(or its "
+            r"declare topology\.acker-executors, already a configuration key \(or its "
             r"environment variable TUPLEMESH_TOPOLOGY_ACKER_EXECUTORS\)",
         ),
-        ("OUTSIDE", ValueError, r"declares myapp\.size, outside tuplemesh's namespaces \(topology, "),
-        ("NOT_A_KEY", TypeError, r"declares a str, not a ConfigKey"),
+        ("OUTSIDE", ValueError, r"declare myapp\.size, outside tuplemesh's namespaces \(topology, "),
+        ("NOT_A_KEY", TypeError, r"declare a str, not a ConfigKey"),
     ],
 )
 def test_a_table_refuses_a_bad_declaration_naming_the_feature_line(
@@ -87,8 +89,12 @@ def test_a_table_refuses_a_bad_declaration_naming_the_feature_line(
         table["topology.workers"]
 
 
-def test_a_line_that_is_no_spec_or_does_not_resolve_is_refused_naming_it() -> None:
-    with pytest.raises(TypeError, match=r"'tests.test_feature_settings:OWN' declares no settings"):
+def test_settings_that_are_no_sequence_or_do_not_resolve_are_refused_naming_them() -> None:
+    with pytest.raises(
+        TypeError,
+        match=r"feature settings 'tests.test_feature_settings:OWN' are a ConfigKey, not a sequence of "
+        r"ConfigKey rows",
+    ):
         list(_KeyTable(_CORE_KEYS, [line("OWN")]))
     with pytest.raises(ImportError, match=r"'tests.test_feature_settings:MISSING' does not resolve"):
         list(_KeyTable(_CORE_KEYS, [line("MISSING")]))
@@ -100,14 +106,12 @@ def test_a_feature_module_reading_the_configuration_as_it_is_imported_is_refused
     # the table merges by importing the features' modules: one that reads the table while being
     # imported would see it half merged, so that read fails, saying why
     (tmp_path / "reads_keys_on_import.py").write_text(
-        "from tuplemesh.config import ConfigKey\n"
-        "from tuplemesh.core.feature_spec import FeatureSpec\n"
         "import tests.test_feature_settings as here\n"
         "SIZE = here.TABLE['topology.workers'].default\n"
-        "FEATURE = FeatureSpec('reads', settings=())\n"
+        "SETTINGS = ()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(globals(), "TABLE", _KeyTable(_CORE_KEYS, ["reads_keys_on_import:FEATURE"]))
+    monkeypatch.setitem(globals(), "TABLE", _KeyTable(_CORE_KEYS, ["reads_keys_on_import:SETTINGS"]))
     try:
         with pytest.raises(RuntimeError, match="must not read configuration at import time"):
             list(globals()["TABLE"])
@@ -132,3 +136,20 @@ def test_threads_reading_a_fresh_table_at_once_all_see_the_one_merged_table() ->
     assert len(seen) == 4 and all(m is seen[0] for m in seen)
     assert table.merged().env["TUPLEMESH_TOPOLOGY_EXAMPLE_SIZE"] == "topology.example.size"
     assert table.merged().flags["workers"] == "topology.workers"
+
+
+def test_reading_the_configuration_imports_the_settings_and_no_features_running_code() -> None:
+    # a fresh interpreter: what the first read of the table imports, and nothing imported before
+    probe = (
+        "import sys\n"
+        "from tuplemesh.config import KEYS, Config\n"
+        "Config({'topology.hotkeys.top.k': 3})\n"
+        "assert 'topology.hotkeys.top.k' in KEYS\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tuplemesh.') or m == 'grpc'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    imported = eval(out)  # a list of module names, printed above
+    assert "tuplemesh.hotkeys.settings" in imported
+    specs = [line.spec.partition(":")[0] for line in FEATURES]
+    assert [name for name in imported if name in specs or name == "grpc"] == []
+    assert not [name for name in imported if name.startswith(("tuplemesh.worker", "tuplemesh.core.feature"))]

@@ -469,7 +469,7 @@ def test_features_are_imported_by_nothing_but_named_once_in_the_registry() -> No
         lines = [
             line
             for line in registry.splitlines()
-            if line.strip().startswith((f'"{package}:', f'"{package}.'))
+            if line.strip().startswith((f'FeatureLine("{package}:', f'FeatureLine("{package}.'))
         ]
         assert len(lines) == 1, f"{package} is not registered exactly once"
     for package in FEATURE_PACKAGES:
@@ -503,4 +503,10 @@ def test_hot_keys_plug_in_through_their_package_and_one_registry_line_alone() ->
             found += [
                 (relative, line.strip()) for line in path.read_text().splitlines() if named.search(line)
             ]
-    assert found == [("services/tuplemesh/registry.py", '"tuplemesh.hotkeys.feature:FEATURE",')]
+    assert found == [
+        (
+            "services/tuplemesh/registry.py",
+            'FeatureLine("tuplemesh.hotkeys.feature:FEATURE", '
+            'settings="tuplemesh.hotkeys.settings:SETTINGS"),',
+        )
+    ]

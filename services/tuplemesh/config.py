@@ -855,19 +855,20 @@ class _Merged:
 
 class _KeyTable(Mapping[str, ConfigKey]):
     """Every configuration key: tuplemesh's own (``_CORE_KEYS``), then those the registered
-    features declare (``FeatureSpec.settings``, in the registry's order), merged the first time
+    features declare (each `tuplemesh.registry.FeatureLine`'s ``settings``, in the registry's
+    order), merged the first time
     the table is read. A feature's key is refused when it repeats a key (or its environment
     variable), or lies outside tuplemesh's namespaces; a refused table stays unmerged, so every
     read raises the same error. Read-only once merged.
 
-    The merge imports the features' modules, outside any lock of this table (two threads that
-    read first may both merge; the first to finish publishes), so an import it waits for can
-    never wait on the table in turn; a feature module that reads the table while it is imported
-    for the merge is refused, naming why."""
+    The merge imports the features' settings modules (never their running code), outside any
+    lock of this table (two threads that read first may both merge; the first to finish
+    publishes), so an import it waits for can never wait on the table in turn; a settings module
+    that reads the table while it is imported for the merge is refused, naming why."""
 
     def __init__(self, core: Mapping[str, ConfigKey], features: Sequence[str] | None = None) -> None:
         self._core = dict(core)
-        self._features = features  # registry lines; None: the registry's own list
+        self._features = features  # settings names ("module:attribute"); None: the registry's
         self._merged: _Merged | None = None
         self._merging = threading.local()  # set on the thread merging, while it merges
         self._lock = threading.Lock()  # publishes the first merge
@@ -885,7 +886,7 @@ class _KeyTable(Mapping[str, ConfigKey]):
             )
         self._merging.on = True
         try:
-            declared = feature_settings() if self._features is None else feature_settings(self._features)
+            declared = feature_settings(self._features)
         finally:
             self._merging.on = False
         table = dict(self._core)
@@ -893,20 +894,22 @@ class _KeyTable(Mapping[str, ConfigKey]):
         for line, settings in declared:
             for key in settings:
                 if not isinstance(key, ConfigKey):
-                    raise TypeError(f"feature {line!r} declares a {type(key).__name__}, not a ConfigKey")
+                    raise TypeError(
+                        f"feature settings {line!r} declare a {type(key).__name__}, not a ConfigKey"
+                    )
                 if key.name in table or env_name(key.name) in env:
                     raise ValueError(
-                        f"feature {line!r} declares {key.name}, already a configuration key (or its "
+                        f"feature settings {line!r} declare {key.name}, already a configuration key (or its "
                         f"environment variable {env_name(key.name)})"
                     )
                 if not key.name.startswith(_OWN_PREFIXES):
                     raise ValueError(
-                        f"feature {line!r} declares {key.name}, outside tuplemesh's namespaces "
+                        f"feature settings {line!r} declare {key.name}, outside tuplemesh's namespaces "
                         f"({', '.join(p.rstrip('.') for p in _OWN_PREFIXES)})"
                     )
                 if key.flag and key.flag in {k.flag for k in table.values()}:
                     raise ValueError(
-                        f"feature {line!r} declares {key.name} with flag --{key.flag}, already taken"
+                        f"feature settings {line!r} declare {key.name} with flag --{key.flag}, already taken"
                     )
                 table[key.name] = key
                 env[env_name(key.name)] = key.name

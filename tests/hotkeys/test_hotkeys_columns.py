@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import ListSpout
 from tests.hotkeys.topologies import COLD, COLD_TUPLES, HOT_TUPLES, Count, words
 from tuplemesh.config import Config
-from tuplemesh.hotkeys import HotKeys
+from tuplemesh.hotkeys.feature import HotKeys
 from tuplemesh.topology import Columns, TopologyBuilder
 from tuplemesh.worker.local_cluster import LocalCluster
 

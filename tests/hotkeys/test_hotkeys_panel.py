@@ -11,7 +11,7 @@ from tests.helpers import ListSpout
 from tests.hotkeys.topologies import Count
 from tests.ui.test_view_and_server import stats
 from tuplemesh.core.feature import FeatureContext
-from tuplemesh.hotkeys import HotKeys
+from tuplemesh.hotkeys.feature import HotKeys
 from tuplemesh.hotkeys.panel import KEY_TEXT_LIMIT, PANEL, key_text, merge_hot_keys
 from tuplemesh.hotkeys.service import hot_keys_message
 from tuplemesh.hotkeys.v1 import hotkeys_pb2

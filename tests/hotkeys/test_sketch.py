@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuplemesh.hotkeys import KeySketch
+from tuplemesh.hotkeys.sketch import KeySketch
 
 
 def test_a_skewed_stream_with_few_keys_is_counted_exactly():

@@ -1,11 +1,8 @@
 """`FeatureSpec`: everything one feature plugs into tuplemesh, declared by the feature's own
-package and named by one line of ``tuplemesh.registry.FEATURES``.
+package and named by one line of ``tuplemesh.registry.FEATURES`` (the same line names its
+configuration keys, if it has any: the configuration reads those without importing the spec).
 
-A feature may have seven parts, each optional:
-
-- ``settings``: the configuration keys it reads (`tuplemesh.config.ConfigKey` rows, inside
-  tuplemesh's namespaces): ``tuplemesh.config`` adds them to its table, so they are validated,
-  set from YAML, the environment or code, and listed by ``tuplemesh config``, as its own;
+A feature may have six parts, each optional:
 
 - ``build``: its running part in each worker process (a `tuplemesh.core.feature.Feature`: hooks
   around executors, threads, a snapshot section, metrics, gRPC services);
@@ -33,7 +30,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tuplemesh.config import ConfigKey
 from tuplemesh.core.acking import AckingFactory, NoAcking
 from tuplemesh.core.feature import Feature, FeatureContext, FeatureFactory
 from tuplemesh.core.panel import MeshPanel
@@ -79,7 +75,6 @@ class FeatureSpec:
     """What one feature plugs in (see the module docstring); every part but the name optional."""
 
     name: str
-    settings: tuple[ConfigKey, ...] = ()
     build: FeatureFactory | None = None
     topology_part: TopologyPart | None = None
     run_resource: RunResourceFactory | None = None
@@ -167,9 +162,12 @@ class FeatureSet:
         return [spec.run_resource for spec in self.specs if spec.run_resource is not None]
 
 
-def registered_features(names: Sequence[str] = FEATURES) -> FeatureSet:
-    """The features ``names`` point at (``"package.module:SPEC"``), imported now: a name that does
-    not resolve raises ImportError naming it; one that is no `FeatureSpec` raises TypeError."""
+def registered_features(names: Sequence[str] | None = None) -> FeatureSet:
+    """The features ``names`` point at (``"package.module:SPEC"``; by default the registry's
+    lines, in order), imported now: a name that does not resolve raises ImportError naming it;
+    one that is no `FeatureSpec` raises TypeError."""
+    if names is None:
+        names = [line.spec for line in FEATURES]
     specs = []
     for name in names:
         try:

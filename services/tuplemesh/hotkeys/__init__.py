@@ -2,10 +2,8 @@
 gauge per component. A feature written only against the feature interface: everything it plugs
 in lives in this package (its settings, its running part, its gRPC service
 ``tuplemesh.hotkeys.v1.HotKeys`` and its panel on the web UI), named by one line of
-``tuplemesh.registry``."""
+``tuplemesh.registry``.
 
-from tuplemesh.hotkeys.feature import HotKeys, feature
-from tuplemesh.hotkeys.settings import ENABLED_KEY, SAMPLE_KEY, TOP_K_KEY
-from tuplemesh.hotkeys.sketch import KeySketch
-
-__all__ = ["ENABLED_KEY", "SAMPLE_KEY", "TOP_K_KEY", "HotKeys", "KeySketch", "feature"]
+The package itself imports nothing: the configuration imports ``tuplemesh.hotkeys.settings`` on
+its first read, and that must not bring in the running part (and gRPC) with it. The running part
+is in ``tuplemesh.hotkeys.feature``, the sketch in ``tuplemesh.hotkeys.sketch``."""

@@ -31,7 +31,7 @@ from tuplemesh.core.feature import (
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.hotkeys.panel import PANEL
 from tuplemesh.hotkeys.service import SERVICE_NAME, HotKeysService
-from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY, SAMPLE_KEY, SETTINGS, TOP_K_KEY
+from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY, SAMPLE_KEY, TOP_K_KEY
 from tuplemesh.hotkeys.sketch import KeySketch
 from tuplemesh.hotkeys.v1 import hotkeys_pb2_grpc
 from tuplemesh.topology import Columns, Tuple
@@ -269,4 +269,4 @@ def feature(context: FeatureContext) -> HotKeys:
 
 
 #: The registry's entry: its keys, its running part and its panel on the web UI.
-FEATURE = FeatureSpec("hotkeys", settings=SETTINGS, build=feature, panel=PANEL)
+FEATURE = FeatureSpec("hotkeys", build=feature, panel=PANEL)

@@ -1,6 +1,7 @@
 """The configuration keys of hot keys, declared here and added to tuplemesh's table through the
-feature's spec (``FEATURE.settings``): validated, documented and listed by ``tuplemesh config``
-as every other key."""
+feature's registry line: validated, documented and listed by ``tuplemesh config`` as every other
+key. The configuration imports this module on its first read, so it imports nothing but
+``tuplemesh.config``."""
 
 from __future__ import annotations
 
