@@ -38,7 +38,15 @@ from grpc._cython import cygrpc
 
 from tuplemesh.logutil import short
 
-__all__ = ["CLASSES", "HEALTH_CHECK_RESERVE", "AdmissionLimits", "CallAdmission", "call_class"]
+__all__ = [
+    "CLASSES",
+    "HEALTH_CHECK_RESERVE",
+    "SERVICE_CLASSES",
+    "AdmissionLimits",
+    "CallAdmission",
+    "call_class",
+    "service_of",
+]
 
 #: Unary health checks that may run at once however many health streams are open.
 HEALTH_CHECK_RESERVE = 8
@@ -48,17 +56,26 @@ REFUSAL_RESERVE = 16
 
 CLASSES = ("peer", "health", "client")
 
-_PEER_METHODS = ("/tuplemesh.v1.Transfer/",)
-_HEALTH_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+#: The services that are no client's, by exact name, with their class. They are also the ones
+#: open without the bearer token (`tuplemesh.security.TokenInterceptor`): probes and grpcurl's
+#: ``list`` need none, and a worker's Transfer stream is proven by mTLS or the mesh secret.
+SERVICE_CLASSES: Mapping[str, str] = {
+    "tuplemesh.v1.Transfer": "peer",
+    "grpc.health.v1.Health": "health",
+    "grpc.reflection.v1.ServerReflection": "health",
+    "grpc.reflection.v1alpha.ServerReflection": "health",
+}
+
+
+def service_of(method: str) -> str:
+    """The service of a method path: ``package.Service`` of ``/package.Service/Method``."""
+    return method.rpartition("/")[0].lstrip("/")
 
 
 def call_class(method: str) -> str:
-    """The admission class of a method path (``/package.Service/Method``)."""
-    if method.startswith(_PEER_METHODS):
-        return "peer"
-    if method.startswith(_HEALTH_METHODS):
-        return "health"
-    return "client"
+    """The admission class of a method path (``/package.Service/Method``): every service not
+    in `SERVICE_CLASSES` is a client's (Admin, the Gateway, the features' own services)."""
+    return SERVICE_CLASSES.get(service_of(method), "client")
 
 
 @dataclass(frozen=True)

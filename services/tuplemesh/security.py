@@ -34,6 +34,7 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.admission import SERVICE_CLASSES, service_of
 from tuplemesh.errors import ConfigError
 
 __all__ = [
@@ -58,17 +59,11 @@ __all__ = [
 ]
 
 
-#: The services open without the bearer token, by exact name: health and reflection (probes,
-#: grpcurl's ``list``) and Transfer (a worker's stream, proven by mTLS or the mesh secret
-#: instead). Every other call needs it: Admin's, the Gateway's and any service a feature adds.
-OPEN_SERVICES = frozenset(
-    {
-        "grpc.health.v1.Health",
-        "grpc.reflection.v1.ServerReflection",
-        "grpc.reflection.v1alpha.ServerReflection",
-        "tuplemesh.v1.Transfer",
-    }
-)
+#: The services open without the bearer token, by exact name: those that are no client's
+#: (`tuplemesh.admission.SERVICE_CLASSES`): health and reflection (probes, grpcurl's ``list``)
+#: and Transfer (a worker's stream, proven by mTLS or the mesh secret instead). Every other call
+#: needs it: Admin's, the Gateway's and any service a feature adds.
+OPEN_SERVICES = frozenset(SERVICE_CLASSES)
 
 #: The URI SAN that gives a certificate of the mesh CA the worker role (Transfer streams).
 WORKER_URI = "urn:tuplemesh:role:worker"
@@ -344,7 +339,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
     def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Any], details: grpc.HandlerCallDetails
     ) -> Any:
-        if details.method.rpartition("/")[0].lstrip("/") in OPEN_SERVICES:
+        if service_of(details.method) in OPEN_SERVICES:
             return continuation(details)
         given = dict(details.invocation_metadata or ()).get("authorization", "")
         if hmac.compare_digest(str(given).encode(), self._expected):  # constant time

@@ -224,7 +224,11 @@ def test_top_reaches_a_worker_with_mtls_and_a_token(
     ],
 )
 def test_the_token_leaves_open_exactly_health_reflection_and_transfer(method: str, open_: bool):
+    from tuplemesh.admission import call_class
     from tuplemesh.security import TokenInterceptor
+
+    # one table: what the token leaves open is exactly what admission does not count as a client's
+    assert (call_class(method) != "client") == open_
 
     handler = grpc.unary_unary_rpc_method_handler(lambda request, context: b"ok")
 
