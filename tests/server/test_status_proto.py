@@ -136,9 +136,7 @@ def test_the_fields_registered_features_fill_go_through_the_same_table():
     builder.set_spout("rows", IngestSpout("rows", ["line"]))
     builder.set_bolt("out", ExportBolt("out", retention=10), tasks=2).fields_grouping("rows", ["line"])
     conf = Config({"topology.hotkeys.enabled": True})
-    wired = wire(
-        builder.build(), conf, lambda context: (make(context) for make in registered_features().factories())
-    )
+    wired = wire(builder.build(), conf, lambda context: registered_features().build(context).values())
     # every registered one (batch tracing only where a tracer provider is set)
     assert {f.name for f in wired.features} >= {"ticks", "hotkeys", "sampling", "gateway"}
     BoltExecutor(wired.spec("out"), wired.wiring)  # attached: the Gateway counts its exports

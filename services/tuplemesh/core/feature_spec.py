@@ -103,10 +103,6 @@ class FeatureSet:
         if len(acking) > 1:
             raise ValueError(f"more than one feature provides acking: {', '.join(acking)}")
 
-    def factories(self) -> list[FeatureFactory]:
-        """The running parts' factories, one per feature that has one."""
-        return [spec.build for spec in self.specs if spec.build is not None]
-
     def build(self, context: FeatureContext) -> dict[str, Feature]:
         """Every feature's running part for one worker, by the feature's name (a factory that
         returns None has nothing to do here); TypeError when a part's ``name`` is not its
