@@ -1,4 +1,4 @@
-"""Hot keys in a real 2-worker mesh: HotKeys.List through the real grpcurl binary names the
+"""Hot keys in a real 2-worker mesh: Admin/HotKeys through the real grpcurl binary names the
 skewed word first with its exact count and share, and /metrics has the skew gauge, labelled by
 worker and component only."""
 
@@ -34,7 +34,7 @@ def mesh() -> Iterator[Mesh]:
 
 
 def hot_keys(mesh: Mesh, index: int, body: str = "{}") -> Any:
-    out = grpcurl("-d", body, mesh.address(index), "tuplemesh.hotkeys.v1.HotKeys/List")
+    out = grpcurl("-d", body, mesh.address(index), "tuplemesh.v1.Admin/HotKeys")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -76,7 +76,7 @@ def test_hot_keys_names_the_hot_word_first_with_its_exact_count_and_share(mesh: 
 def test_hot_keys_of_one_component_and_of_an_unknown_one(mesh: Mesh):
     eventually(lambda: counted(mesh), 60)
     assert [s["component"] for s in hot_keys(mesh, 0, '{"component": "count"}')["streams"]] == ["count"]
-    out = grpcurl("-d", '{"component": "words"}', mesh.address(0), "tuplemesh.hotkeys.v1.HotKeys/List")
+    out = grpcurl("-d", '{"component": "words"}', mesh.address(0), "tuplemesh.v1.Admin/HotKeys")
     assert out.returncode != 0
     assert "Code: NotFound" in out.stderr
     assert "component 'words' has no fields-grouped input on worker 0" in out.stderr
@@ -96,10 +96,10 @@ def test_hot_keys_is_refused_while_admin_hotkeys_is_off(tmp_path: Any):
         "tests.hotkeys.topologies:skewed", 1, env={**ON, "TUPLEMESH_ADMIN_HOTKEYS_ENABLED": "false"}
     )
     try:
-        out = grpcurl("-d", "{}", mesh.address(0), "tuplemesh.hotkeys.v1.HotKeys/List")
+        out = grpcurl("-d", "{}", mesh.address(0), "tuplemesh.v1.Admin/HotKeys")
         assert out.returncode != 0
         assert "Code: PermissionDenied" in out.stderr
-        assert "HotKeys.List is off: set admin.hotkeys.enabled: true" in out.stderr
+        assert "Admin/HotKeys is off: set admin.hotkeys.enabled: true" in out.stderr
     finally:
         assert mesh.stop() == [0]
 
@@ -109,7 +109,7 @@ def test_hot_keys_is_a_failed_precondition_while_key_counting_is_off():
         "tests.hotkeys.topologies:skewed", 1, env={"TUPLEMESH_ADMIN_HOTKEYS_ENABLED": "true"}
     )  # topology.hotkeys.enabled: false, the default
     try:
-        out = grpcurl("-d", "{}", mesh.address(0), "tuplemesh.hotkeys.v1.HotKeys/List")
+        out = grpcurl("-d", "{}", mesh.address(0), "tuplemesh.v1.Admin/HotKeys")
         assert out.returncode != 0
         assert "Code: FailedPrecondition" in out.stderr
         assert "hot keys are not counted: set topology.hotkeys.enabled: true" in out.stderr

@@ -1,5 +1,5 @@
 """The hot keys' panel in the UI's view: from the hot-keys feature's real section (as its
-HotKeys.List answers it), merged across workers; absent where no worker answers with them."""
+Admin/HotKeys answers it), merged across workers; absent where no worker answers with them."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def test_a_workers_page_shows_its_own_and_its_peers_hot_keys() -> None:
     (stream,) = source.view()["components"]["count"]["hot_keys"]["streams"]
     assert [(k["key"], k["tuples"]) for k in stream["keys"]] == [("hot", 6), ("ant", 2)]
     assert stream["workers"] == [0, 1] and len(asked) == 1
-    # without the panel (key counting or HotKeys.List off): no entry
+    # without the panel (key counting or Admin/HotKeys off): no entry
     plain = WorkerMeshView(
         0,
         lambda: stats(0, 1, 0.1, []),

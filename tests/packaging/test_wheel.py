@@ -237,12 +237,13 @@ def test_the_installed_package_is_the_wheel_with_its_protos_and_license(installe
         assert sorted(p.name for p in (where / package / "static").iterdir()) == names
         for name in names:
             assert (where / package / "static" / name).read_bytes() == (static / name).read_bytes()
-    # the feature's own generated gRPC code
+    # the feature's own generated code, declaring the call it adds to Admin
     assert (
         installed.python(
-            "from tuplemesh.hotkeys.v1 import hotkeys_pb2_grpc; print(hotkeys_pb2_grpc.HotKeysStub.__name__)"
+            "from tuplemesh.hotkeys.v1 import hotkeys_pb2; "
+            "print(hotkeys_pb2.DESCRIPTOR.services_by_name['Admin'].methods_by_name['HotKeys'].full_name)"
         )
-        == "HotKeysStub"
+        == "tuplemesh.hotkeys.v1.Admin.HotKeys"
     )
     [license_file] = where.parent.glob("tuplemesh-*.dist-info/licenses/LICENSE")
     assert license_file.read_text() == (ROOT / "LICENSE").read_text()

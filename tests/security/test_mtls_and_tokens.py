@@ -19,7 +19,9 @@ from tests.pki import make_ca, make_leaf
 from tests.worker.conftest import Mesh, start_mesh
 from tuplemesh.cli import main
 from tuplemesh.client import TlsSettings, open_channel
-from tuplemesh.hotkeys.v1 import hotkeys_pb2, hotkeys_pb2_grpc
+from tuplemesh.core.admin_calls import admin_call
+from tuplemesh.hotkeys.service import HOT_KEYS
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 
@@ -117,13 +119,13 @@ def test_bearer_token_and_admin_actions_off_by_default():
                 call(request, metadata=good, timeout=5)
             assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
             assert "is off: set admin." in err.value.details()
-        # a feature's own service needs the token as Admin does: hot keys' (keys are user data)
-        keys = hotkeys_pb2_grpc.HotKeysStub(grpc.insecure_channel(mesh.address(0)))
+        # a call a feature adds to Admin needs the token as Admin's own do: hot keys' (user data)
+        keys = admin_call(grpc.insecure_channel(mesh.address(0)), HOT_KEYS)
         with pytest.raises(grpc.RpcError) as err:
-            keys.List(hotkeys_pb2.HotKeysRequest(), timeout=5)
+            keys(hotkeys_pb2.HotKeysRequest(), timeout=5)
         assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
         with pytest.raises(grpc.RpcError) as err:  # with it: the call's own setting decides
-            keys.List(hotkeys_pb2.HotKeysRequest(), metadata=good, timeout=5)
+            keys(hotkeys_pb2.HotKeysRequest(), metadata=good, timeout=5)
         assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
         # health stays open for probes
         assert (
@@ -217,7 +219,7 @@ def test_top_reaches_a_worker_with_mtls_and_a_token(
         ("/tuplemesh.v1.Transfer/Stream", True),
         ("/tuplemesh.v1.Admin/GetStatus", False),
         ("/tuplemesh.v1.Gateway/Publish", False),
-        ("/tuplemesh.hotkeys.v1.HotKeys/List", False),  # a feature's own service
+        ("/tuplemesh.v1.Admin/HotKeys", False),  # a call a feature adds to Admin
         ("/grpc.reflection.evil.Svc/M", False),  # a look-alike of an open service's package
         ("/tuplemesh.v1.TransferX/Stream", False),
         ("/grpc.health.v1.HealthX/Check", False),

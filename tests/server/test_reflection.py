@@ -43,7 +43,7 @@ def mesh() -> Iterator[Mesh]:
 
 def test_the_protos_declare_what_the_test_walks():
     assert declared("service") == [
-        "tuplemesh.hotkeys.v1.HotKeys",  # served by the hot-keys feature, listed by it
+        "tuplemesh.hotkeys.v1.Admin",  # the calls the hot-keys feature adds to tuplemesh.v1.Admin
         "tuplemesh.v1.Admin",
         "tuplemesh.v1.Gateway",
         "tuplemesh.v1.Transfer",

@@ -184,7 +184,7 @@ def test_graph_shows_every_component_and_stream_rates_rise_and_the_slow_bolt_is_
         interval=0.2,
     )
     # hot keys are not counted in this mesh: no badge, no hot-keys section (tuplemesh ui is
-    # refused HotKeys.List and shows the rest of the page)
+    # refused Admin/HotKeys and shows the rest of the page)
     assert _hot_keys_shown(browser) == (True, 0)
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))

@@ -33,7 +33,6 @@ def test_list_services(wordcount_mesh: Mesh):
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
-        "tuplemesh.hotkeys.v1.HotKeys",  # the hot-keys feature's own service
         "tuplemesh.v1.Admin",
         "tuplemesh.v1.Gateway",
         "tuplemesh.v1.Transfer",
@@ -45,6 +44,9 @@ def test_describe_admin_and_a_message(wordcount_mesh: Mesh):
     assert out.returncode == 0, out.stderr
     for rpc in ("GetStatus", "GetAssignment", "ListQueues", "WatchStats", "Emit", "Drain"):
         assert f"rpc {rpc}" in out.stdout
+    # a call a feature adds to Admin is described with Admin's own, from the feature's proto
+    hot_keys = "( .tuplemesh.hotkeys.v1.HotKeysRequest ) returns ( .tuplemesh.hotkeys.v1.HotKeysResponse )"
+    assert f"rpc HotKeys {hot_keys}" in out.stdout
     assert "returns ( stream .tuplemesh.v1.WorkerStats )" in out.stdout
     out = grpcurl(wordcount_mesh.address(), "describe", "tuplemesh.v1.TransferBatch")
     assert "fixed64 session = 6;" in out.stdout

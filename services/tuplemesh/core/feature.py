@@ -38,9 +38,11 @@ it knows only the types here. A feature may
     observer runs on the executor thread, so it must not block (copy out, drop when full), and
     decodes a payload from another worker only if it needs the values (``ExecutorView.peek``);
 (g) serve gRPC calls on the worker process's one server (``serve``: e.g. the Gateway service),
-    release what waits on callers from outside as the worker begins to stop (``stopping``: e.g.
-    an export log waiting for a reader), and fill fields of the worker's snapshot that predate
-    features (``snapshot_fields``): a feature with nothing to do there does nothing;
+    or add calls to its Admin service (``FeatureServer.admin_calls``, see
+    `tuplemesh.core.admin_calls`), release what waits on callers from outside as the worker
+    begins to stop (``stopping``: e.g. an export log waiting for a reader), and fill fields of
+    the worker's snapshot that predate features (``snapshot_fields``): a feature with nothing
+    to do there does nothing;
 (h) hand the tasks of its own component types what they need from it (``ExecutorView.tasks``:
     e.g. the Gateway's registry to its IngestSpout and ExportBolt tasks), when attached, before
     they open or prepare: no process-global lookup, so two runs in one process share nothing;
@@ -65,6 +67,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from tuplemesh.core.admin_calls import AdminCalls
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
@@ -280,7 +283,8 @@ class FeatureMetric:
 class FeatureServer:
     """Where a feature serves gRPC calls (``Feature.serve``): the worker process's one server,
     not started yet (its port, TLS, bearer token and call admission apply to the feature's
-    services as to Admin's), and whether the worker takes new work now."""
+    services as to Admin's), the calls features add to Admin, and whether the worker takes new
+    work now."""
 
     server: grpc.Server
     #: False once the worker drains or stops: a call that would bring it new work is refused, so
@@ -289,6 +293,9 @@ class FeatureServer:
     #: the full names of the services a feature adds that are not in ``tuplemesh.v1`` (whose are
     #: listed already): a feature appends its own, for server reflection (grpcurl) to list them
     services: list[str] = field(default_factory=list)
+    #: calls a feature adds to ``tuplemesh.v1.Admin`` (``admin_calls.add``): served, and described
+    #: by server reflection, as Admin's own
+    admin_calls: AdminCalls = field(default_factory=AdminCalls)
 
 
 class Feature(Protocol):

@@ -30,10 +30,9 @@ from tuplemesh.core.feature import (
 )
 from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.hotkeys.panel import PANEL
-from tuplemesh.hotkeys.service import SERVICE_NAME, HotKeysService
+from tuplemesh.hotkeys.service import DECLARED, HotKeysService
 from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY, SAMPLE_KEY, TOP_K_KEY
 from tuplemesh.hotkeys.sketch import KeySketch
-from tuplemesh.hotkeys.v1 import hotkeys_pb2_grpc
 from tuplemesh.topology import Columns, Tuple
 
 __all__ = ["FEATURE", "HotKeys", "feature"]
@@ -226,11 +225,8 @@ class HotKeys:
         return out
 
     def serve(self, where: FeatureServer) -> None:
-        hotkeys_pb2_grpc.add_HotKeysServicer_to_server(
-            HotKeysService(self.worker, self.section, allowed=self.allowed, counting=self.counting),
-            where.server,
-        )
-        where.services.append(SERVICE_NAME)
+        service = HotKeysService(self.worker, self.section, allowed=self.allowed, counting=self.counting)
+        where.admin_calls.add(DECLARED, {"HotKeys": service.HotKeys})
 
     def section(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": self.streams()}
@@ -246,7 +242,7 @@ class HotKeys:
                 "tuplemesh_key_skew",
                 "The hottest key's share of a component's fields-grouped tuples on this worker, "
                 "over one task's fair share (1 / its tasks here); above 1 that key alone overloads "
-                "its task. HotKeys.List names the keys.",
+                "its task. Admin/HotKeys names the keys.",
                 "gauge",
                 ("component",),
                 [((component,), value) for component, value in sorted(skew.items())],

@@ -1,5 +1,5 @@
 """The hot keys on the web UI of a mesh (`tuplemesh.core.panel.MeshPanel`): every worker's
-``HotKeys.List`` answer (the serving worker's own read from its feature), merged into one entry per
+``Admin/HotKeys`` answer (the serving worker's own read from its feature), merged into one entry per
 component (its streams and their top keys across the mesh), drawn by ``static/panel.js``: a
 section with one table per stream and a badge under each keyed component's node naming its top
 key."""
@@ -13,10 +13,11 @@ from typing import Any
 
 import grpc
 
+from tuplemesh.core.admin_calls import admin_call
 from tuplemesh.core.feature import Feature
-from tuplemesh.hotkeys.service import hot_keys_message
+from tuplemesh.hotkeys.service import HOT_KEYS, hot_keys_message
 from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY
-from tuplemesh.hotkeys.v1 import hotkeys_pb2, hotkeys_pb2_grpc
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 
 __all__ = ["KEY_TEXT_LIMIT", "PANEL", "HotKeysPanel", "key_text", "merge_hot_keys"]
 
@@ -35,7 +36,7 @@ def key_text(key_json: str) -> str:
 
 
 def merge_hot_keys(answers: Sequence[hotkeys_pb2.HotKeysResponse]) -> dict[str, dict[str, Any]]:
-    """Several workers' HotKeys.List answers as one entry per component: its fields-grouped
+    """Several workers' Admin/HotKeys answers as one entry per component: its fields-grouped
     streams, most tuples first, each with the top keys of the whole mesh and their shares of it.
 
     A fields grouping sends a key to one task, so a key is on one worker and the merge adds
@@ -111,9 +112,7 @@ class HotKeysPanel:
         return None if feature is None else hot_keys_message(worker, feature.section())
 
     def ask(self, channel: grpc.Channel, timeout: float) -> grpc.Future:
-        return hotkeys_pb2_grpc.HotKeysStub(channel).List.future(
-            hotkeys_pb2.HotKeysRequest(), timeout=timeout
-        )
+        return admin_call(channel, HOT_KEYS).future(hotkeys_pb2.HotKeysRequest(), timeout=timeout)
 
     def merge(self, answers: Sequence[Any]) -> Mapping[str, Mapping[str, Any]]:
         return merge_hot_keys(answers)

@@ -1,5 +1,5 @@
-"""The HotKeys gRPC service (``tuplemesh.hotkeys.v1.HotKeys``): a worker's hot keys as its
-hot-keys feature counts them, served on the worker's port beside Admin (the same TLS, bearer
+"""Admin/HotKeys: a worker's hot keys as its hot-keys feature counts them, a call the feature adds
+to the worker's Admin service (declared in ``tuplemesh.hotkeys.v1.Admin``; the same TLS, bearer
 token and call admission apply)."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import grpc
 from google.protobuf import json_format
 
 from tuplemesh.hotkeys.settings import ADMIN_KEY, ENABLED_KEY
-from tuplemesh.hotkeys.v1 import hotkeys_pb2, hotkeys_pb2_grpc
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 
-__all__ = ["SERVICE_NAME", "HotKeysService", "hot_keys_message"]
+__all__ = ["DECLARED", "HOT_KEYS", "HotKeysService", "hot_keys_message"]
 
-#: The service's full name, as reflection lists it.
-SERVICE_NAME = hotkeys_pb2.DESCRIPTOR.services_by_name["HotKeys"].full_name
+#: The calls the feature adds to Admin, as its proto declares them, and the one it adds.
+DECLARED = hotkeys_pb2.DESCRIPTOR.services_by_name["Admin"]
+HOT_KEYS = DECLARED.methods_by_name["HotKeys"]
 
 
 def hot_keys_message(worker: int, section: Mapping[str, Any]) -> hotkeys_pb2.HotKeysResponse:
@@ -25,8 +26,8 @@ def hot_keys_message(worker: int, section: Mapping[str, Any]) -> hotkeys_pb2.Hot
     return json_format.ParseDict({"worker": worker, **section}, hotkeys_pb2.HotKeysResponse())
 
 
-class HotKeysService(hotkeys_pb2_grpc.HotKeysServicer):
-    """``List``: the hot keys of worker ``worker``, read from ``section`` on each call; refused
+class HotKeysService:
+    """``HotKeys``: the hot keys of worker ``worker``, read from ``section`` on each call; refused
     (PERMISSION_DENIED) unless ``allowed`` (keys are user data), and (FAILED_PRECONDITION) while
     keys are not ``counting``."""
 
@@ -36,11 +37,11 @@ class HotKeysService(hotkeys_pb2_grpc.HotKeysServicer):
         self._worker, self._section = worker, section
         self._allowed, self._counting = allowed, counting
 
-    def List(
+    def HotKeys(
         self, request: hotkeys_pb2.HotKeysRequest, context: grpc.ServicerContext
     ) -> hotkeys_pb2.HotKeysResponse:
         if not self._allowed:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"HotKeys.List is off: set {ADMIN_KEY}: true")
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, f"Admin/HotKeys is off: set {ADMIN_KEY}: true")
         if not self._counting:
             context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, f"hot keys are not counted: set {ENABLED_KEY}: true"

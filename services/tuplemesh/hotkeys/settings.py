@@ -30,7 +30,7 @@ SETTINGS: tuple[ConfigKey, ...] = (
         ENABLED_KEY,
         bool,
         False,
-        "Count the keys of every fields-grouped stream into a bolt (HotKeys.List, the web "
+        "Count the keys of every fields-grouped stream into a bolt (Admin/HotKeys, the web "
         "UI's hot keys, the tuplemesh_key_skew gauge). Off by default: at the default sampling "
         "it costs the cheapest bolt's loop about 2-3 % of its throughput (see Hot keys in the "
         "operations guide).",
@@ -39,7 +39,7 @@ SETTINGS: tuple[ConfigKey, ...] = (
         TOP_K_KEY,
         int,
         10,
-        "Keys listed per fields-grouped stream by HotKeys.List, each with its share of tuples "
+        "Keys listed per fields-grouped stream by Admin/HotKeys, each with its share of tuples "
         "and of execute time, counted in a sketch of 32 entries per key listed (exact while a "
         "stream has fewer distinct keys than that).",
         _at_least_one,
@@ -58,7 +58,7 @@ SETTINGS: tuple[ConfigKey, ...] = (
         ADMIN_KEY,
         bool,
         False,
-        "Allow HotKeys.List (the hottest keys of fields-grouped streams), and the web UI to "
+        "Allow Admin/HotKeys (the hottest keys of fields-grouped streams), and the web UI to "
         "show them; off by default: keys are user data. The tuplemesh_key_skew gauge names no "
         "key and is always exported.",
     ),

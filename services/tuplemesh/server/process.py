@@ -210,7 +210,14 @@ class WorkerProcess:
         )
         # the features' services (the Gateway's): a draining worker takes no new work through them
         served = self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
-        enable_reflection([*tuplemesh_services(), *served, health.SERVICE_NAME], self.server)
+        added_to_admin = served.admin_calls.generic_handler()
+        if added_to_admin is not None:  # after Admin's own: those names are refused to features
+            self.server.add_generic_rpc_handlers((added_to_admin,))
+        enable_reflection(
+            [*tuplemesh_services(), *served.services, health.SERVICE_NAME],
+            self.server,
+            admin_calls=served.admin_calls.methods(),
+        )
         try:
             if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it
                 raise TransportError(f"{settings.bind_host}:{port} is in use")

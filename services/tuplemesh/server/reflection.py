@@ -3,18 +3,26 @@
 ``grpcio-reflection`` implements v1alpha. v1 is the same protocol under another package name, so
 its descriptors are derived from v1alpha's at start-up and its calls are served by the same
 servicer, translating each message through its (identical) wire form.
+
+Reflection answers from a descriptor pool of its own, holding the files of the services it lists
+as they are, except ``tuplemesh/v1/admin.proto``: there, Admin gains the calls features add to it
+(`tuplemesh.core.admin_calls`), with the feature's proto file as a dependency. So
+``grpcurl describe tuplemesh.v1.Admin`` shows them and grpcurl calls them like Admin's own.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import FileDescriptor, MethodDescriptor
 from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
+
+from tuplemesh.core.admin_calls import ADMIN_SERVICE
 
 __all__ = ["V1_SERVICE", "enable_reflection", "tuplemesh_services"]
 
@@ -63,12 +71,45 @@ def _v1_message_classes() -> tuple[Any, Any]:
     return message_factory.GetMessageClass(request), message_factory.GetMessageClass(response)
 
 
-def enable_reflection(service_names: Iterable[str], server: grpc.Server) -> None:
-    """Serve reflection v1alpha and v1 for ``service_names`` (both reflection services included)."""
+def reflection_pool(service_names: Iterable[str], admin_calls: Sequence[MethodDescriptor] = ()) -> Any:
+    """A descriptor pool with the file of every service of ``service_names`` (from the default
+    pool) and their dependencies, Admin's file with ``admin_calls`` added to Admin."""
+    default = descriptor_pool.Default()
+    pool = descriptor_pool.DescriptorPool()
+    added: set[str] = set()
+
+    def add(file: FileDescriptor) -> None:
+        if file.name in added:
+            return
+        for dependency in file.dependencies:
+            add(dependency)
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        if file.name == ADMIN_SERVICE.file.name:
+            [admin] = [service for service in proto.service if service.name == ADMIN_SERVICE.name]
+            for method in admin_calls:
+                declared_in = method.containing_service.file
+                add(declared_in)
+                if declared_in.name not in proto.dependency:
+                    proto.dependency.append(declared_in.name)
+                method.CopyToProto(admin.method.add())
+        pool.Add(proto)
+        added.add(file.name)
+
+    for name in service_names:
+        add(default.FindFileContainingSymbol(name))
+    return pool
+
+
+def enable_reflection(
+    service_names: Iterable[str], server: grpc.Server, admin_calls: Sequence[MethodDescriptor] = ()
+) -> None:
+    """Serve reflection v1alpha and v1 for ``service_names`` (both reflection services included),
+    describing Admin with ``admin_calls``, the calls features add to it."""
+    v1_request, v1_response = _v1_message_classes()  # first: puts v1's file into the default pool
     names = [*service_names, reflection.SERVICE_NAME, V1_SERVICE]
-    servicer = reflection.ReflectionServicer(names)
+    servicer = reflection.ReflectionServicer(names, pool=reflection_pool(names, admin_calls))
     reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
-    v1_request, v1_response = _v1_message_classes()
 
     def v1_info(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
         alpha_requests = (

@@ -422,14 +422,15 @@ class Worker:
             **self._feature_snapshot_fields(),
         )
 
-    def serve_features(self, server: grpc.Server, accepting: Callable[[], bool]) -> list[str]:
+    def serve_features(self, server: grpc.Server, accepting: Callable[[], bool]) -> FeatureServer:
         """Let every feature add its gRPC services to the process's ``server``, before it starts;
         ``accepting`` is False once the worker drains or stops (calls bringing work go elsewhere).
-        Returns the full names of the services they added that reflection is to list."""
+        Returns what they added: the services reflection is to list, and the calls they add to
+        Admin (which the caller serves beside Admin's own)."""
         where = FeatureServer(server, accepting)
         for feature in self.features.values():
             feature.serve(where)
-        return list(where.services)
+        return where
 
     def feature_metrics(self) -> list[FeatureMetric]:
         """Every feature's Prometheus families now (the exporter adds the worker label)."""
