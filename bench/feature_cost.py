@@ -115,7 +115,7 @@ def _rate(executor: BoltExecutor, batches: list[Batch], count: int = BATCHES) ->
 def measure(rounds: int = 7, count: int = BATCHES) -> dict[str, list[float]]:
     """Each variant's rates (tuples per CPU second), ``rounds`` times, alternating."""
     base = Config({})
-    hot = registered_features().factories()
+    hot = [spec.build for spec in registered_features().specs if spec.build is not None]
     variants = {
         NO_FEATURES: _executor([], base),
         "features, hot keys off": _executor(hot, base),

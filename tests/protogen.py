@@ -10,6 +10,7 @@ is a symbolic link to ``protos/``, which the wheel build follows.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -41,10 +42,24 @@ def _protoc(args: list[str]) -> None:
         raise SystemExit(f"protoc failed with exit code {code}")
 
 
+def served_on_its_own(proto: str) -> bool:
+    """Whether ``proto`` (relative to ``PROTO_ROOT``) declares a service served under its own
+    name. A feature's service named ``Admin`` only declares the calls it adds to
+    ``tuplemesh.v1.Admin``: a stub of it would call a path no worker serves, so it gets none."""
+    text = (PROTO_ROOT / proto).read_text()
+    package = re.search(r"^package ([\w.]+);", text, re.M)
+    services = re.findall(r"^service (\w+)", text, re.M)
+    if package is not None and package[1] != "tuplemesh.v1":
+        services = [name for name in services if name != "Admin"]
+    return bool(services)
+
+
 def generate(out: Path) -> list[Path]:
-    """Write ``*_pb2.py``, ``*_pb2.pyi`` and ``*_pb2_grpc.py`` for every proto under ``out``."""
+    """Write ``*_pb2.py`` and ``*_pb2.pyi`` for every proto under ``out``, and ``*_pb2_grpc.py``
+    for those that declare a service served under its own name (`served_on_its_own`)."""
     files = proto_files()
-    _protoc([f"--python_out={out}", f"--pyi_out={out}", f"--grpc_python_out={out}", *files])
+    _protoc([f"--python_out={out}", f"--pyi_out={out}", *files])
+    _protoc([f"--grpc_python_out={out}", *(f for f in files if served_on_its_own(f))])
     packages = {(out / f).parent for f in files}
     for package in packages:
         init = package / "__init__.py"

@@ -43,7 +43,7 @@ def test_the_package_carries_the_proto_files():
     # a link, not a copy: the package can never carry stale sources
     assert PACKAGED_PROTOS.is_symlink() and PACKAGED_PROTOS.resolve() == PROTO_ROOT.resolve()
     assert proto_files(PACKAGED_PROTOS) == [
-        "tuplemesh/hotkeys/v1/hotkeys.proto",  # a feature's own service, in its own package
+        "tuplemesh/hotkeys/v1/hotkeys.proto",  # the call a feature adds to Admin, in its own package
         "tuplemesh/v1/admin.proto",
         "tuplemesh/v1/gateway.proto",
         "tuplemesh/v1/messages.proto",

@@ -31,6 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import grpc
@@ -59,12 +60,14 @@ CLASSES = ("peer", "health", "client")
 #: The services that are no client's, by exact name, with their class. They are also the ones
 #: open without the bearer token (`tuplemesh.security.TokenInterceptor`): probes and grpcurl's
 #: ``list`` need none, and a worker's Transfer stream is proven by mTLS or the mesh secret.
-SERVICE_CLASSES: Mapping[str, str] = {
-    "tuplemesh.v1.Transfer": "peer",
-    "grpc.health.v1.Health": "health",
-    "grpc.reflection.v1.ServerReflection": "health",
-    "grpc.reflection.v1alpha.ServerReflection": "health",
-}
+SERVICE_CLASSES: Mapping[str, str] = MappingProxyType(
+    {
+        "tuplemesh.v1.Transfer": "peer",
+        "grpc.health.v1.Health": "health",
+        "grpc.reflection.v1.ServerReflection": "health",
+        "grpc.reflection.v1alpha.ServerReflection": "health",
+    }
+)
 
 
 def service_of(method: str) -> str:

@@ -459,8 +459,9 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "client may send ahead of what the worker has read. Fixed (gRPC's automatic window "
             "growth is off): grown automatically, it let a peer that ignores the worker's grants "
             "park hundreds of MiB in the transport's buffers, outside topology.receive.max.bytes. "
-            "Raise it for links with a long round trip (a stream carries at most about this many "
-            "bytes per round trip).",
+            "It bounds every stream into the worker: peers' Transfer and clients' Gateway Publish "
+            "alike, which carry at most about this many bytes per round trip: raise it for links "
+            "with a long round trip (1 MiB per millisecond is 1 GiB/s).",
             lambda v: None if 65535 <= v <= 2**31 - 1 else "must be between 65535 and 2147483647",
             unit="bytes",
         ),

@@ -47,7 +47,7 @@ INTERNAL_PACKAGES = {
     "tuplemesh.metrics": "the Prometheus collector, read by scraping /metrics",
     "tuplemesh.server": "the worker process, run by `tuplemesh worker`",
     "tuplemesh.ticks": "tick tuples, a worker feature turned on by topology.tick.tuple.freq.secs",
-    "tuplemesh.hotkeys": "hot keys, a worker feature read through its own service, the web UI and /metrics",
+    "tuplemesh.hotkeys": "hot keys, a worker feature read through Admin/HotKeys, the web UI and /metrics",
     "tuplemesh.sampling": "live tuple samples, a worker feature read through Admin.WatchTuples",
     "tuplemesh.batchtrace": "execute and emit spans, a worker feature on while a tracer provider is set",
 }

@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, start_mesh
+from tuplemesh.core.admin_calls import ADMIN_SERVICE
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 from tuplemesh.launcher import is_serving
 from tuplemesh.v1 import admin_pb2, gateway_pb2, gateway_pb2_grpc, transfer_pb2
 
@@ -158,6 +160,9 @@ def _every_rpc() -> list[tuple[str, pb.MethodDescriptor, Any]]:
                 path = f"/{service.full_name}/{method.name}"
                 if path not in SKIPPED:
                     found.append((path, method, module))
+    # the calls features add to Admin, served under Admin's name (hot keys': Admin/HotKeys)
+    for method in hotkeys_pb2.DESCRIPTOR.services_by_name["Admin"].methods:
+        found.append((f"/{ADMIN_SERVICE.full_name}/{method.name}", method, hotkeys_pb2))
     return found
 
 
@@ -166,7 +171,13 @@ RPCS = _every_rpc()
 
 @pytest.fixture(scope="module")
 def mesh() -> Iterator[Mesh]:
-    mesh = start_mesh("examples.pipeline:topology", 1, env={"TUPLEMESH_ADMIN_DRAIN_ENABLED": "false"})
+    env = {
+        "TUPLEMESH_ADMIN_DRAIN_ENABLED": "false",
+        # hot keys counted and listed: Admin/HotKeys runs its handler, not only its refusal
+        "TUPLEMESH_TOPOLOGY_HOTKEYS_ENABLED": "true",
+        "TUPLEMESH_ADMIN_HOTKEYS_ENABLED": "true",
+    }
+    mesh = start_mesh("examples.pipeline:topology", 1, env=env)
     yield mesh
     assert mesh.stop() == [0]
 

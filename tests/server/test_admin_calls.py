@@ -146,3 +146,28 @@ def test_reflection_describes_admin_with_the_added_calls_and_leaves_other_files_
     # without added calls, Admin is described as its proto declares it
     plain = reflection_pool(["tuplemesh.v1.Admin"]).FindServiceByName("tuplemesh.v1.Admin")
     assert [method.name for method in plain.methods] == own
+
+
+def test_a_refused_service_adds_none_of_its_calls():
+    calls = AdminCalls()
+    mixed = declared("mixed.v1", "Admin", [("Fine", False, False), ("Drain", False, False)])
+    with pytest.raises(ValueError, match=r"tuplemesh\.v1\.Admin has a call named Drain already"):
+        calls.add(mixed, {"Fine": echo, "Drain": echo})
+    assert calls.methods() == [] and calls.generic_handler() is None
+
+
+def test_calls_declared_in_a_file_importing_admins_are_refused_naming_it():
+    # a pool holding Admin's file (and its imports), and a feature's file importing it
+    pool = reflection_pool(tuplemesh_services())
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="loop/v1/loop.proto", package="loop.v1", syntax="proto3", dependency=["tuplemesh/v1/admin.proto"]
+    )
+    proto.service.add(name="Admin").method.add(
+        name="Status", input_type=".tuplemesh.v1.GetStatusRequest", output_type=".tuplemesh.v1.WorkerStatus"
+    )
+    pool.Add(proto)
+    with pytest.raises(ValueError) as err:
+        AdminCalls().add(pool.FindServiceByName("loop.v1.Admin"), {"Status": echo})
+    assert str(err.value).startswith(
+        "loop.v1.Admin: its file loop/v1/loop.proto imports tuplemesh/v1/admin.proto, directly or not"
+    )

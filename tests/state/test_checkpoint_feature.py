@@ -44,7 +44,7 @@ def word_count(repeat: int, *, stateful: bool = True) -> Topology:
 
 
 def test_registered_first_and_built_only_for_a_checkpointed_topology():
-    assert FEATURES[0] == "tuplemesh.state.feature:FEATURE"
+    assert FEATURES[0].spec == "tuplemesh.state.feature:FEATURE"
     conf = Config({"topology.state.backend": "memory"})
     plain = wire(word_count(1, stateful=False), conf, lambda context: (feature(context),))
     assert plain.features == ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 
+import grpc
 import pytest
 
 from tuplemesh.config import Config, ConfigError
@@ -63,3 +64,20 @@ def test_a_window_outside_http2s_range_is_refused_naming_the_key(value: str):
         "(set by TUPLEMESH_MESSAGING_GRPC_RECEIVE_WINDOW_BYTES): "
         f"must be between 65535 and 2147483647 (got '{value}')"
     )
+
+
+def test_the_window_does_not_grow_by_itself(monkeypatch: pytest.MonkeyPatch):
+    # gRPC's BDP probing would grow the window past the setting (a flood then parks hundreds of
+    # MiB in the transport): the server is made with it off (the wire shows only the first window)
+    made: list[list[tuple[str, object]]] = []
+    real = grpc.server
+
+    def server(*args: object, **kwargs: object) -> grpc.Server:
+        made.append(list(kwargs["options"]))  # type: ignore[call-overload]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grpc, "server", server)
+    new_server(Config({})).stop(0)
+    [options] = made
+    assert ("grpc.http2.bdp_probe", 0) in options
+    assert ("grpc.http2.lookahead_bytes", 1024 * 1024) in options

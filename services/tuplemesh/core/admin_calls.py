@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import message_factory
-from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
+from google.protobuf.descriptor import FileDescriptor, MethodDescriptor, ServiceDescriptor
 
 from tuplemesh.v1 import admin_pb2
 
@@ -71,7 +71,9 @@ class AdminCalls:
         """Serve every method of ``declared`` (a service named ``Admin`` in the feature's proto) as
         an Admin call, run by ``behaviours[method name]`` (``(request, context) -> response``, or
         an iterator for a streaming side). ValueError, naming the method, for a service of another
-        name, behaviours that do not match its methods one for one, or a name Admin has already."""
+        name, behaviours that do not match its methods one for one, a name Admin has already, or a
+        proto file that imports Admin's (reflection describes Admin with the call, so Admin's file
+        would import itself); nothing is added then."""
         if declared.name != ADMIN_SERVICE.name:
             raise ValueError(
                 f"{declared.full_name}: the calls a feature adds to Admin are declared in a service "
@@ -83,11 +85,18 @@ class AdminCalls:
                 f"{declared.full_name} declares {', '.join(declared_names)}; behaviours were given "
                 f"for {', '.join(sorted(behaviours)) or 'none'}"
             )
+        if _imports(declared.file, ADMIN_SERVICE.file.name):
+            raise ValueError(
+                f"{declared.full_name}: its file {declared.file.name} imports "
+                f"{ADMIN_SERVICE.file.name}, directly or not, which then would import it back: declare "
+                "the messages the calls need in the feature's own files"
+            )
         for method in declared.methods:
             taken = self.calls.get(method.name)
             if method.name in ADMIN_SERVICE.methods_by_name or taken is not None:
                 where = ADMIN_SERVICE.full_name if taken is None else taken.method.full_name
                 raise ValueError(f"{method.full_name}: {where} has a call named {method.name} already")
+        for method in declared.methods:
             self.calls[method.name] = AdminCall(method, method_handler(method, behaviours[method.name]))
 
     def generic_handler(self) -> grpc.GenericRpcHandler | None:
@@ -101,6 +110,11 @@ class AdminCalls:
     def methods(self) -> list[MethodDescriptor]:
         """The added methods as declared, in the order they were added (for server reflection)."""
         return [call.method for call in self.calls.values()]
+
+
+def _imports(file: FileDescriptor, name: str) -> bool:
+    """Whether ``file`` imports the file named ``name``, directly or through its imports."""
+    return any(d.name == name or _imports(d, name) for d in file.dependencies)
 
 
 def admin_call(channel: grpc.Channel, method: MethodDescriptor) -> Any:

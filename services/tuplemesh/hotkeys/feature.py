@@ -4,7 +4,7 @@ its execute time, and how skewed that makes the component.
 Written only against the feature interface (tuplemesh.core.feature): it wraps each task's call
 of every bolt executor with a fields-grouped input, keeps one `KeySketch` per (executor, stream),
 and merges them per (component, stream) when read (its section, the tuplemesh_key_skew gauge and
-the HotKeys service's answer). Each worker sees the keys its own tasks
+the Admin/HotKeys answer). Each worker sees the keys its own tasks
 execute (a fields grouping sends every key to one task, so a key shows up on one worker).
 """
 
@@ -255,7 +255,7 @@ class HotKeys:
 
 def feature(context: FeatureContext) -> HotKeys:
     """The running part's factory (``FEATURE.build``): counting unless ``topology.hotkeys.enabled``
-    is off, when it wraps no executor (no cost) and only serves the HotKeys service's refusal. The
+    is off, when it wraps no executor (no cost) and only answers Admin/HotKeys with its refusal. The
     keys' defaults and bounds are the configuration's (a value out of bounds was refused when the
     conf was built)."""
     conf = as_config(context.conf)
@@ -264,5 +264,6 @@ def feature(context: FeatureContext) -> HotKeys:
     )
 
 
-#: The registry's entry: its keys, its running part and its panel on the web UI.
+#: The registry's entry: its running part and its panel on the web UI (its keys are on its
+#: registry line).
 FEATURE = FeatureSpec("hotkeys", build=feature, panel=PANEL)

@@ -17,7 +17,7 @@ ENABLED_KEY = "topology.hotkeys.enabled"
 TOP_K_KEY = "topology.hotkeys.top.k"
 #: Keys are counted in one inbox batch of this many (1: every tuple).
 SAMPLE_KEY = "topology.hotkeys.sample.every"
-#: Whether the HotKeys service answers (keys are user data).
+#: Whether Admin/HotKeys answers (keys are user data).
 ADMIN_KEY = "admin.hotkeys.enabled"
 
 

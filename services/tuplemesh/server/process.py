@@ -209,15 +209,19 @@ class WorkerProcess:
             self.server,
         )
         # the features' services (the Gateway's): a draining worker takes no new work through them
-        served = self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
-        added_to_admin = served.admin_calls.generic_handler()
-        if added_to_admin is not None:  # after Admin's own: those names are refused to features
-            self.server.add_generic_rpc_handlers((added_to_admin,))
-        enable_reflection(
-            [*tuplemesh_services(), *served.services, health.SERVICE_NAME],
-            self.server,
-            admin_calls=served.admin_calls.methods(),
-        )
+        try:
+            served = self.worker.serve_features(self.server, accepting=lambda: self._state != "NOT_SERVING")
+            added_to_admin = served.admin_calls.generic_handler()
+            if added_to_admin is not None:  # after Admin's own: those names are refused to features
+                self.server.add_generic_rpc_handlers((added_to_admin,))
+            enable_reflection(
+                [*tuplemesh_services(), *served.services, health.SERVICE_NAME],
+                self.server,
+                admin_calls=served.admin_calls.methods(),
+            )
+        except BaseException:  # a feature's call refused: nothing runs yet but the transport's sockets
+            self.context.term()
+            raise
         try:
             if port and _in_use(settings.bind_host, port):  # before gRPC logs its own lines about it
                 raise TransportError(f"{settings.bind_host}:{port} is in use")

@@ -33,8 +33,8 @@ _V1_FILE = "grpc/reflection/v1/reflection.proto"
 def tuplemesh_services() -> list[str]:
     """Full names of every service in ``tuplemesh.v1``, with all its files loaded into the pool.
 
-    Reflection answers from the default descriptor pool, which holds only the ``*_pb2`` modules
-    somebody imported: the servicer modules import the message files, not necessarily the file
+    Reflection's pool is filled from the default descriptor pool, which holds only the ``*_pb2``
+    modules somebody imported: the servicer modules import the message files, not necessarily the file
     that declares the service (``transfer.proto``), so each one is imported here.
     """
     import tuplemesh.v1 as package
@@ -77,10 +77,14 @@ def reflection_pool(service_names: Iterable[str], admin_calls: Sequence[MethodDe
     default = descriptor_pool.Default()
     pool = descriptor_pool.DescriptorPool()
     added: set[str] = set()
+    adding: set[str] = set()  # files whose imports are being added (AdminCalls refuses a cycle)
 
     def add(file: FileDescriptor) -> None:
         if file.name in added:
             return
+        if file.name in adding:
+            raise ValueError(f"{file.name} would import itself once Admin describes the added calls")
+        adding.add(file.name)
         for dependency in file.dependencies:
             add(dependency)
         proto = descriptor_pb2.FileDescriptorProto()

@@ -530,7 +530,7 @@ def new_server(
             # gRPC's automatic one (BDP probing) grows to what the link carries, and a peer that
             # ignores the worker's grants then parks hundreds of MiB in the transport's buffers,
             # outside the ceiling on bytes received (measured: a 15 MiB-batch flood into a
-            # stalled sink, peak RSS 312-418 MiB grown, 231 MiB fixed at 64 KiB; throughput
+            # stalled sink, peak RSS 312-418 MiB grown, 235-243 MiB fixed at 1 MiB; throughput
             # between workers the same either way)
             ("grpc.http2.bdp_probe", 0),
             ("grpc.http2.lookahead_bytes", settings.grpc_receive_window_bytes),
