@@ -13,6 +13,9 @@ from grpc_health.v1 import health_pb2
 from tests.fault import harness
 from tests.helpers import eventually
 from tests.worker.conftest import Mesh, wait_serving
+from tuplemesh.core.admin_calls import admin_call
+from tuplemesh.hotkeys.service import HOT_KEYS
+from tuplemesh.hotkeys.v1 import hotkeys_pb2
 from tuplemesh.launcher import stop_processes
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.joining import WAITING_TO_JOIN
@@ -61,6 +64,11 @@ def test_a_worker_waiting_to_join_serves_its_health_and_status_then_serves_once_
         with pytest.raises(grpc.RpcError) as refused:  # it has routed by no epoch yet
             mesh.admin(1).GetEpochHistory(admin_pb2.GetEpochHistoryRequest(), timeout=2)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        # a call a feature adds to Admin: no feature runs yet, so it is refused as Admin's own are
+        with grpc.insecure_channel(mesh.address(1)) as channel, pytest.raises(grpc.RpcError) as refused:
+            admin_call(channel, HOT_KEYS)(hotkeys_pb2.HotKeysRequest(), timeout=2)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert refused.value.details().startswith("worker 1 is waiting to be included in the mesh")
 
         mesh.admin(0).Rebalance(admin_pb2.RebalanceRequest(workers=2), timeout=30)
         harness.wait_rescaled(mesh, 2, 1)

@@ -19,7 +19,9 @@ from typing import Any, NoReturn, Protocol
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from tuplemesh.admission import service_of
 from tuplemesh.config import as_config
+from tuplemesh.core.admin_calls import ADMIN_SERVICE
 from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.grpc_impl import bind_port, new_server
@@ -162,6 +164,24 @@ class _WaitingAdmin(admin_pb2_grpc.AdminServicer):
         self._refuse(context)
 
 
+class _WaitingFeatureCalls(grpc.GenericRpcHandler):
+    """The calls features add to Admin, whatever their names (no feature runs yet): answered as
+    Admin's own are while the worker waits, UNAVAILABLE saying why, not UNIMPLEMENTED."""
+
+    def __init__(self, server: JoiningServer) -> None:
+        self._server = server
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        if service_of(handler_call_details.method) != ADMIN_SERVICE.full_name:
+            return None
+
+        def refuse(request: bytes, context: grpc.ServicerContext) -> NoReturn:
+            context.abort(grpc.StatusCode.UNAVAILABLE, self._server.why())
+            raise AssertionError("unreachable")  # abort raises
+
+        return grpc.unary_unary_rpc_method_handler(refuse)
+
+
 class JoiningServer:
     """What a worker serves on its port while it waits to be included in the mesh: health
     NOT_SERVING ("tuplemesh.v1.Admin" SERVING: it is alive, a liveness probe must not restart
@@ -204,6 +224,7 @@ class JoiningServer:
         checks.set("tuplemesh.v1.Admin", health_pb2.HealthCheckResponse.SERVING)
         health_pb2_grpc.add_HealthServicer_to_server(checks, server)
         admin_pb2_grpc.add_AdminServicer_to_server(_WaitingAdmin(self), server)
+        server.add_generic_rpc_handlers((_WaitingFeatureCalls(self),))  # after Admin's own
         bind_port(server, self.conf["worker.bind.host"], self.port, self.conf)
         server.start()
         self._server = server
