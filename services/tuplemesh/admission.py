@@ -37,6 +37,7 @@ from typing import Any
 import grpc
 from grpc._cython import cygrpc
 
+from tuplemesh.grpcutil import handler_factory
 from tuplemesh.logutil import short
 
 __all__ = [
@@ -299,19 +300,10 @@ class CallAdmission(grpc.ServerInterceptor):
         if handler.response_streaming:
             behavior = handler.stream_stream if handler.request_streaming else handler.unary_stream
             wrapped: Callable[[Any, Any], Any] = self._admitted_stream(kind, streaming, behavior)
-            factory = (
-                grpc.stream_stream_rpc_method_handler
-                if handler.request_streaming
-                else grpc.unary_stream_rpc_method_handler
-            )
         else:
             behavior = handler.stream_unary if handler.request_streaming else handler.unary_unary
             wrapped = self._admitted_unary(kind, streaming, behavior)
-            factory = (
-                grpc.stream_unary_rpc_method_handler
-                if handler.request_streaming
-                else grpc.unary_unary_rpc_method_handler
-            )
+        factory = handler_factory(handler.request_streaming, handler.response_streaming)
         return factory(
             wrapped, request_deserializer=deserializer, response_serializer=handler.response_serializer
         )

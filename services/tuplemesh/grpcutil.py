@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 import grpc
 
-__all__ = ["json_array", "reject", "wake_blocked_grpc_threads_less"]
+__all__ = ["handler_factory", "json_array", "reject", "wake_blocked_grpc_threads_less"]
 
 #: How often a thread blocked in a synchronous gRPC call wakes (gRPC's own default is 0.1 s).
 BLOCKED_THREAD_WAKE_SECONDS = 1.0
@@ -26,6 +26,19 @@ def wake_blocked_grpc_threads_less() -> None:
 
     if isinstance(getattr(_common, "MAXIMUM_WAIT_TIMEOUT", None), float):
         _common.MAXIMUM_WAIT_TIMEOUT = BLOCKED_THREAD_WAKE_SECONDS
+
+
+_HANDLER_FACTORIES: dict[tuple[bool, bool], Any] = {
+    (False, False): grpc.unary_unary_rpc_method_handler,
+    (False, True): grpc.unary_stream_rpc_method_handler,
+    (True, False): grpc.stream_unary_rpc_method_handler,
+    (True, True): grpc.stream_stream_rpc_method_handler,
+}
+
+
+def handler_factory(request_streaming: bool, response_streaming: bool) -> Any:
+    """gRPC's ``*_rpc_method_handler`` for a method of this kind (streaming on either side)."""
+    return _HANDLER_FACTORIES[(bool(request_streaming), bool(response_streaming))]
 
 
 def reject(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:

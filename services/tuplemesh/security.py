@@ -36,6 +36,7 @@ import grpc
 
 from tuplemesh.admission import SERVICE_CLASSES, service_of
 from tuplemesh.errors import ConfigError
+from tuplemesh.grpcutil import handler_factory
 
 __all__ = [
     "AUTH_METADATA",
@@ -353,12 +354,7 @@ class TokenInterceptor(grpc.ServerInterceptor):
 
         if handler is None:
             return None
-        if handler.request_streaming and handler.response_streaming:
-            return grpc.stream_stream_rpc_method_handler(lambda it, ctx: deny(None, ctx))
-        if handler.request_streaming:
-            return grpc.stream_unary_rpc_method_handler(lambda it, ctx: deny(None, ctx))
-        if handler.response_streaming:
-            return grpc.unary_stream_rpc_method_handler(
-                deny, request_deserializer=handler.request_deserializer
-            )
-        return grpc.unary_unary_rpc_method_handler(deny, request_deserializer=handler.request_deserializer)
+        factory = handler_factory(handler.request_streaming, handler.response_streaming)
+        if handler.request_streaming:  # the requests are never read: no deserializer
+            return factory(lambda it, ctx: deny(None, ctx))
+        return factory(deny, request_deserializer=handler.request_deserializer)

@@ -21,19 +21,13 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import FileDescriptor, MethodDescriptor, ServiceDescriptor
 
+from tuplemesh.grpcutil import handler_factory
 from tuplemesh.v1 import admin_pb2
 
 __all__ = ["ADMIN_SERVICE", "AdminCall", "AdminCalls", "admin_call", "method_handler"]
 
 #: Admin as its own proto declares it: the calls features add may not take its methods' names.
 ADMIN_SERVICE: ServiceDescriptor = admin_pb2.DESCRIPTOR.services_by_name["Admin"]
-
-_HANDLERS = {
-    (False, False): grpc.unary_unary_rpc_method_handler,
-    (False, True): grpc.unary_stream_rpc_method_handler,
-    (True, False): grpc.stream_unary_rpc_method_handler,
-    (True, True): grpc.stream_stream_rpc_method_handler,
-}
 
 
 def _messages(method: MethodDescriptor) -> tuple[Any, Any]:
@@ -47,7 +41,7 @@ def method_handler(method: MethodDescriptor, behaviour: Callable[..., Any]) -> g
     """A gRPC handler running ``behaviour`` for ``method``, of the kind its descriptor declares
     (unary or streaming on either side), taking and answering its declared messages."""
     request, response = _messages(method)
-    make = _HANDLERS[(method.client_streaming, method.server_streaming)]
+    make = handler_factory(method.client_streaming, method.server_streaming)
     return make(
         behaviour, request_deserializer=request.FromString, response_serializer=response.SerializeToString
     )

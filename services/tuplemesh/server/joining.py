@@ -22,6 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from tuplemesh.admission import service_of
 from tuplemesh.config import as_config
 from tuplemesh.core.admin_calls import ADMIN_SERVICE
+from tuplemesh.grpcutil import reject
 from tuplemesh.topology import Topology
 from tuplemesh.topology.assignment import Epoch
 from tuplemesh.transport.grpc_impl import bind_port, new_server
@@ -176,8 +177,7 @@ class _WaitingFeatureCalls(grpc.GenericRpcHandler):
             return None
 
         def refuse(request: bytes, context: grpc.ServicerContext) -> NoReturn:
-            context.abort(grpc.StatusCode.UNAVAILABLE, self._server.why())
-            raise AssertionError("unreachable")  # abort raises
+            reject(context, grpc.StatusCode.UNAVAILABLE, self._server.why())
 
         return grpc.unary_unary_rpc_method_handler(refuse)
 
