@@ -422,22 +422,36 @@ def peer_flood(directory: Path, seconds: float) -> dict[str, Any]:
 
 def spout_flood(directory: Path, tuples: int) -> dict[str, Any]:
     """Worker 0's spout emits ``tuples`` 1 MiB tuples to worker 1's sink, once both workers'
-    idle RSS was measured."""
+    idle RSS was measured; the bytes in flight to worker 1 are sampled meanwhile."""
     go = directory / f"start-{time.monotonic_ns()}"
     mesh = start_mesh(
         "bench.flood:big_topology", 2, env={"FLOOD_START": str(go), "FLOOD_BIG_TUPLES": str(tuples)}
     )
     pids = [p.pid for p in mesh.procs]
+    sender, sink = mesh.admin(0), mesh.admin(1)
+    in_flight: list[int] = []
     try:
         idle = idle_rss(pids)
         with RssSampler(pids) as sampler:
             start = time.monotonic()
             go.touch()
-            _wait_executed(mesh.admin(1), tuples, 180)
+            deadline = start + 180
+            while sink_executed(sink.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) < tuples:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the sink did not execute {tuples} flooded tuples within 180 s")
+                [peer] = sender.GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
+                in_flight.append(peer.unacked_bytes)
+                time.sleep(0.05)
             took = time.monotonic() - start
     finally:
         mesh.stop()
-    return {"idle": idle, "peak": sampler.peaks, "bytes": tuples * MIB, "seconds": took}
+    return {
+        "idle": idle,
+        "peak": sampler.peaks,
+        "bytes": tuples * MIB,
+        "seconds": took,
+        "in_flight": in_flight or [0],
+    }
 
 
 def _mib(value: int) -> float:
@@ -477,6 +491,9 @@ def memory(directory: Path, flood_seconds: float, big_tuples: int) -> list[Recor
                     f"{_mib(spout['idle'][1])} / {_mib(spout['peak'][1])}"
                 ),
                 "receiving peak / idle": round(spout["peak"][1] / spout["idle"][1], 2),
+                "MiB in flight to the sink's worker, median / max": (
+                    f"{_mib(int(statistics.median(spout['in_flight'])))} / {_mib(max(spout['in_flight']))}"
+                ),
             },
         ),
     ]

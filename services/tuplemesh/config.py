@@ -410,8 +410,9 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             int,
             30,
             "Queueing a sender's unacknowledged tuples to one peer may add: the window is sized "
-            "to the throughput its acknowledgements show times the round trip plus this (never "
-            "below 1024 tuples), within messaging.window.batches and messaging.window.bytes. "
+            "to the throughput its acknowledgements show, in tuples and in bytes, times the round "
+            "trip plus this (never below 1024 tuples or 1 MiB), within messaging.window.batches "
+            "and messaging.window.bytes. "
             "Lower: less latency under load, less throughput. 0: slots and bytes only.",
             _non_negative,
             unit="millis",

@@ -90,12 +90,17 @@ def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(tr
     mesh = start_mesh("bench.flood:big_topology", 2, env={"TUPLEMESH_MESSAGING_TRANSPORT": transport})
     admins = [mesh.admin(0), mesh.admin(1)]
     peaks = [0, 0]
+    # the byte limits the sender's window to worker 1 was sized to (by time) while it flooded
+    byte_limits: list[int] = []
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
             for index in (0, 1):
                 peaks[index] = max(peaks[index], proc_status(mesh.procs[index].pid)[0])
+            [peer] = admins[0].GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
+            if peer.window_limit_bytes:
+                byte_limits.append(peer.window_limit_bytes)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -119,6 +124,11 @@ def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(tr
     assert report == {"distinct": BIG_TUPLES, "twice": 0}  # every number once
     sender = statuses[0]
     assert sender.transfer_held_bytes_capacity == Config({})["topology.transfer.max.bytes"]
+    # what was in flight to the slow sink was sized by time, in bytes (the tuple limit's floor,
+    # 1,024 tuples, is a gigabyte of these), within the window's own bytes
+    window_bytes = Config({})["messaging.window.bytes"]
+    assert byte_limits and min(byte_limits) < window_bytes, byte_limits
+    assert all(limit >= MIB for limit in byte_limits), byte_limits  # never below its floor
     # 600 MiB went through; unbounded, the sending worker grew by gigabytes in such a flood
     for index, peak in enumerate(peaks):
         assert peak < 512 * MIB, f"worker {index} RSS reached {peak // MIB} MiB"

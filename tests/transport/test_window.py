@@ -20,10 +20,12 @@ from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.transport import make_context
 from tuplemesh.transport.framing import pack_within, unpack_batch
-from tuplemesh.transport.session import ACK_TUPLES
+from tuplemesh.transport.session import ACK_BYTES, ACK_TUPLES
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.window import (
+    MAX_IN_FLIGHT_BYTES,
     MAX_IN_FLIGHT_TUPLES,
+    MIN_IN_FLIGHT_BYTES,
     MIN_IN_FLIGHT_TUPLES,
     MOST_COALESCED_TUPLES,
     InFlightTimeLimit,
@@ -80,6 +82,66 @@ def test_the_time_limit_is_the_throughput_times_round_trip_and_target_once_batch
     assert limit.limit == 3_000  # 120,000 tuples/s x (5 ms round trip + 20 ms)
     limit.acknowledged(10, age=0.300, waited=True, now=10.031)
     assert limit.limit == 3_000  # still late: never grows
+
+
+def test_the_byte_limit_is_the_byte_throughput_times_round_trip_and_target_above_its_floor():
+    """Large tuples: 1,024 tuples of 1 MiB would pass the tuple floor as a gigabyte in flight."""
+    limit = InFlightTimeLimit(0.020)
+    assert limit.bytes_limit == MAX_IN_FLIGHT_BYTES  # nothing measured yet
+    mib = 1 << 20
+    limit.acknowledged(10, age=0.005, waited=False, now=10.000, nbytes=10 * mib)
+    limit.acknowledged(30, age=0.005, waited=False, now=10.025, nbytes=30 * mib)  # 40 MiB in 25 ms
+    assert round(limit.byte_rate) == 1600 * mib and limit.bytes_limit == MAX_IN_FLIGHT_BYTES
+    limit.acknowledged(10, age=0.300, waited=False, now=10.030, nbytes=10 * mib)  # 300 ms: late
+    assert limit.bytes_limit == 40 * mib  # 1,600 MiB/s x (5 ms round trip + 20 ms)
+    assert limit.limit == MIN_IN_FLIGHT_TUPLES  # 1,600 tuples/s x 25 ms is 40: the tuple floor
+    limit.acknowledged(1, age=0.001, waited=True, now=10.031, nbytes=mib)  # early, and waited
+    assert limit.bytes_limit == 50 * mib + 1  # grown by a quarter
+    slow = InFlightTimeLimit(0.020)
+    slow.acknowledged(1, age=0.001, waited=False, now=1.0, nbytes=1000)
+    slow.acknowledged(1, age=0.5, waited=False, now=1.5, nbytes=1000)  # 2 kB/s and late
+    assert slow.bytes_limit == MIN_IN_FLIGHT_BYTES  # never below one mebibyte
+
+
+def test_a_window_sized_by_time_blocks_at_its_byte_limit_letting_the_batch_that_crosses_it_go():
+    window = SendWindow(batches=32, max_bytes=64 << 20, address="peer", target_seconds=60.0)
+    assert window.time_limit is not None and window.time_limited_bytes == 0  # nothing measured
+    window.time_limit.bytes_limit = 3 << 20
+    window.add(lambda seq: "a", 2 << 20, tuples=2)
+    window.add(lambda seq: "b", 2 << 20, tuples=2)  # crosses the limit: goes out all the same
+    assert not window.full  # the receiver acknowledges every ACK_BYTES: no need to ask
+    blocked = threading.Thread(target=window.add, args=(lambda seq: "c", 1, 1), daemon=True)
+    blocked.start()
+    blocked.join(0.2)
+    assert blocked.is_alive() and len(window) == 2 and window.unacked_bytes == 4 << 20
+    window.ack(1)
+    blocked.join(5)
+    assert not blocked.is_alive() and window.waits == 1
+    # it waited and the ack came back early: grown, and reported
+    assert window.time_limited_bytes == int((3 << 20) * 1.25) + 1
+    assert MIN_IN_FLIGHT_BYTES >= ACK_BYTES  # a window held at its byte limit is acknowledged anyway
+
+
+def test_a_batch_joins_the_open_one_only_below_the_byte_limit():
+    def packed(payload: bytes) -> bytes:
+        [(part, _)] = pack_within([(1, payload)], 16 << 20)
+        return part
+
+    window = SendWindow(batches=32, max_bytes=64 << 20, address="peer", target_seconds=60.0)
+    assert window.time_limit is not None
+    window.time_limit.bytes_limit = 3 << 20
+    assert window.add_packed(packed(b"x" * (2 << 20)), 1, 16 << 20) == 1
+    assert window.add_packed(packed(b"z"), 1, 16 << 20) == 1  # joins: below the limit
+    assert window.add_packed(packed(b"y" * (2 << 20)), 1, 16 << 20) == 1  # joins: still below
+    assert window.coalesced == 2 and len(window) == 1
+    last = packed(b"w")
+    blocked = threading.Thread(target=window.add_packed, args=(last, 1, 16 << 20), daemon=True)
+    blocked.start()  # 4 MiB in flight: past the limit, so it neither joins nor goes
+    blocked.join(0.2)
+    assert blocked.is_alive() and window.coalesced == 2 and len(window) == 1
+    window.ack(1)
+    blocked.join(5)
+    assert not blocked.is_alive() and window.get(2) == (2, last)
 
 
 def test_the_round_trip_is_the_shortest_age_of_the_last_one_to_two_seconds():

@@ -167,6 +167,13 @@ EXPORTS: dict[str, Export] = {
         "messaging.window.target.ms (0: not sized by time, or not measured yet).",
         "gauge",
     ),
+    "peers.connection.window_limit_bytes": Export(
+        "tuplemesh_peer_window_limit_bytes",
+        "Bytes the send window lets be in flight to the peer now: its throughput in bytes times "
+        "its round trip plus messaging.window.target.ms, never below 1 MiB (0: not sized by time, "
+        "or not held back by it yet).",
+        "gauge",
+    ),
     "peers.connection.granted_bytes": Export(
         "tuplemesh_peer_granted_bytes",
         "Unacknowledged bytes the peer lets this worker have in flight to it now: its share of "

@@ -22,9 +22,10 @@ the plugins share: `ReceiverSession.member` (sender ids of this mesh only, so a 
 becomes a metric label) and `ReceiverSession.refuse`, which counts every refused stream or batch
 by one of the fixed `REFUSALS` reasons. A receiver at an epoch refuses a batch that names none.
 
-Acknowledgements are cumulative. They are sent every ``credit // 4`` batches or `ACK_TUPLES`
-tuples, whichever comes first (a sender sizing its window to a time reads the age of its
-batches off the acknowledgements: large batches must not wait for three more), when the sender
+Acknowledgements are cumulative. They are sent every ``credit // 4`` batches, `ACK_TUPLES`
+tuples or `ACK_BYTES` bytes, whichever comes first (a sender sizing its window to a time reads
+the age of its batches off the acknowledgements: large batches must not wait for three more,
+nor batches of large tuples for a thousand more tuples), when the sender
 asks (on a batch, or with a grpc ack probe answered by `ReceiverSession.delivered_ack`), when
 a task is unknown, on a duplicate or a shutdown notice, and whenever the receiver's congested
 tasks changed since this stream last heard them.
@@ -52,7 +53,7 @@ from tuplemesh.transport.dedupe import DuplicateFilter, Verdict
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import BindingStats
 
-__all__ = ["REFUSALS", "Ack", "ReceiverSession", "StreamState"]
+__all__ = ["ACK_BYTES", "ACK_TUPLES", "REFUSALS", "Ack", "ReceiverSession", "StreamState"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,9 @@ UNKNOWN_REPORTED = 64
 
 #: Tuples delivered on a stream after which it is acknowledged, however few batches they took.
 ACK_TUPLES = 1024
+#: Payload bytes delivered on a stream after which it is acknowledged (1,024 tuples of 1 MiB
+#: would otherwise be a gigabyte between two acknowledgements).
+ACK_BYTES = 1 << 20
 
 #: Why a Transfer stream or batch was refused: the only values of the metric's ``reason`` label.
 REFUSALS = (
@@ -97,11 +101,12 @@ class Ack:
 class StreamState:
     """What one stream (grpc) or one peer socket (zmq) was last told. One thread at a time."""
 
-    __slots__ = ("duplicates", "gap_reported", "reported", "unacked_tuples")
+    __slots__ = ("duplicates", "gap_reported", "reported", "unacked_bytes", "unacked_tuples")
 
     def __init__(self) -> None:
         self.duplicates = 0
         self.unacked_tuples = 0  # delivered since the last ack
+        self.unacked_bytes = 0  # and their bytes
         self.reported: list[int] = []  # congested tasks as last told
         self.gap_reported: tuple[int, int, int] | None = None  # (sender, session, last delivered)
 
@@ -311,7 +316,14 @@ class ReceiverSession:
             log.info("topology %r: shutdown notice from worker %d; receiving stops", self.topology_id, sender)
             return self._ack(stream, sequence, unknown)
         stream.unacked_tuples += tuples
-        if unknown or ack_requested or sequence % self.ack_every == 0 or stream.unacked_tuples >= ACK_TUPLES:
+        stream.unacked_bytes += size
+        if (
+            unknown
+            or ack_requested
+            or sequence % self.ack_every == 0
+            or stream.unacked_tuples >= ACK_TUPLES
+            or stream.unacked_bytes >= ACK_BYTES
+        ):
             return self._ack(stream, sequence, unknown)
         congested = self.congestion()
         if congested != stream.reported:
@@ -331,6 +343,7 @@ class ReceiverSession:
         congested = self.congestion() if congested is None else congested
         stream.reported = congested
         stream.unacked_tuples = 0
+        stream.unacked_bytes = 0
         return Ack(
             sequence,
             self.credit,

@@ -41,6 +41,9 @@ class ConnectionStats:
     #: Unacknowledged tuples the window allows now, sized to messaging.window.target.ms from
     #: the acknowledged throughput (0: the window is not sized by time).
     window_limit_tuples: int = 0
+    #: Unacknowledged bytes the window allows now, sized the same way (0: not sized by time, or
+    #: not held back by it yet).
+    window_limit_bytes: int = 0
     #: Unacknowledged bytes the peer's last acknowledgement granted: its share of the room left
     #: under its ceiling on held bytes (0: the peer grants none, messaging.window.bytes alone).
     granted_bytes: int = 0

@@ -1,7 +1,8 @@
 """`SendWindow`: a sender's bounded window of unacknowledged batches, shared by network plugins.
 
 Sequence numbers start at 1. ``add`` blocks while the window is full (count, bytes, the
-receiver's credit, or the tuples `InFlightTimeLimit` allows): backpressure instead of a drop.
+receiver's credit, or the tuples and bytes `InFlightTimeLimit` allows): backpressure instead of
+a drop.
 The receiver's credit is in batches and in bytes: each acknowledgement grants the bytes this
 sender may have unacknowledged, its share of the room left under the receiver's ceiling on
 bytes it holds (``topology.receive.max.bytes``). A receiver whose executors fall behind grants
@@ -38,7 +39,15 @@ from tuplemesh.transport.framing import join_packed, pack_within
 from tuplemesh.transport.settings import TransportSettings
 from tuplemesh.transport.stats import ConnectionStats
 
-__all__ = ["InFlightTimeLimit", "SendWindow", "WindowedConnection"]
+__all__ = [
+    "MAX_IN_FLIGHT_BYTES",
+    "MAX_IN_FLIGHT_TUPLES",
+    "MIN_IN_FLIGHT_BYTES",
+    "MIN_IN_FLIGHT_TUPLES",
+    "InFlightTimeLimit",
+    "SendWindow",
+    "WindowedConnection",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +56,12 @@ log = logging.getLogger(__name__)
 MIN_IN_FLIGHT_TUPLES = 1024
 #: The largest limit: unbounded in practice (the count and bytes bounds still apply).
 MAX_IN_FLIGHT_TUPLES = 1 << 40
+#: No window is held below this many bytes by the time limit: small tuples are bounded by
+#: `MIN_IN_FLIGHT_TUPLES` first; this one holds back large tuples (1,024 tuples of 1 MiB are a
+#: gigabyte), and one batch always goes out whatever its size.
+MIN_IN_FLIGHT_BYTES = 1 << 20
+#: The largest byte limit: unbounded in practice (messaging.window.bytes still applies).
+MAX_IN_FLIGHT_BYTES = 1 << 62
 #: An open batch takes more only while it holds fewer tuples than this (the transfer batch size's
 #: default: the large message it buys at saturation, never a larger one).
 MOST_COALESCED_TUPLES = 10_000
@@ -61,8 +76,10 @@ _FLOOR_SECONDS = 1.0
 
 
 class InFlightTimeLimit:
-    """How many unacknowledged tuples a sender may have in flight: what the peer takes in its
-    round trip plus ``target`` seconds, from the throughput measured on its acknowledgements.
+    """How many unacknowledged tuples and bytes a sender may have in flight: what the peer takes
+    in its round trip plus ``target`` seconds, from the throughput (in tuples and in bytes)
+    measured on its acknowledgements. Tuples bound small tuples, bytes large ones: each limit
+    has its own floor, below which time does not hold a window back.
 
     A slot or byte count says nothing about time: 32 batches of 3,000 tuples in front of a
     receiver taking 200k tuples/s is half a second that every tuple behind them waits. This
@@ -81,8 +98,11 @@ class InFlightTimeLimit:
         "_current_floor",
         "_floor_started",
         "_previous_floor",
+        "_sample_bytes",
         "_sample_started",
         "_sample_tuples",
+        "byte_rate",
+        "bytes_limit",
         "floor",
         "limit",
         "rate",
@@ -92,8 +112,11 @@ class InFlightTimeLimit:
     def __init__(self, target_seconds: float) -> None:
         self.target = target_seconds
         self.limit = MAX_IN_FLIGHT_TUPLES
-        #: moving average of the tuples acknowledged per second (0.0: not measured yet)
+        #: unacknowledged bytes allowed (`MAX_IN_FLIGHT_BYTES`: not held back by time)
+        self.bytes_limit = MAX_IN_FLIGHT_BYTES
+        #: moving averages of the tuples and bytes acknowledged per second (0.0: not measured yet)
         self.rate = 0.0
+        self.byte_rate = 0.0
         #: the shortest age seen in this and the previous `_FLOOR_SECONDS` (the round trip)
         self.floor = float("inf")
         self._previous_floor = float("inf")
@@ -101,18 +124,24 @@ class InFlightTimeLimit:
         self._floor_started = 0.0
         self._sample_started = 0.0
         self._sample_tuples = 0
+        self._sample_bytes = 0
 
-    def acknowledged(self, tuples: int, age: float, waited: bool, now: float) -> None:
-        """``tuples`` were acknowledged at ``now``; the newest of their batches was added ``age``
-        seconds ago; ``waited``: a sender waited for room since the previous acknowledgement."""
+    def acknowledged(self, tuples: int, age: float, waited: bool, now: float, nbytes: int = 0) -> None:
+        """``tuples`` in ``nbytes`` were acknowledged at ``now``; the newest of their batches was
+        added ``age`` seconds ago; ``waited``: a sender waited for room since the previous
+        acknowledgement."""
         if self._sample_started == 0.0:
             self._sample_started = self._floor_started = now
         self._sample_tuples += tuples
+        self._sample_bytes += nbytes
         elapsed = now - self._sample_started
         if elapsed >= _RATE_SAMPLE_SECONDS:
             measured = self._sample_tuples / elapsed
             self.rate = measured if self.rate == 0.0 else self.rate + _RATE_WEIGHT * (measured - self.rate)
-            self._sample_started, self._sample_tuples = now, 0
+            measured = self._sample_bytes / elapsed
+            rate = self.byte_rate
+            self.byte_rate = measured if rate == 0.0 else rate + _RATE_WEIGHT * (measured - rate)
+            self._sample_started, self._sample_tuples, self._sample_bytes = now, 0, 0
         if now - self._floor_started >= _FLOOR_SECONDS:  # forget round trips of another load
             self._previous_floor, self._floor_started = self._current_floor, now
             self._current_floor = age
@@ -123,11 +152,17 @@ class InFlightTimeLimit:
         if age > round_trip + self.target:
             if self.rate > 0.0:
                 limit = round(self.rate * (round_trip + self.target))
+                bytes_limit = round(self.byte_rate * (round_trip + self.target))
             else:  # no throughput measured yet: halve what the window holds
-                limit = min(self.limit, MAX_IN_FLIGHT_TUPLES) // 2
+                limit = self.limit // 2
+                bytes_limit = self.bytes_limit // 2
             self.limit = max(MIN_IN_FLIGHT_TUPLES, min(self.limit, limit))
-        elif waited and age < round_trip + self.target / 2 and self.limit < MAX_IN_FLIGHT_TUPLES:
-            self.limit = min(MAX_IN_FLIGHT_TUPLES, int(self.limit * _GROWTH) + 1)
+            self.bytes_limit = max(MIN_IN_FLIGHT_BYTES, min(self.bytes_limit, bytes_limit))
+        elif waited and age < round_trip + self.target / 2:
+            if self.limit < MAX_IN_FLIGHT_TUPLES:
+                self.limit = min(MAX_IN_FLIGHT_TUPLES, int(self.limit * _GROWTH) + 1)
+            if self.bytes_limit < MAX_IN_FLIGHT_BYTES:
+                self.bytes_limit = min(MAX_IN_FLIGHT_BYTES, int(self.bytes_limit * _GROWTH) + 1)
 
 
 class SendWindow:
@@ -203,6 +238,18 @@ class SendWindow:
         return 0 if limit >= MAX_IN_FLIGHT_TUPLES else limit
 
     @property
+    def time_bytes_limit(self) -> int:
+        """Unacknowledged bytes the time target allows now (`InFlightTimeLimit`; unbounded
+        without one). Like the tuple limit, the batch that crosses it goes out."""
+        return MAX_IN_FLIGHT_BYTES if self.time_limit is None else self.time_limit.bytes_limit
+
+    @property
+    def time_limited_bytes(self) -> int:
+        """The byte limit the time target set, for the stats (0: none, or nothing measured yet)."""
+        limit = self.time_bytes_limit
+        return 0 if limit >= MAX_IN_FLIGHT_BYTES else limit
+
+    @property
     def byte_limit(self) -> int:
         """Unacknowledged bytes allowed now: the window's bytes, or less when the receiver grants
         less (a batch still goes out alone whatever its size)."""
@@ -214,8 +261,8 @@ class SendWindow:
         """``add`` would wait for an acknowledgement now by count or the receiver's credit, in
         batches or in bytes (another batch the size of the newest would not fit): what a sender
         asks the receiver to acknowledge at once for (receivers acknowledge every credit/4
-        batches). The tuple limit needs no asking: it is never below the tuples after which a
-        receiver acknowledges anyway (ACK_TUPLES)."""
+        batches). The time limits need no asking: they are never below the tuples and bytes
+        after which a receiver acknowledges anyway (ACK_TUPLES, ACK_BYTES)."""
         items = self._items
         if len(items) >= min(self.batches, self._credit):
             return True
@@ -267,6 +314,7 @@ class SendWindow:
                     and held_tuples + tuples <= MOST_COALESCED_TUPLES
                     and self._bytes + size <= self.byte_limit
                     and self._tuples < self.tuple_limit
+                    and self._bytes < self.time_bytes_limit
                 ):
                     joined = join_packed(item, packed)
                     self._items[-1] = (seq, joined, held + size, held_tuples + tuples, added)
@@ -285,10 +333,10 @@ class SendWindow:
     def _must_wait(self, size: int, tuples: int) -> bool:
         """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
         batch would pass the count, the receiver's credit, the bytes (the window's or the
-        receiver's grant), or what is in flight
-        already reaches the tuples the time limit allows (held by ``cond``). The tuple limit
-        lets the batch that crosses it go: a limit below one large batch must not turn the
-        link into stop-and-wait, each batch sent only once the previous one is acknowledged."""
+        receiver's grant), or what is in flight already reaches the tuples or bytes the time
+        limit allows (held by ``cond``). The time limits let the batch that crosses them go: a
+        limit below one large batch must not turn the link into stop-and-wait, each batch sent
+        only once the previous one is acknowledged."""
         return (
             not self.closed
             and bool(self._items)
@@ -296,6 +344,7 @@ class SendWindow:
                 len(self._items) >= min(self.batches, self._credit)
                 or self._bytes + size > self.byte_limit
                 or self._tuples >= self.tuple_limit
+                or self._bytes >= self.time_bytes_limit
             )
         )
 
@@ -321,7 +370,9 @@ class SendWindow:
             self.granted_bytes = granted_bytes
             if released and self.time_limit is not None:
                 now = time.monotonic()
-                self.time_limit.acknowledged(released_tuples, now - newest_added, self._waited, now)
+                self.time_limit.acknowledged(
+                    released_tuples, now - newest_added, self._waited, now, released_bytes
+                )
                 self._waited = False
             self.cond.notify_all()
         return released
@@ -469,6 +520,7 @@ class WindowedConnection:
             window_waits=self.window.waits,
             window_wait_seconds=self.window.wait_seconds,
             window_limit_tuples=self.window.time_limited_tuples,
+            window_limit_bytes=self.window.time_limited_bytes,
             granted_bytes=self.window.granted_bytes,
             resent_batches=self.resent_batches,
             reconnects=self.reconnects,

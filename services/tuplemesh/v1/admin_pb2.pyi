@@ -123,7 +123,7 @@ class Histogram(_message.Message):
     def __init__(self, bounds: _Optional[_Iterable[float]] = ..., counts: _Optional[_Iterable[int]] = ..., sum: _Optional[float] = ...) -> None: ...
 
 class PeerStatus(_message.Message):
-    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches", "unacked_tuples", "unacked_bytes", "window_waits", "window_wait_seconds", "window_limit_tuples", "coalesced_batches", "granted_bytes")
+    __slots__ = ("worker", "address", "state", "sent_batches", "unacked_batches", "reconnects", "resent_batches", "channel_state", "sent_tuples", "sent_bytes", "retargets", "lost_on_close", "unknown_tasks", "transferred_tuples", "transferred_batches", "unacked_tuples", "unacked_bytes", "window_waits", "window_wait_seconds", "window_limit_tuples", "coalesced_batches", "granted_bytes", "window_limit_bytes")
     WORKER_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +146,7 @@ class PeerStatus(_message.Message):
     WINDOW_LIMIT_TUPLES_FIELD_NUMBER: _ClassVar[int]
     COALESCED_BATCHES_FIELD_NUMBER: _ClassVar[int]
     GRANTED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WINDOW_LIMIT_BYTES_FIELD_NUMBER: _ClassVar[int]
     worker: int
     address: str
     state: str
@@ -168,7 +169,8 @@ class PeerStatus(_message.Message):
     window_limit_tuples: int
     coalesced_batches: int
     granted_bytes: int
-    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., unacked_tuples: _Optional[int] = ..., unacked_bytes: _Optional[int] = ..., window_waits: _Optional[int] = ..., window_wait_seconds: _Optional[float] = ..., window_limit_tuples: _Optional[int] = ..., coalesced_batches: _Optional[int] = ..., granted_bytes: _Optional[int] = ...) -> None: ...
+    window_limit_bytes: int
+    def __init__(self, worker: _Optional[int] = ..., address: _Optional[str] = ..., state: _Optional[str] = ..., sent_batches: _Optional[int] = ..., unacked_batches: _Optional[int] = ..., reconnects: _Optional[int] = ..., resent_batches: _Optional[int] = ..., channel_state: _Optional[str] = ..., sent_tuples: _Optional[int] = ..., sent_bytes: _Optional[int] = ..., retargets: _Optional[int] = ..., lost_on_close: _Optional[int] = ..., unknown_tasks: _Optional[int] = ..., transferred_tuples: _Optional[int] = ..., transferred_batches: _Optional[int] = ..., unacked_tuples: _Optional[int] = ..., unacked_bytes: _Optional[int] = ..., window_waits: _Optional[int] = ..., window_wait_seconds: _Optional[float] = ..., window_limit_tuples: _Optional[int] = ..., coalesced_batches: _Optional[int] = ..., granted_bytes: _Optional[int] = ..., window_limit_bytes: _Optional[int] = ...) -> None: ...
 
 class BindingStatus(_message.Message):
     __slots__ = ("received_batches", "received_tuples", "received_bytes", "received_tuples_from", "received_bytes_from", "rejected_batches", "rejected_frames", "sequence_gaps", "broadcast_messages", "shutdown_messages", "epoch_refused_batches", "refused")
