@@ -20,7 +20,7 @@ from tuplemesh.disruptor import EventPoller, RingBuffer
 from tuplemesh.serialization import MsgpackSerializer
 from tuplemesh.topology import Fields
 from tuplemesh.topology.groupings import FieldsGrouping, ShuffleGrouping
-from tuplemesh.worker.executor import ExecutorCounters
+from tuplemesh.worker.executor_base import ExecutorCounters
 
 RING_SIZE = 1024
 BATCH = 100

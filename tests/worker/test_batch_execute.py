@@ -17,7 +17,7 @@ from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import BasicBolt, Bolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.topology.groupings import ShuffleGrouping
-from tuplemesh.worker.executor import ExecutorCounters
+from tuplemesh.worker.executor_base import ExecutorCounters
 from tuplemesh.worker.local_cluster import LocalCluster
 
 IDS = 600

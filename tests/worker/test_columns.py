@@ -55,7 +55,8 @@ from tuplemesh.topology.groupings import (
     ShuffleGrouping,
     TaskChooser,
 )
-from tuplemesh.worker.executor import BoltExecutor, ExecutorCounters, ExecutorWiring
+from tuplemesh.worker.executor import BoltExecutor
+from tuplemesh.worker.executor_base import ExecutorCounters, ExecutorWiring
 from tuplemesh.worker.local_cluster import LocalCluster
 from tuplemesh.worker.plan import WorkerPlan
 

@@ -16,7 +16,8 @@ from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import frame_rows, load_serializer
 from tuplemesh.topology import Fields, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.executor import BoltExecutor, SpoutExecutor
+from tuplemesh.worker.executor_base import ExecutorWiring
 from tuplemesh.worker.plan import WorkerPlan
 
 

@@ -12,7 +12,8 @@ from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import frame_rows, load_serializer
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, TopologyBuilder, Tuple
-from tuplemesh.worker.executor import BoltExecutor, ExecutorWiring
+from tuplemesh.worker.executor import BoltExecutor
+from tuplemesh.worker.executor_base import ExecutorWiring
 from tuplemesh.worker.flush_timer import FlushTimer
 from tuplemesh.worker.plan import WorkerPlan
 

@@ -138,7 +138,7 @@ def _most_slots_in_use(target_ms: int) -> int:
             time.sleep(0.005)  # deliberate: samples spread over the bolt's work
         return most
     finally:
-        worker.spout_executors[0].deactivate()
+        worker.spout_executors[0].switch.deactivate()
         cluster.stop()
 
 
@@ -172,7 +172,7 @@ def _limit_gauge_of_the_slow_inbox(target_ms: int) -> tuple[float, float]:
             eventually(lambda: sample("tuplemesh_queue_limit_slots") < 1024, timeout=10.0)
         return sample("tuplemesh_queue_limit_slots"), sample("tuplemesh_queue_capacity_slots")
     finally:
-        worker.spout_executors[0].deactivate()
+        worker.spout_executors[0].switch.deactivate()
         cluster.stop()
 
 

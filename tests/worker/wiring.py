@@ -13,7 +13,7 @@ from tuplemesh.core.feature import Feature, FeatureContext
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import ExecutorSpec, Topology
-from tuplemesh.worker.executor import ExecutorWiring
+from tuplemesh.worker.executor_base import ExecutorWiring
 from tuplemesh.worker.plan import WorkerPlan
 
 __all__ = ["Wired", "wire"]

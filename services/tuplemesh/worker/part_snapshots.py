@@ -19,7 +19,8 @@ from tuplemesh.core.stats import (
     TransferTotals,
 )
 from tuplemesh.disruptor import RingBuffer
-from tuplemesh.worker.executor import Executor, SpoutExecutor
+from tuplemesh.worker.executor import SpoutExecutor
+from tuplemesh.worker.executor_base import Executor
 from tuplemesh.worker.receive import ReceivePath
 from tuplemesh.worker.transfer import TransferPath, TransferStats
 

@@ -39,7 +39,8 @@ from tuplemesh.topology.assignment import Epoch
 from tuplemesh.topology.user_metrics import UserMetrics
 from tuplemesh.transport.base import Admission, Binding, Context
 from tuplemesh.transport.stats import BindingStats
-from tuplemesh.worker.executor import BoltExecutor, Executor, ExecutorWiring, SpoutExecutor
+from tuplemesh.worker.executor import BoltExecutor, SpoutExecutor
+from tuplemesh.worker.executor_base import Executor, ExecutorWiring
 from tuplemesh.worker.flush_timer import FlushTimer
 from tuplemesh.worker.part_snapshots import (
     executor_snapshot,
@@ -236,7 +237,7 @@ class Worker:
             executor.start()
         for spout_executor in self.spout_executors:
             if hold_spouts:
-                spout_executor.hold()
+                spout_executor.switch.hold()
             spout_executor.start()
         self._flusher = threading.Thread(target=self._flush_loop, name=f"flusher-{self.index}", daemon=True)
         self._flusher.start()
@@ -285,7 +286,7 @@ class Worker:
     def release_spouts(self) -> None:
         """End the hold `start` put on the spouts: they emit from now on. Any thread."""
         for executor in self.spout_executors:
-            executor.release()
+            executor.switch.release()
 
     def deactivate_spouts(self, timeout: float = 5.0) -> bool:
         """Stop the spouts' next_tuple calls and wait (up to ``timeout``) until each spout loop has
@@ -299,11 +300,11 @@ class Worker:
             if isinstance(feature, DrainingFeature) and (wait := feature.draining()) is not None
         ]
         for executor in self.spout_executors:
-            executor.deactivate()
+            executor.switch.deactivate()
         deadline = time.monotonic() + timeout
         quiet = True
         for executor in self.spout_executors:
-            if not executor.wait_deactivated(max(0.0, deadline - time.monotonic())):
+            if not executor.switch.wait_deactivated(max(0.0, deadline - time.monotonic())):
                 log.warning("worker %d: spout %s is still inside next_tuple", self.index, executor.name)
                 quiet = False
         return quiet
@@ -414,7 +415,7 @@ class Worker:
             and not received.overflow_batches
             and all(q.depth == 0 for q in queues),
             spouts_finished=all(e.finished for e in executors if e.spout),
-            spouts_quiet=all(e.quiet for e in self.spout_executors),
+            spouts_quiet=all(e.switch.quiet for e in self.spout_executors),
             epoch=str(self.epoch),
             congested_tasks=len(congested),
             congested_task_ids=tuple(congested),
