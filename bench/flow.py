@@ -439,9 +439,9 @@ def spout_flood(directory: Path, tuples: int) -> dict[str, Any]:
             while sink_executed(sink.GetStatus(admin_pb2.GetStatusRequest(), timeout=10)) < tuples:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the sink did not execute {tuples} flooded tuples within 180 s")
-                [peer] = sender.GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
-                in_flight.append(peer.unacked_bytes)
-                time.sleep(0.05)
+                peers = sender.GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
+                in_flight.extend(p.unacked_bytes for p in peers)  # worker 1, the only peer
+                time.sleep(0.2)
             took = time.monotonic() - start
     finally:
         mesh.stop()

@@ -54,6 +54,7 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
     ),
     "tuplemesh.worker.user_code": ("tests/worker/test_user_errors.py", *_EXECUTOR),
     "tuplemesh.worker.spout_outcomes": ("tests/worker/test_acking.py", *_EXECUTOR),
+    "tuplemesh.worker.spout_switch": ("tests/worker/test_spout_switch.py", *_EXECUTOR),
     "tuplemesh.worker.executor_base": _EXECUTOR,
     "tuplemesh.worker.executor": _EXECUTOR,
 }

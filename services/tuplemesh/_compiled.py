@@ -37,6 +37,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "tuplemesh.worker.bolt_input",
     "tuplemesh.worker.user_code",
     "tuplemesh.worker.spout_outcomes",
+    "tuplemesh.worker.spout_switch",
     "tuplemesh.worker.executor_base",
     "tuplemesh.worker.executor",
 )

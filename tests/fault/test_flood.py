@@ -14,6 +14,7 @@ import json
 import threading
 import time
 
+import grpc
 import pytest
 
 from bench.flood import BIG_TUPLES, CEILING, MIB, SINK_TASK, TUPLES_PER_BATCH, sink_executed
@@ -98,9 +99,11 @@ def test_a_spout_of_1_mib_tuples_keeps_both_workers_bounded_and_loses_nothing(tr
         while not done.is_set():
             for index in (0, 1):
                 peaks[index] = max(peaks[index], proc_status(mesh.procs[index].pid)[0])
-            [peer] = admins[0].GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
-            if peer.window_limit_bytes:
-                byte_limits.append(peer.window_limit_bytes)
+            try:  # a status call late on a loaded machine costs one sample, not the RSS sampling
+                peers = admins[0].GetStatus(admin_pb2.GetStatusRequest(), timeout=10).peers
+            except grpc.RpcError:
+                peers = []
+            byte_limits.extend(p.window_limit_bytes for p in peers if p.window_limit_bytes)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)

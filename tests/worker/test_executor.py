@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from tests.helpers import ListSpout, RecordingBolt, eventually
 from tuplemesh.acking.collectors import TrackedBoltCollector, TrackedSpoutCollector
 from tuplemesh.config import Config
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector
-from tuplemesh.core.feature import ControlledSpout
+from tuplemesh.core.feature import ControlledSpout, ExecutorHooks
 from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import frame_rows, load_serializer
@@ -221,3 +222,39 @@ def test_a_spout_executor_settles_its_trees_by_the_ackers_verdicts_and_logs_a_ma
     assert len(ignored) == 1 and "2 lists (acked roots, failed roots), this one 1" in ignored[0]
     assert spout.acked == ["a"] and spout.failed == ["c"]
     assert (executor.counters.acked, executor.counters.failed, executor.counters.received) == (1, 1, 2)
+
+
+class _ExitRaises:
+    """A feature whose executor hook raises as the loop ends."""
+
+    name = "exit-raises"
+
+    def attach(self, executor: Any) -> ExecutorHooks:
+        def on_exit() -> None:
+            raise RuntimeError("a feature's hook failed on the way out")
+
+        return ExecutorHooks(on_exit=on_exit)
+
+    def start(self) -> None: ...
+    def stopping(self) -> None: ...
+    def stop(self) -> None: ...
+    def serve(self, where: Any) -> None: ...
+    def section(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_spout_loop_that_ends_by_an_exception_leaves_no_drain_waiting_for_it() -> None:
+    """A drain waits until every spout loop has seen the deactivation, or has ended: one that
+    ended while active, by an exception on its way out, has ended too."""
+    conf = Config({"topology.producer.batch.size": 100, "topology.batch.flush.interval.millis": 60_000})
+    plan = WorkerPlan.build(topology(5), 1, 2, conf)
+    wired = wiring(plan)
+    wired.transfer_ring.sequencer.alert()  # its first flush is refused: the loop ends, still active
+    [spec] = plan.executors
+    executor = SpoutExecutor(spec, replace(wired, features=(_ExitRaises(),)))
+    assert executor.switch.wait_deactivated(0.0)  # not started: nothing can be under way
+    executor.start()
+    assert executor.join(10.0)  # ended, the feature's hook raising on the way out
+    assert executor.switch.active  # never deactivated
+    assert executor.switch.wait_deactivated(0.0) and executor.switch.quiet

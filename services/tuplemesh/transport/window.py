@@ -79,7 +79,9 @@ class InFlightTimeLimit:
     """How many unacknowledged tuples and bytes a sender may have in flight: what the peer takes
     in its round trip plus ``target`` seconds, from the throughput (in tuples and in bytes)
     measured on its acknowledgements. Tuples bound small tuples, bytes large ones: each limit
-    has its own floor, below which time does not hold a window back.
+    has its own floor, below which time does not hold a window back. At the byte floor a batch
+    of 1 MiB or more is alone in flight (the batch that crosses a limit goes out); the limit
+    grows again while acknowledgements come back early.
 
     A slot or byte count says nothing about time: 32 batches of 3,000 tuples in front of a
     receiver taking 200k tuples/s is half a second that every tuple behind them waits. This
@@ -245,9 +247,10 @@ class SendWindow:
 
     @property
     def time_limited_bytes(self) -> int:
-        """The byte limit the time target set, for the stats (0: none, or nothing measured yet)."""
+        """The byte limit the time target set, for the stats (0: none, or not below the window's
+        own bytes: time holds nothing back)."""
         limit = self.time_bytes_limit
-        return 0 if limit >= MAX_IN_FLIGHT_BYTES else limit
+        return 0 if limit >= self.max_bytes else limit
 
     @property
     def byte_limit(self) -> int:
@@ -259,14 +262,17 @@ class SendWindow:
     @property
     def full(self) -> bool:
         """``add`` would wait for an acknowledgement now by count or the receiver's credit, in
-        batches or in bytes (another batch the size of the newest would not fit): what a sender
-        asks the receiver to acknowledge at once for (receivers acknowledge every credit/4
-        batches). The time limits need no asking: they are never below the tuples and bytes
-        after which a receiver acknowledges anyway (ACK_TUPLES, ACK_BYTES)."""
+        batches or in bytes (another batch the size of the newest would not fit, or the bytes the
+        time limit allows are in flight): what a sender asks the receiver to acknowledge at once
+        for (receivers acknowledge every credit/4 batches). The tuple limit needs no asking: it
+        is never below the tuples after which a receiver acknowledges anyway (ACK_TUPLES). The
+        byte limit is never below ACK_BYTES either, but a joined batch is counted here at the
+        sum of its parts, a few bytes more than the receiver counts it, so it asks."""
         items = self._items
         if len(items) >= min(self.batches, self._credit):
             return True
-        return bool(items) and self._bytes + items[-1][2] > self.byte_limit
+        bytes_ = self._bytes
+        return bool(items) and (bytes_ + items[-1][2] > self.byte_limit or bytes_ >= self.time_bytes_limit)
 
     @property
     def oldest(self) -> int:

@@ -231,8 +231,12 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
     def start(self) -> None:
         self._running = True
         self.switch.looping(True)
-        self._loop_thread = threading.Thread(target=self._run_loop, name=f"executor-{self.name}", daemon=True)
-        self._loop_thread.start()
+        self._loop_thread = threading.Thread(target=self._loop, name=f"executor-{self.name}", daemon=True)
+        try:
+            self._loop_thread.start()
+        except BaseException:
+            self.switch.looping(False)  # no loop runs
+            raise
         self._started.wait()
         self.features.start()
 
@@ -287,6 +291,14 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             self.errors_log.log("spout executor %s: ignored unexpected tuple %r", self.name, tup)
         elif handler(tup):
             self.finished.clear()  # rewound: it has tuples to emit again
+
+    def _loop(self) -> None:
+        """The thread: the loop, and its end told to the switch however it ends (a feature's
+        hook or a flush raising on the way out included: a drain must not wait for it)."""
+        try:
+            self._run_loop()
+        finally:
+            self.switch.looping(False)
 
     def _run_loop(self) -> None:
         spouts = list(self._spouts.items())
@@ -368,4 +380,3 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             self._record_reports()
             for task, spout in spouts:
                 self.user_code.call("close", task, spout.close)
-            switch.looping(False)

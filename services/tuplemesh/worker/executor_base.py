@@ -34,7 +34,7 @@ from tuplemesh.worker.user_code import UserCode
 
 __all__ = ["COUNTER_NAMES", "CollectorT", "Executor", "ExecutorCounters", "ExecutorWiring"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("tuplemesh.worker.executor")  # one logger for all of an executor's lines
 
 
 #: The fields of ExecutorCounters, in ``as_dict`` order (a compiled class has no ``__slots__``).
