@@ -75,6 +75,11 @@ _GROWTH = 1.25
 _FLOOR_SECONDS = 1.0
 
 
+def _moved(average: float, measured: float) -> float:
+    """A throughput's moving average after the sample ``measured`` (the first sample sets it)."""
+    return measured if average == 0.0 else average + _RATE_WEIGHT * (measured - average)
+
+
 class InFlightTimeLimit:
     """How many unacknowledged tuples and bytes a sender may have in flight: what the peer takes
     in its round trip plus ``target`` seconds, from the throughput (in tuples and in bytes)
@@ -138,11 +143,8 @@ class InFlightTimeLimit:
         self._sample_bytes += nbytes
         elapsed = now - self._sample_started
         if elapsed >= _RATE_SAMPLE_SECONDS:
-            measured = self._sample_tuples / elapsed
-            self.rate = measured if self.rate == 0.0 else self.rate + _RATE_WEIGHT * (measured - self.rate)
-            measured = self._sample_bytes / elapsed
-            rate = self.byte_rate
-            self.byte_rate = measured if rate == 0.0 else rate + _RATE_WEIGHT * (measured - rate)
+            self.rate = _moved(self.rate, self._sample_tuples / elapsed)
+            self.byte_rate = _moved(self.byte_rate, self._sample_bytes / elapsed)
             self._sample_started, self._sample_tuples, self._sample_bytes = now, 0, 0
         if now - self._floor_started >= _FLOOR_SECONDS:  # forget round trips of another load
             self._previous_floor, self._floor_started = self._current_floor, now
@@ -155,7 +157,7 @@ class InFlightTimeLimit:
             if self.rate > 0.0:
                 limit = round(self.rate * (round_trip + self.target))
                 bytes_limit = round(self.byte_rate * (round_trip + self.target))
-            else:  # no throughput measured yet: halve what the window holds
+            else:  # no throughput measured yet: halve the limits
                 limit = self.limit // 2
                 bytes_limit = self.bytes_limit // 2
             self.limit = max(MIN_IN_FLIGHT_TUPLES, min(self.limit, limit))
