@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +67,25 @@ def eventually(
             name = getattr(condition, "__name__", repr(condition))
             raise AssertionError(f"not true within {timeout:g} s: {text or name} (last value {value!r})")
         time.sleep(interval)
+
+
+def freeze(pid: int, timeout: float = 30.0) -> None:
+    """SIGSTOP ``pid`` and return once every thread of it has stopped. The signal is delivered
+    to each thread as it is next scheduled, so on a loaded host a thread can still run for a
+    moment after ``kill`` returns (and answer a batch sent meanwhile): a test that freezes a peer
+    to see what an unanswering peer does must not start before the freeze has."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def every_thread_stopped() -> bool:
+        states = []
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            try:
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):  # a thread that ended meanwhile
+                continue
+        return bool(states) and all(state in "tT" for state in states)
+
+    eventually(every_thread_stopped, timeout=timeout, message=f"every thread of process {pid} stopped")
 
 
 class ListSpout(Spout):

@@ -19,7 +19,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2_grpc
 
-from tests.helpers import child_pythonpath, eventually, run_cli
+from tests.helpers import child_pythonpath, eventually, freeze, run_cli
 from tuplemesh.launcher import is_serving
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
@@ -375,7 +375,7 @@ def test_a_worker_paused_longer_than_the_status_deadline_is_waited_for_and_nothi
             timeout=30,
             message="worker 1 executing",
         )
-    os.kill(workers[1], signal.SIGSTOP)
+    freeze(workers[1])
     try:
         time.sleep(20)  # the pause itself is the input: longer than any Admin call's deadline
         assert proc.poll() is None, proc.communicate()[1]  # the launcher waits for the worker

@@ -13,7 +13,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 
-from tests.helpers import eventually
+from tests.helpers import eventually, freeze
 from tests.worker.conftest import Mesh, start_mesh, wait_serving
 from tuplemesh.v1 import admin_pb2
 
@@ -96,7 +96,7 @@ def test_a_forged_epoch_of_no_workers_is_refused_and_both_keep_running(mesh: Mes
 
 def test_readiness_follows_a_stopped_then_killed_and_restarted_peer(mesh: Mesh):
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
-    os.kill(mesh.procs[1].pid, signal.SIGSTOP)
+    freeze(mesh.procs[1].pid)
     try:
         # well below gRPC's default ping timeout (60 s): the keepalive period must be what notices
         eventually(lambda: health(mesh, 0) == not_serving, timeout=30, interval=0.1, message="NOT_SERVING")

@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from tests.helpers import eventually
+from tests.helpers import eventually, freeze
 from tuplemesh.netutil import free_ports
 
 
@@ -83,7 +83,7 @@ class RedisServer:
     def pause(self) -> None:
         """Freeze the server (SIGSTOP): connections still open, nothing answers, as on a hung host."""
         assert self.process is not None
-        os.kill(self.process.pid, signal.SIGSTOP)
+        freeze(self.process.pid)
 
     def resume(self) -> None:
         if self.process is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 
 from tuplemesh.config import Config
 from tuplemesh.transport import make_context
@@ -34,9 +35,14 @@ def main() -> None:
     context.prepare(conf)
     binding = context.bind("topo-1", port, on_batch)
     print("ready", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    stop.wait()
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    # Python runs a signal handler only in the main thread, between bytecodes, so the main thread
+    # must keep running some: in one endless Event.wait it never learns of a SIGTERM the kernel
+    # handed to another thread (seen after a SIGSTOP/SIGCONT), and the process never exits. The
+    # handler only appends: an Event.set there could wait for the lock its own wait holds.
+    while not stopping:
+        time.sleep(0.05)
     binding.close()
     context.term()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import child_pythonpath, eventually
+from tests.helpers import child_pythonpath, eventually, freeze
 from tests.transport.conftest import Harness
 from tuplemesh.transport.stats import ConnectionStats
 
@@ -186,7 +186,7 @@ def test_a_stopped_receiver_is_taken_as_gone_and_gets_the_held_batches_once_back
         conn.send([(1, str(i).encode()) for i in range(100)])
         eventually(lambda: conn.stats().unacked_batches == 0, timeout=30, message="first batch acknowledged")
         assert conn.stats().channel_state == "READY"
-        os.kill(proc.pid, signal.SIGSTOP)
+        freeze(proc.pid)
         try:
             conn.send([(1, str(i).encode()) for i in range(100, 200)])  # held while it is stopped
             eventually(lambda: conn.stats().channel_state != "READY", timeout=30, message="channel not READY")
