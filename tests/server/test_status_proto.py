@@ -38,6 +38,8 @@ def value_of(hint: Any, default: Any, numbers: Iterator[int]) -> Any:
     if type(None) in args:  # optional: present
         (hint,) = (a for a in args if a is not type(None))
         return value_of(hint, MISSING, numbers)
+    if hint is Any:  # JSON-able data (a feature's section): a number will do
+        return next(numbers)
     if hint is bool:
         return default is not True  # the default flipped; True where there is none
     if hint is int:

@@ -63,6 +63,13 @@ def test_get_status(wordcount_mesh: Mesh):
     assert status["peers"][0]["state"] == "READY"
     # executors by name, round-robin: worker 1 holds count[2], sentences[4] and split[6]
     assert sorted(e["component"] for e in status["executors"]) == ["count", "sentences", "split"]
+    # what the features report of themselves: nothing watched, hot keys not counted (the
+    # default); no ticks, no gateway components and no checkpoints here, so no section of theirs
+    sections = json.loads(status["feature_sections_json"])
+    assert sections == {
+        "sampling": {"watched_executors": []},
+        "hotkeys": {"top_k": 10, "sample_every": 128, "streams": []},
+    }
 
 
 def test_get_assignment_matches_on_every_worker(wordcount_mesh: Mesh):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from tests.helpers import eventually
 from tuplemesh.errors import TopologyError
+from tuplemesh.server.status_proto import snapshot_from_proto, snapshot_to_proto
 from tuplemesh.ticks import TICK
 from tuplemesh.topology import BasicBolt, Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.local_cluster import LocalCluster
@@ -112,6 +114,25 @@ def test_component_ticks_reach_every_task_on_the_system_tick_stream_and_count_as
     assert counters["ticked"]["acked"] == 200
     assert counters["ticked"]["errors"] == 0
     assert counters["numbers"]["acked"] == 200 and counters["numbers"]["failed"] == 0
+
+
+def test_the_ticks_feature_reports_each_timer_in_the_worker_status():
+    cluster = run_until_ticks(ticked_topology(0.02), "ticked", 3, {})
+    try:
+        worker = cluster.workers[0]
+        timers = worker.features["ticks"].timers
+        snapshot = worker.snapshot()
+        section = snapshot.feature_sections["ticks"]
+        assert sorted(section) == sorted(timers) and len(section) == 2  # the two "ticked" executors
+        for timer in section.values():
+            assert timer["period_seconds"] == 0.02
+            assert timer["queued"] >= 3 and timer["skipped"] >= 0
+        # the same section in Admin's status, as JSON
+        status = snapshot_to_proto(snapshot)
+        assert json.loads(status.feature_sections_json)["ticks"] == section
+        assert snapshot_from_proto(status).feature_sections == snapshot.feature_sections
+    finally:
+        cluster.stop()
 
 
 def test_topology_ticks_reach_every_bolt_and_a_component_setting_overrides_them():

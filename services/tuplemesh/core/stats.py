@@ -317,6 +317,9 @@ class WorkerSnapshot:
     tasks: int = 0
     #: Which tasks are congested (the ids ``congested_tasks`` counts).
     congested_task_ids: tuple[int, ...] = ()
+    #: What each feature reports of itself (``Feature.section``: JSON-able), by feature name; a
+    #: feature with nothing to report is left out.
+    feature_sections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def unacked_batches(self) -> int:

@@ -12,6 +12,7 @@ them, so the two directions cannot drift apart. The fields features fill
 
 from __future__ import annotations
 
+import json
 import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
@@ -83,6 +84,18 @@ class _Mapping:
         return dict(getattr(message, name))
 
 
+class _Json:
+    """A dict of JSON-able data as one JSON object in a string field ("" for an empty one)."""
+
+    def to_proto(self, value: Mapping[str, Any]) -> str:
+        return json.dumps(value, sort_keys=True, default=repr) if value else ""
+
+    def from_proto(self, message: Any, name: str) -> dict[str, Any]:
+        text = getattr(message, name)
+        loaded: dict[str, Any] = json.loads(text) if text else {}
+        return loaded
+
+
 class _Histogram:
     def to_proto(self, value: HistogramSnapshot) -> admin_pb2.Histogram:
         return admin_pb2.Histogram(bounds=value.bounds, counts=value.counts, sum=value.sum)
@@ -145,10 +158,11 @@ class _Repeated:
         return tuple(self.table.from_proto(item) for item in getattr(message, name))
 
 
-_PLAIN, _SEQUENCE, _MAPPING, _HISTOGRAM, _DERIVED = (
+_PLAIN, _SEQUENCE, _MAPPING, _JSON, _HISTOGRAM, _DERIVED = (
     _Plain(),
     _Sequence(),
     _Mapping(),
+    _Json(),
     _Histogram(),
     _Derived(),
 )
@@ -348,6 +362,7 @@ _WORKER: _Table[WorkerSnapshot] = _Table(
         _Row("transfer.ceiling_waits", "transfer_ceiling_waits"),
         _Row("transfer.ceiling_wait_seconds", "transfer_ceiling_wait_seconds"),
         _Row("export_lost", "export_lost", _MAPPING),  # the Gateway feature fills it
+        _Row("feature_sections", "feature_sections_json", _JSON),
         _Row("discovery", "discovery", _Nested(_flat(DiscoveryStats, admin_pb2.DiscoveryStatus))),
         _Row(
             "checkpoints", "checkpoints", _Nested(_flat(CheckpointSnapshot, admin_pb2.CheckpointStatus), True)

@@ -420,6 +420,7 @@ class Worker:
             congested_tasks=len(congested),
             congested_task_ids=tuple(congested),
             tasks=len(self.local_inbox_of_task),
+            feature_sections=self._feature_sections(),
             **self._feature_snapshot_fields(),
         )
 
@@ -447,6 +448,18 @@ class Worker:
         for feature in self.features.values():
             fields.update(feature.snapshot_fields())
         return fields
+
+    def _feature_sections(self) -> dict[str, dict[str, Any]]:
+        """What each feature reports of itself, by feature name; empty sections left out."""
+        sections: dict[str, dict[str, Any]] = {}
+        for name, feature in self.features.items():
+            try:
+                section = dict(feature.section())
+            except Exception as exc:  # a section is diagnostics: never fail the snapshot
+                section = {"error": repr(exc)}  # shown to whoever reads it, every time
+            if section:
+                sections[name] = section
+        return sections
 
     def peers_connected(self) -> bool:
         """Every other worker has a connection that is up."""
