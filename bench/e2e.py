@@ -50,11 +50,14 @@ def measure(
     target: str = TARGET,
     env: dict[str, str] | None = None,
     config_path: str | None = None,
+    pin_cpus: bool = False,
 ) -> dict[str, Any]:
     os.environ["BENCH_RATE"] = str(rate)
     from bench.topologies import build
 
-    cluster = ProcessCluster(target, build(), workers, transport=transport, env=env, config_path=config_path)
+    cluster = ProcessCluster(
+        target, build(), workers, transport=transport, env=env, config_path=config_path, pin_cpus=pin_cpus
+    )
     try:
         cluster.start()
         cluster.wait_serving(60)

@@ -76,17 +76,22 @@ def _pct_ms(value: float) -> float:
 UNCOALESCED = {"TUPLEMESH_MESSAGING_COALESCE_MS": "0"}
 
 
-def latency(seconds: float, runs: int) -> Record:
+def latency(seconds: float, runs: int) -> list[Record]:
     """Full load beside half the max rate, alternating, and the half rate again without
-    coalescing (what a busy link's pacing buys); medians over ``runs``."""
+    coalescing (what a busy link's pacing buys), and both again with each worker on CPUs of its
+    own (``pin_cpus``, as ``tuplemesh run --pin-cpus``); medians over ``runs``."""
     full: list[dict[str, Any]] = []
     half: list[dict[str, Any]] = []
     half_uncoalesced: list[dict[str, Any]] = []
+    full_pinned: list[dict[str, Any]] = []
+    half_pinned: list[dict[str, Any]] = []
     for _ in range(runs):
         full.append(e2e.measure("grpc", seconds))
         rate = full[-1]["rate"] / 2 / 2  # two spout tasks
         half.append(e2e.measure("grpc", seconds, rate=rate))
         half_uncoalesced.append(e2e.measure("grpc", seconds, rate=rate, env=UNCOALESCED))
+        full_pinned.append(e2e.measure("grpc", seconds, pin_cpus=True))
+        half_pinned.append(e2e.measure("grpc", seconds, rate=rate, pin_cpus=True))
 
     def median(results: list[dict[str, Any]], key: str) -> float:
         return statistics.median(r[key] for r in results)
@@ -111,15 +116,33 @@ def latency(seconds: float, runs: int) -> Record:
         f"{sum(r['latency_samples'] for r in full)} / {sum(r['latency_samples'] for r in half)}"
     )
     extra["worker RSS MB (max), full load"] = round(max(r["max_rss_mb"] for r in full), 1)
-    return Record(
-        PART,
-        "const spout -> null bolt, 2 worker processes over grpc, spouts flat out: executed tuples/s",
-        "tuples",
-        median(full, "rate"),
-        {"the same at half the max rate": median(half, "rate")},
-        "cross-worker p99 <= 100 ms at full load, <= 5 ms at half rate",
-        extra,
-    )
+    pinned: dict[str, Any] = {}
+    for key in ("p50_ms", "p99_ms", "p999_ms"):
+        name = key.removesuffix("_ms")
+        f, h, unpinned = median(full_pinned, key), median(half_pinned, key), median(half, key)
+        pinned[f"{name} cross-worker emit-to-execute ms, full load, pinned"] = _pct_ms(f)
+        pinned[f"{name} cross-worker emit-to-execute ms, half rate, pinned"] = _pct_ms(h)
+        pinned[f"{name} half rate: pinned / not"] = round(h / unpinned, 2) if unpinned else None
+    return [
+        Record(
+            PART,
+            "const spout -> null bolt, 2 worker processes over grpc, spouts flat out: executed tuples/s",
+            "tuples",
+            median(full, "rate"),
+            {"the same at half the max rate": median(half, "rate")},
+            "cross-worker p99 <= 100 ms at full load, <= 5 ms at half rate",
+            extra,
+        ),
+        Record(
+            PART,
+            "the same, each worker on CPUs of its own (--pin-cpus), spouts flat out: executed tuples/s",
+            "tuples",
+            median(full_pinned, "rate"),
+            {"the same, workers not pinned": median(full, "rate")},
+            "cross-worker p99 <= 100 ms at full load, <= 5 ms at half rate",
+            pinned,
+        ),
+    ]
 
 
 def _wordcount_config(directory: Path, repeat: int, rate: float, **extra: Any) -> Path:
@@ -503,7 +526,7 @@ def run(quick: bool = False) -> list[Record]:
     with tempfile.TemporaryDirectory(prefix="tuplemesh-bench-flow-") as tmp:
         directory = Path(tmp)
         return [
-            latency(2.0 if quick else 5.0, 1 if quick else 3),
+            *latency(2.0 if quick else 5.0, 1 if quick else 3),
             checkpoints(directory, 15.0 if quick else 40.0, 1_000_000),
             rescale(directory, 300.0),
             *memory(directory, 5.0 if quick else 15.0, 200 if quick else 600),

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tuplemesh import build_info
 from tuplemesh.client import TlsSettings
 from tuplemesh.config import KEYS, Config, describe_keys, env_name
+from tuplemesh.cpus import parse_cpu_list, pin_process
 from tuplemesh.errors import PluginError, TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
@@ -240,6 +241,14 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", default=_env_bool("json"), help="print the summary as one JSON object"
     )
     run.add_argument(
+        "--pin-cpus",
+        action="store_true",
+        default=_env_bool("pin-cpus"),
+        help="run each worker process on CPUs of its own (an even share of this one's; "
+        "worker.cpus), as pods with whole CPUs get on Kubernetes: workers sharing cores run "
+        "slower and hand batches on late",
+    )
+    run.add_argument(
         "--serve",
         action="store_true",
         default=_env_bool("serve"),
@@ -255,6 +264,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--workers", help=_WORKERS_HELP)
     worker.add_argument("--epoch", help=_KEY_HELP.format(key="topology.epoch"))
+    worker.add_argument("--cpus", help="CPUs to run on, e.g. 0-1; " + _KEY_HELP.format(key="worker.cpus"))
     worker.add_argument(
         "--port",
         type=_port("port"),
@@ -386,8 +396,9 @@ def _run(args: argparse.Namespace) -> int:
     if make_context(transport).capabilities.in_process:
         from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
 
-        if args.serve:
-            raise CliError("--serve needs worker processes: use --transport grpc or zmq, not local")
+        if args.serve or args.pin_cpus:
+            flag = "--serve" if args.serve else "--pin-cpus"
+            raise CliError(f"{flag} needs worker processes: use --transport grpc or zmq, not local")
         tune_gc(run_conf)
         cluster = LocalCluster(topology, workers, conf)
         freeze_startup_objects(run_conf)
@@ -416,6 +427,7 @@ def _run(args: argparse.Namespace) -> int:
             live,
             tolerated=tolerated,
             serve=args.serve,
+            pin_cpus=args.pin_cpus,
             announce=lambda line: print(line, file=sys.stderr, flush=True),
         ).as_dict()
     if args.json:
@@ -437,7 +449,14 @@ def _run(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     from tuplemesh.server.signals import TerminationSignals
 
-    conf = Config.load(args.config, flags=_key_flags(args, ("index", "workers", "transport", "epoch")))
+    conf = Config.load(
+        args.config, flags=_key_flags(args, ("index", "workers", "transport", "epoch", "cpus"))
+    )
+    if conf["worker.cpus"]:  # before the topology's code or any thread of ours starts
+        try:
+            pin_process(parse_cpu_list(conf["worker.cpus"]))
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     topology = load_topology(args.target)
     # the flags' values as the config resolved them (flag, env var, file or default)
     args.index, args.workers = conf["worker.index"], conf["topology.workers"]

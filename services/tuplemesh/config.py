@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from tuplemesh.cpus import parse_cpu_list
 from tuplemesh.errors import ConfigError
 from tuplemesh.plugin_kinds import TRANSPORTS, store_class, transport_class
 from tuplemesh.registry import feature_settings
@@ -71,6 +72,16 @@ def _positive(value: Any) -> str | None:
 
 def _non_negative(value: Any) -> str | None:
     return None if value >= 0 else "must be >= 0"
+
+
+def _cpu_list(value: Any) -> str | None:
+    if not value:
+        return None
+    try:
+        parse_cpu_list(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _power_of_two(value: Any) -> str | None:
@@ -344,6 +355,18 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "This worker's index (the StatefulSet ordinal); set by `tuplemesh worker --index`.",
             _non_negative,
             flag="index",
+        ),
+        ConfigKey(
+            "worker.cpus",
+            str,
+            "",
+            "CPUs this worker process runs on, as a Linux CPU list (0, 2-3, 0,2-3), every thread of "
+            "it, from its start. Empty: wherever the OS schedules it. Workers on one host that "
+            "share cores hand batches on late and run slower; `tuplemesh run --pin-cpus` gives "
+            "each of its workers a share. On Kubernetes, a Guaranteed pod with whole CPUs under the "
+            "static CPU manager policy gets cores of its own without this.",
+            _cpu_list,
+            flag="cpus",
         ),
         ConfigKey(
             "topology.errors.tolerated",

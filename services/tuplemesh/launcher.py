@@ -29,6 +29,7 @@ from tuplemesh.config import Config
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import RunSummary, failing_error, mesh_quiescent, summarize
+from tuplemesh.cpus import format_cpu_list, shares
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
@@ -114,7 +115,10 @@ class ProcessCluster:
         config_path: str | None = None,
         env: dict[str, str] | None = None,
         host: str = "127.0.0.1",
+        pin_cpus: bool = False,
     ) -> None:
+        """``pin_cpus``: each worker runs on an even share of this process's CPUs
+        (`tuplemesh.cpus.shares`), given to it as ``worker.cpus``."""
         self.target = target
         self.topology = topology
         self.num_workers = num_workers
@@ -130,6 +134,7 @@ class ProcessCluster:
             conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
         self.env = {**os.environ, **self.run_resources.env, **(env or {})}
+        self.cpus = shares(num_workers, os.sched_getaffinity(0)) if pin_cpus else None
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -144,6 +149,8 @@ class ProcessCluster:
         peers = ",".join(f"{self.host}:{p}" for p in self.ports)
         for index, port in enumerate(self.ports):
             env = {**self.env, "TUPLEMESH_METRICS_PORT": str(self.metrics_ports[index])}
+            if self.cpus is not None:
+                env["TUPLEMESH_CPUS"] = format_cpu_list(self.cpus[index])
             cmd = [
                 sys.executable, "-m", "tuplemesh.cli", "worker", self.target,
                 "--index", str(index), "--workers", str(self.num_workers), "--port", str(port),
@@ -324,16 +331,20 @@ def run_processes(
     *,
     tolerated: int | None = None,
     serve: bool = False,
+    pin_cpus: bool = False,
     announce: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """The whole ``tuplemesh run`` over worker processes; never leaves a process behind.
 
     ``tolerated``: the user-code exceptions the run survives (None: only counted). ``serve``:
-    keep the mesh up after its spouts finish, until SIGINT or SIGTERM. ``announce`` is handed
+    keep the mesh up after its spouts finish, until SIGINT or SIGTERM. ``pin_cpus``: each
+    worker on CPUs of its own (`ProcessCluster`). ``announce`` is handed
     one line per worker with its addresses once they are started. SIGINT and SIGTERM stop the
     workers (one SIGTERM each) and end the run: ``interrupted`` in the summary, unless serving.
     """
-    cluster = ProcessCluster(target, topology, num_workers, transport=transport, config_path=config_path)
+    cluster = ProcessCluster(
+        target, topology, num_workers, transport=transport, config_path=config_path, pin_cpus=pin_cpus
+    )
     started = time.monotonic()
     completed = False
     message = ""

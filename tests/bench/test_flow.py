@@ -13,8 +13,8 @@ def test_flow_is_a_part_of_the_bench():
     assert PARTS["flow"] is flow.run
 
 
-def test_latency_at_full_load_beside_half_rate():
-    record = flow.latency(1.0, 1).as_dict()
+def test_latency_at_full_load_beside_half_rate_and_pinned_beside_not():
+    record, pinned = (r.as_dict() for r in flow.latency(1.0, 1))
     assert record["part"] == "flow" and record["unit"] == "tuples"
     [baseline] = record["baselines"]
     assert baseline["name"] == "the same at half the max rate"
@@ -31,6 +31,14 @@ def test_latency_at_full_load_beside_half_rate():
     # the baseline's workers really ran without coalescing: not one batch joined another
     _, uncoalesced = extra["batches coalesced, half rate / messaging.coalesce.ms 0"].split(" / ")
     assert uncoalesced == "0"
+    # each worker on CPUs of its own, beside the same unpinned
+    assert pinned["part"] == "flow" and pinned["unit"] == "tuples"
+    assert [b["name"] for b in pinned["baselines"]] == ["the same, workers not pinned"]
+    assert pinned["baselines"][0]["tuples_per_second"] == record["tuples_per_second"]
+    for q in ("p50", "p99", "p999"):
+        for load in ("full load", "half rate"):
+            assert isinstance(pinned["extra"][f"{q} cross-worker emit-to-execute ms, {load}, pinned"], float)
+        assert isinstance(pinned["extra"][f"{q} half rate: pinned / not"], float)
 
 
 def test_checkpoints_at_full_load_beside_paced(tmp_path: Path):

@@ -1,0 +1,87 @@
+"""CPU lists (``"0"``, ``"2-3"``, ``"0,2-3"``, as Linux writes them) and pinning a worker to one.
+
+Workers that share cores take turns on them: a thread that wakes to hand a batch on waits for a
+core another process holds, and each process's threads migrate between cores. A worker that
+has cores of its own (``worker.cpus``; ``tuplemesh run --pin-cpus`` gives each local worker its
+share) skips both. On Kubernetes the kubelet does the same for a pod of the Guaranteed class
+with whole CPUs under its static CPU manager policy, and the worker needs no setting.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable
+
+__all__ = ["format_cpu_list", "parse_cpu_list", "pin_process", "shares"]
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """The CPUs of a list like ``"0,2-3"``; ValueError naming ``text`` when it is not one."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, dash, last = part.strip().partition("-")
+        try:
+            low = int(first)
+            high = int(last) if dash else low
+        except ValueError:
+            raise ValueError(f"{text!r} is not a CPU list (like 0,2-3)") from None
+        if low < 0 or high < low:
+            raise ValueError(f"{text!r} is not a CPU list (like 0,2-3): {part.strip()!r} is no range")
+        cpus.update(range(low, high + 1))
+    return frozenset(cpus)
+
+
+def format_cpu_list(cpus: Iterable[int]) -> str:
+    """``cpus`` as a CPU list, runs joined: ``{0, 2, 3}`` -> ``"0,2-3"``."""
+    parts: list[str] = []
+    run: list[int] = []
+    for cpu in sorted(set(cpus)):
+        if run and cpu != run[-1] + 1:
+            parts.append(_run_text(run))
+            run = []
+        run.append(cpu)
+    if run:
+        parts.append(_run_text(run))
+    return ",".join(parts)
+
+
+def _run_text(run: list[int]) -> str:
+    return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
+
+
+def shares(workers: int, available: Collection[int]) -> list[frozenset[int]]:
+    """The CPUs of each of ``workers`` local workers: an even, contiguous share of ``available``
+    each when there are at least as many CPUs as workers (the first ones take the remainder),
+    else one CPU each, round robin."""
+    ordered = sorted(available)
+    if not ordered or workers < 1:
+        raise ValueError(f"no CPUs to share among {workers} worker(s)")
+    if workers > len(ordered):
+        return [frozenset({ordered[index % len(ordered)]}) for index in range(workers)]
+    each, extra = divmod(len(ordered), workers)
+    out, start = [], 0
+    for index in range(workers):
+        size = each + (1 if index < extra else 0)
+        out.append(frozenset(ordered[start : start + size]))
+        start += size
+    return out
+
+
+def pin_process(cpus: Collection[int]) -> None:
+    """Run every thread of this process, and every thread it starts from now on, on ``cpus``.
+    ValueError naming the CPUs this process may not use (not online, or outside its cgroup)."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError("worker.cpus: this platform cannot pin a process to CPUs (Linux can)")
+    allowed = os.sched_getaffinity(0)
+    missing = set(cpus) - allowed
+    if not cpus or missing:
+        raise ValueError(
+            f"worker.cpus {format_cpu_list(cpus) or '(empty)'}: this process may run only on CPUs "
+            f"{format_cpu_list(allowed)}"
+        )
+    # a new thread takes its creator's CPUs, but threads started already keep theirs: set each
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            continue
