@@ -94,13 +94,15 @@ def measure(
     window: float,
     variant: str = "per-tuple",
     settings: Mapping[str, str] | None = None,
+    pin_cpus: bool = False,
 ) -> dict[str, float]:
     """Steady-state words/s of one run on ``workers`` processes, and each worker's cores used;
-    ``settings``: configuration the workers get from their environment (TUPLEMESH_...)."""
+    ``settings``: configuration the workers get from their environment (TUPLEMESH_...);
+    ``pin_cpus``: each worker on CPUs of its own (``tuplemesh run --pin-cpus``)."""
     topology = _build(variant, repeat)
     target = f"bench.wordcount:{VARIANTS[variant][0]}"
     env = {"WORDCOUNT_REPEAT": str(repeat), **(settings or {})}
-    cluster = ProcessCluster(target, topology, workers, transport="grpc", env=env)
+    cluster = ProcessCluster(target, topology, workers, transport="grpc", env=env, pin_cpus=pin_cpus)
     try:
         cluster.start()
         cluster.wait_serving(60)
@@ -150,6 +152,8 @@ def run(quick: bool = False) -> list[Record]:
         for name, settings in COSTS.items():
             work = repeat * BATCHED_WORK["columnar"]
             costs.setdefault(name, []).append(measure(2, work, window, "columnar", settings))
+        work = repeat * BATCHED_WORK["columnar"]
+        costs.setdefault("pinned", []).append(measure(2, work, window, "columnar", pin_cpus=True))
         loops.append(plain_loop(2000))
     loop = statistics.median(loops)
     records = []
@@ -205,6 +209,21 @@ def run(quick: bool = False) -> list[Record]:
             {"the same with metrics.enabled false": metrics_off["rate"]},
             ">= 0.95x metrics off",
             {"words per CPU second, metrics off": round(metrics_off["words per CPU second"])},
+        )
+    )
+    pinned = _median_run(costs["pinned"])
+    records.append(
+        Record(
+            "wordcount",
+            "word count on columns, 2 workers, each on CPUs of its own (--pin-cpus): words counted",
+            "tuples",
+            pinned["rate"],
+            {
+                "the same, workers not pinned": columnar,
+                "the same on 1 worker process": _median_run(results["columnar", 1])["rate"],
+            },
+            ">= 1.7x 1 worker",
+            {k: round(v, 2) for k, v in pinned.items() if k != "rate"},
         )
     )
     return records
