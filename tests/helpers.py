@@ -85,7 +85,11 @@ def freeze(pid: int, timeout: float = 30.0) -> None:
                 continue
         return bool(states) and all(state in "tT" for state in states)
 
-    eventually(every_thread_stopped, timeout=timeout, message=f"every thread of process {pid} stopped")
+    try:
+        eventually(every_thread_stopped, timeout=timeout, message=f"every thread of process {pid} stopped")
+    except BaseException:
+        os.kill(pid, signal.SIGCONT)  # the caller's own SIGCONT is not reached: leave none stopped
+        raise
 
 
 class ListSpout(Spout):

@@ -39,10 +39,24 @@ def test_cpu_lists_read_and_write_as_linux_does():
     assert parse_cpu_list(" 4-6 , 1") == {1, 4, 5, 6}
     assert format_cpu_list({0, 2, 3, 5}) == "0,2-3,5"
     assert format_cpu_list([7, 6, 6]) == "6-7"
-    for bad, why in (("", ""), ("a", ""), ("1-", ""), ("3-1", ": '3-1' is no range"), ("-1", "")):
+    bad_lists = (
+        ("", ""),
+        ("a", ""),
+        ("1-", ""),
+        ("3-1", ": '3-1' is no range"),
+        ("-1", ""),
+        ("1_0", ""),
+        ("+3", ""),
+    )
+    for bad, why in bad_lists:
         with pytest.raises(ValueError, match="is not a CPU list") as info:
             parse_cpu_list(bad)
         assert str(info.value).endswith(why)
+
+
+def test_a_list_beyond_any_cpu_is_refused_before_it_is_built():
+    with pytest.raises(ValueError, match="CPU 4294967295 is beyond any CPU Linux numbers"):
+        parse_cpu_list("0-4294967295")
 
 
 def test_local_workers_share_the_cpus_evenly_or_round_robin():

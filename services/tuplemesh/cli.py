@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from tuplemesh import build_info
 from tuplemesh.client import TlsSettings
 from tuplemesh.config import KEYS, Config, describe_keys, env_name
-from tuplemesh.cpus import parse_cpu_list, pin_process
+from tuplemesh.cpus import available, parse_cpu_list, pin_process
 from tuplemesh.errors import PluginError, TuplemeshError
 from tuplemesh.plugins import import_from_string
 from tuplemesh.topology import Topology
@@ -415,6 +415,12 @@ def _run(args: argparse.Namespace) -> int:
         summary = run.as_dict()
     else:
         from tuplemesh.launcher import run_processes
+
+        if args.pin_cpus:
+            try:
+                available()
+            except ValueError as exc:
+                raise CliError(f"--pin-cpus: {exc}") from None
 
         live = not args.json and not args.quiet and sys.stderr.isatty()
         summary = run_processes(

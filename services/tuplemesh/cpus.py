@@ -10,23 +10,32 @@ with whole CPUs under its static CPU manager policy, and the worker needs no set
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Collection, Iterable
 
-__all__ = ["format_cpu_list", "parse_cpu_list", "pin_process", "shares"]
+__all__ = ["MAX_CPUS", "available", "format_cpu_list", "parse_cpu_list", "pin_process", "shares"]
+
+
+#: One CPU list entry: a CPU or a range of them, in plain decimal.
+_ENTRY = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+#: Beyond any CPU number Linux gives (its NR_CPUS tops out at 8192): a list reaching further is
+#: a mistake, and building the set it names would take memory in proportion.
+MAX_CPUS = 1 << 16
 
 
 def parse_cpu_list(text: str) -> frozenset[int]:
     """The CPUs of a list like ``"0,2-3"``; ValueError naming ``text`` when it is not one."""
     cpus: set[int] = set()
     for part in text.split(","):
-        first, dash, last = part.strip().partition("-")
-        try:
-            low = int(first)
-            high = int(last) if dash else low
-        except ValueError:
-            raise ValueError(f"{text!r} is not a CPU list (like 0,2-3)") from None
-        if low < 0 or high < low:
+        entry = _ENTRY.fullmatch(part.strip())
+        if entry is None:
+            raise ValueError(f"{text!r} is not a CPU list (like 0,2-3)")
+        low = int(entry.group(1))
+        high = low if entry.group(2) is None else int(entry.group(2))
+        if high < low:
             raise ValueError(f"{text!r} is not a CPU list (like 0,2-3): {part.strip()!r} is no range")
+        if high >= MAX_CPUS:
+            raise ValueError(f"{text!r}: CPU {high} is beyond any CPU Linux numbers (below {MAX_CPUS})")
         cpus.update(range(low, high + 1))
     return frozenset(cpus)
 
@@ -52,7 +61,8 @@ def _run_text(run: list[int]) -> str:
 def shares(workers: int, available: Collection[int]) -> list[frozenset[int]]:
     """The CPUs of each of ``workers`` local workers: an even, contiguous share of ``available``
     each when there are at least as many CPUs as workers (the first ones take the remainder),
-    else one CPU each, round robin."""
+    else one CPU each, round robin. Shares follow the CPU numbers: where those number the
+    hyperthreads of one core apart (Linux usually does), two workers' shares may be siblings."""
     ordered = sorted(available)
     if not ordered or workers < 1:
         raise ValueError(f"no CPUs to share among {workers} worker(s)")
@@ -67,21 +77,38 @@ def shares(workers: int, available: Collection[int]) -> list[frozenset[int]]:
     return out
 
 
+def available() -> frozenset[int]:
+    """The CPUs this process may run on; ValueError where the platform cannot pin (not Linux)."""
+    if not hasattr(os, "sched_getaffinity") or not os.path.isdir("/proc/self/task"):
+        raise ValueError("this platform cannot pin a process to CPUs (Linux can)")
+    return frozenset(os.sched_getaffinity(0))
+
+
 def pin_process(cpus: Collection[int]) -> None:
     """Run every thread of this process, and every thread it starts from now on, on ``cpus``.
-    ValueError naming the CPUs this process may not use (not online, or outside its cgroup)."""
-    if not hasattr(os, "sched_setaffinity"):
-        raise ValueError("worker.cpus: this platform cannot pin a process to CPUs (Linux can)")
-    allowed = os.sched_getaffinity(0)
+    ValueError naming the CPUs this process may use when ``cpus`` are not among them (not
+    online, outside its cgroup, or outside what it was started with: ``taskset``)."""
+    allowed = available()
     missing = set(cpus) - allowed
     if not cpus or missing:
         raise ValueError(
             f"worker.cpus {format_cpu_list(cpus) or '(empty)'}: this process may run only on CPUs "
             f"{format_cpu_list(allowed)}"
         )
-    # a new thread takes its creator's CPUs, but threads started already keep theirs: set each
-    for task in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(task), cpus)
-        except ProcessLookupError:  # a thread that ended meanwhile
-            continue
+    # A new thread takes its creator's CPUs, but threads started already keep theirs: set each,
+    # and list them again until a pass finds none left over (one may start during a pass).
+    done: set[int] = set()
+    while True:
+        tasks = {int(task) for task in os.listdir("/proc/self/task")} - done
+        if not tasks:
+            return
+        for task in tasks:
+            try:
+                os.sched_setaffinity(task, cpus)
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+            except OSError as exc:
+                raise ValueError(
+                    f"worker.cpus {format_cpu_list(cpus)}: the kernel refused them ({exc.strerror or exc})"
+                ) from None
+            done.add(task)

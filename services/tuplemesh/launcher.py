@@ -29,7 +29,7 @@ from tuplemesh.config import Config
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import RunSummary, failing_error, mesh_quiescent, summarize
-from tuplemesh.cpus import format_cpu_list, shares
+from tuplemesh.cpus import available, format_cpu_list, shares
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
@@ -134,7 +134,7 @@ class ProcessCluster:
             conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
         self.env = {**os.environ, **self.run_resources.env, **(env or {})}
-        self.cpus = shares(num_workers, os.sched_getaffinity(0)) if pin_cpus else None
+        self.cpus = shares(num_workers, available()) if pin_cpus else None
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -149,8 +149,6 @@ class ProcessCluster:
         peers = ",".join(f"{self.host}:{p}" for p in self.ports)
         for index, port in enumerate(self.ports):
             env = {**self.env, "TUPLEMESH_METRICS_PORT": str(self.metrics_ports[index])}
-            if self.cpus is not None:
-                env["TUPLEMESH_CPUS"] = format_cpu_list(self.cpus[index])
             cmd = [
                 sys.executable, "-m", "tuplemesh.cli", "worker", self.target,
                 "--index", str(index), "--workers", str(self.num_workers), "--port", str(port),
@@ -158,6 +156,8 @@ class ProcessCluster:
             ]  # fmt: skip
             if self.config_path:
                 cmd += ["--config", self.config_path]
+            if self.cpus is not None:  # a flag: over the key's env var and the config file alike
+                cmd += ["--cpus", format_cpu_list(self.cpus[index])]
             # a group of its own: a terminal's Ctrl-C goes to the launcher, which SIGTERMs each
             # worker once (a worker takes a second signal as "exit now, skip the drain")
             self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, process_group=0))

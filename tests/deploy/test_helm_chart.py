@@ -769,6 +769,7 @@ def test_every_object_of_the_schema_is_closed():
             "config.topology.state.sqlite.path is set by the chart",
         ),
         ({"config": {"topology.state.redis.url": "redis://r"}}, "use state.redis.url"),
+        ({"config": {"worker.cpus": "0"}}, "config.worker.cpus would pin every pod to the same CPUs"),
         (
             {"meshSecret": {"maxSkewSeconds": 30}, "config": {"mesh.secret.max.skew.secs": 60}},
             "config.mesh.secret.max.skew.secs and meshSecret.maxSkewSeconds are both set: set "

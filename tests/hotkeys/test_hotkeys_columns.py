@@ -47,6 +47,7 @@ def test_hot_keys_count_a_columnar_bolts_keys_exactly(bolt: type[Count]) -> None
         {
             "messaging.transport": "grpc",
             "topology.hotkeys.enabled": True,
+            "admin.hotkeys.enabled": True,
             "topology.hotkeys.sample.every": 1,
             "topology.hotkeys.top.k": 5,
         }
@@ -62,3 +63,26 @@ def test_hot_keys_count_a_columnar_bolts_keys_exactly(bolt: type[Count]) -> None
         for word, n in counts.items():
             merged[word] = merged.get(word, 0) + n
     assert merged == {"hot": HOT_TUPLES, **{w: COLD_TUPLES for w in COLD}}
+
+
+def test_a_workers_status_names_no_key_unless_admin_may_hand_keys_out() -> None:
+    """Keys are user data: the hot keys' section in every worker status (feature_sections) has
+    each stream's totals, and its keys only with admin.hotkeys.enabled."""
+    builder = TopologyBuilder("skewed")
+    builder.set_spout("words", ListSpout(words(), ["word"]))
+    builder.set_bolt("count", Count(), parallelism=2).fields_grouping("words", ["word"])
+    base = {
+        "messaging.transport": "local",
+        "topology.hotkeys.enabled": True,
+        "topology.hotkeys.sample.every": 1,
+    }
+    for allowed in (False, True):
+        cluster = LocalCluster(builder.build(), 1, Config({**base, "admin.hotkeys.enabled": allowed}))
+        summary = cluster.run(60.0)
+        assert summary.completed, summary.message
+        section = cluster.workers[0].snapshot().feature_sections["hotkeys"]
+        [stream] = section["streams"]
+        assert stream["tuples"] == HOT_TUPLES + COLD_TUPLES * len(COLD)
+        assert ("keys" in stream) is allowed
+        if allowed:
+            assert json.loads(stream["keys"][0]["key_json"]) == "hot"

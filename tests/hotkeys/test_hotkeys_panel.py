@@ -41,8 +41,8 @@ class Executor:
 
 
 def section(words: dict[str, int], top_k: int = 3, capacity_keys: int | None = None) -> dict[str, Any]:
-    """The feature's section after ``count``'s one executor (2 tasks) executed ``words``."""
-    feature = HotKeys(FeatureContext(topology(), {}, 0, "t"), top_k=top_k, sample_every=1)
+    """The section (keys allowed out) after ``count``'s one executor (2 tasks) executed ``words``."""
+    feature = HotKeys(FeatureContext(topology(), {}, 0, "t"), top_k=top_k, sample_every=1, allowed=True)
     hooks = feature.attach(Executor("count", "count-0", (1, 2)))
     assert hooks is not None and hooks.wrap_execute is not None
     execute = hooks.wrap_execute(1, lambda tup: None)

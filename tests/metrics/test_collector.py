@@ -128,13 +128,13 @@ def test_a_scrape_reads_the_worker_once_per_scrape(finished: tuple[LocalCluster,
     calls = []
     real = worker.snapshot
 
-    def counting() -> Any:
-        calls.append(1)
-        return real()
+    def counting(feature_sections: bool = True) -> Any:
+        calls.append(feature_sections)
+        return real(feature_sections)
 
     worker.snapshot = counting  # type: ignore[method-assign]
     try:
         generate_latest(registry)
     finally:
         del worker.snapshot
-    assert len(calls) == 1
+    assert calls == [False]  # and without the features' sections: their metrics are their own

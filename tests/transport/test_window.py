@@ -352,7 +352,7 @@ class Observed:
         self.user_metrics = UserMetrics()
         self._snapshot = snapshot
 
-    def snapshot(self) -> WorkerSnapshot:
+    def snapshot(self, feature_sections: bool = True) -> WorkerSnapshot:
         return self._snapshot
 
 

@@ -229,7 +229,12 @@ class HotKeys:
         where.admin_calls.add(DECLARED, {"HotKeys": service.HotKeys})
 
     def section(self) -> Mapping[str, Any]:
-        return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": self.streams()}
+        """Its settings and streams; the keys themselves (user data) only where Admin/HotKeys
+        may hand them out (``admin.hotkeys.enabled``): the section is in every worker status."""
+        streams = self.streams()
+        if not self.allowed:
+            streams = [{k: v for k, v in stream.items() if k != "keys"} for stream in streams]
+        return {"top_k": self.top_k, "sample_every": self.sample_every, "streams": streams}
 
     def metrics(self) -> Sequence[FeatureMetric]:
         if not self.counting:

@@ -34,7 +34,7 @@ class ObservedWorker(Protocol):
     @property
     def user_metrics(self) -> UserMetrics: ...
 
-    def snapshot(self) -> WorkerSnapshot: ...
+    def snapshot(self, feature_sections: bool = True) -> WorkerSnapshot: ...
 
     def feature_metrics(self) -> list[FeatureMetric]: ...
 
@@ -59,7 +59,7 @@ class WorkerCollector(Collector):
         self.tls = tls
 
     def collect(self) -> Iterator[Metric]:
-        snapshot = self.worker.snapshot()
+        snapshot = self.worker.snapshot(feature_sections=False)  # exported by metrics() instead
         worker = str(snapshot.worker)
         for path, export in EXPORTS.items():
             labels, samples = _samples(snapshot, path, export)

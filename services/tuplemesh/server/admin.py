@@ -77,7 +77,7 @@ class AdminWorker(Protocol):
     @property
     def local_inbox_of_task(self) -> Mapping[int, Any]: ...
 
-    def snapshot(self) -> WorkerSnapshot: ...
+    def snapshot(self, feature_sections: bool = True) -> WorkerSnapshot: ...
 
     def live_reports(self) -> Mapping[str, Mapping[int, Any]]: ...
 
@@ -122,7 +122,7 @@ class StatsStream:
         self.worker = worker
         self.transport = transport
         self._state = state
-        first = worker.snapshot()
+        first = worker.snapshot(feature_sections=False)  # for its counters alone
         self._rates = QueueRates(first)
         self._last_time, self._last = time.monotonic(), component_totals([first])
 
@@ -189,7 +189,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
         self.transport = transport
         self._drain = drain
         self._state = state
-        self._rates = QueueRates(worker.snapshot())
+        self._rates = QueueRates(worker.snapshot(feature_sections=False))
 
     # -- status ---------------------------------------------------------------------------------
     def GetStatus(
@@ -254,7 +254,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
     def ListQueues(
         self, request: admin_pb2.ListQueuesRequest, context: grpc.ServicerContext
     ) -> admin_pb2.QueueList:
-        return admin_pb2.QueueList(queues=self._rates.queues(self.worker.snapshot()))
+        return admin_pb2.QueueList(queues=self._rates.queues(self.worker.snapshot(feature_sections=False)))
 
     def WatchStats(
         self, request: admin_pb2.WatchStatsRequest, context: grpc.ServicerContext
@@ -370,7 +370,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                         timestamp=sample.timestamp,
                         skipped=sample.skipped,
                     )
-                if self._state() == "NOT_SERVING" and self.worker.snapshot().idle:
+                if self._state() == "NOT_SERVING" and self.worker.snapshot(feature_sections=False).idle:
                     return  # drained: nothing more will execute
         finally:
             sampling.unwatch(watch)

@@ -676,7 +676,7 @@ class WorkerProcess:
         drain = MeshDrain(
             self.worker.index,
             self.worker.transfer.expected,
-            self.worker.snapshot,
+            lambda: self.worker.snapshot(feature_sections=False),
             self.peer_admins,
             self.worker.drain_waits(),
             removed=self.removed,

@@ -85,10 +85,11 @@ class _Mapping:
 
 
 class _Json:
-    """A dict of JSON-able data as one JSON object in a string field ("" for an empty one)."""
+    """A dict of JSON data (the worker took it through JSON already) as one JSON object in a
+    string field ("" for an empty one)."""
 
     def to_proto(self, value: Mapping[str, Any]) -> str:
-        return json.dumps(value, sort_keys=True, default=repr) if value else ""
+        return json.dumps(value, sort_keys=True) if value else ""
 
     def from_proto(self, message: Any, name: str) -> dict[str, Any]:
         text = getattr(message, name)

@@ -8,6 +8,7 @@ thread sends what it holds, connections and the binding close.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -372,8 +373,10 @@ class Worker:
             timer.found(busy)
 
     # -- observation ----------------------------------------------------------------------------
-    def snapshot(self) -> WorkerSnapshot:
+    def snapshot(self, feature_sections: bool = True) -> WorkerSnapshot:
         """Every counter of this worker, each read once. Any thread; read-side only.
+        ``feature_sections``: ask each feature for its section too (what Admin's status shows;
+        /metrics and the drain, which read the snapshot often, leave them out).
 
         The consumed side (executors' ``received``, the receive path, transfer losses) is read
         before any delivery count, so a tuple in flight is counted as delivered and not yet
@@ -420,7 +423,7 @@ class Worker:
             congested_tasks=len(congested),
             congested_task_ids=tuple(congested),
             tasks=len(self.local_inbox_of_task),
-            feature_sections=self._feature_sections(),
+            feature_sections=self._feature_sections() if feature_sections else {},
             **self._feature_snapshot_fields(),
         )
 
@@ -450,11 +453,13 @@ class Worker:
         return fields
 
     def _feature_sections(self) -> dict[str, dict[str, Any]]:
-        """What each feature reports of itself, by feature name; empty sections left out."""
+        """What each feature reports of itself, by feature name; empty sections left out. Each
+        is taken through JSON here, so a status carries it as it stands in the snapshot (tuples
+        as lists), and a section JSON cannot hold fails alone, never the status."""
         sections: dict[str, dict[str, Any]] = {}
         for name, feature in self.features.items():
             try:
-                section = dict(feature.section())
+                section = json.loads(json.dumps(dict(feature.section()), allow_nan=False, default=repr))
             except Exception as exc:  # a section is diagnostics: never fail the snapshot
                 section = {"error": repr(exc)}  # shown to whoever reads it, every time
             if section:

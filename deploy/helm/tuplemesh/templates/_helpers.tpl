@@ -112,6 +112,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and .Values.meshSecret.replayCacheEntries (hasKey .Values.config "mesh.secret.replay.cache.entries") }}
 {{- fail "config.mesh.secret.replay.cache.entries and meshSecret.replayCacheEntries are both set: set meshSecret.replayCacheEntries only" }}
 {{- end }}
+{{- /* every pod reads the one ConfigMap, and each pod has CPUs of its own: a list for all of
+them would stop each pod whose cpuset lacks it */}}
+{{- if hasKey .Values.config "worker.cpus" }}
+{{- fail "config.worker.cpus would pin every pod to the same CPUs: leave it out and give the pods whole CPUs (resources requests equal to limits, e.g. cpu: 2) on nodes with the static CPU manager policy" }}
+{{- end }}
 {{- /* The chart owns where the store is (the sqlite file must be on its volume: the root
 filesystem is read-only), so these keys have one place: the state values. */}}
 {{- range $key, $value := dict "topology.state.backend" "state.backend" "topology.state.sqlite.path" "state.backend sqlite (the chart mounts the file's volume)" "topology.state.redis.url" "state.redis.url" }}
