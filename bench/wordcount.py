@@ -149,11 +149,10 @@ def run(quick: bool = False) -> list[Record]:
             for variant in VARIANTS:
                 work = repeat * BATCHED_WORK[variant]
                 results.setdefault((variant, workers), []).append(measure(workers, work, window, variant))
+        columnar_work = repeat * BATCHED_WORK["columnar"]
         for name, settings in COSTS.items():
-            work = repeat * BATCHED_WORK["columnar"]
-            costs.setdefault(name, []).append(measure(2, work, window, "columnar", settings))
-        work = repeat * BATCHED_WORK["columnar"]
-        costs.setdefault("pinned", []).append(measure(2, work, window, "columnar", pin_cpus=True))
+            costs.setdefault(name, []).append(measure(2, columnar_work, window, "columnar", settings))
+        costs.setdefault("pinned", []).append(measure(2, columnar_work, window, "columnar", pin_cpus=True))
         loops.append(plain_loop(2000))
     loop = statistics.median(loops)
     records = []

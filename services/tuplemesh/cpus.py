@@ -58,12 +58,12 @@ def _run_text(run: list[int]) -> str:
     return str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}"
 
 
-def shares(workers: int, available: Collection[int]) -> list[frozenset[int]]:
-    """The CPUs of each of ``workers`` local workers: an even, contiguous share of ``available``
+def shares(workers: int, cpus: Collection[int]) -> list[frozenset[int]]:
+    """The CPUs of each of ``workers`` local workers: an even, contiguous share of ``cpus``
     each when there are at least as many CPUs as workers (the first ones take the remainder),
     else one CPU each, round robin. Shares follow the CPU numbers: where those number the
     hyperthreads of one core apart (Linux usually does), two workers' shares may be siblings."""
-    ordered = sorted(available)
+    ordered = sorted(cpus)
     if not ordered or workers < 1:
         raise ValueError(f"no CPUs to share among {workers} worker(s)")
     if workers > len(ordered):
