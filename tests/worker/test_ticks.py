@@ -125,8 +125,9 @@ def test_the_ticks_feature_reports_each_timer_in_the_worker_status():
         section = snapshot.feature_sections["ticks"]
         assert sorted(section) == sorted(timers) and len(section) == 2  # the two "ticked" executors
         for timer in section.values():
-            assert timer["period_seconds"] == 0.02
-            assert timer["queued"] >= 3 and timer["skipped"] >= 0
+            assert set(timer) == {"period_seconds", "queued", "skipped"}
+            assert timer["period_seconds"] == 0.02 and timer["queued"] >= 3
+            assert isinstance(timer["skipped"], int)  # the timers run on: no exact count to hold
         # the same section in Admin's status, as JSON
         status = snapshot_to_proto(snapshot)
         assert json.loads(status.feature_sections_json)["ticks"] == section
