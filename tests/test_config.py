@@ -501,13 +501,7 @@ def test_the_replay_cache_size_from_the_environment():
 
 
 #: Modules that convert a time key to seconds outside a settings view, and why.
-_RAW_TIME_READS = {
-    # components read the conf they are handed, which may be a plain mapping (Storm's prepare)
-    "tuplemesh/acking/acker.py",
-    "tuplemesh/ticks/timer.py",
-    # a state store plugin is built from the conf alone (StateStore.from_conf), its keys its own
-    "tuplemesh/state/redis.py",
-}
+_RAW_TIME_READS: set[str] = set()  # none: every conversion is a settings view's
 
 
 def test_time_keys_are_read_in_seconds_only_by_the_settings_views() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import time
 from typing import Any
 
 from tuplemesh.acking import ACKING_STREAM, VERDICT_STREAM, AckerBolt
@@ -66,8 +68,12 @@ def test_one_verdict_tuple_per_spout_task_per_box() -> None:
     assert sorted(verdicts.sent) == [(3, [[1, 3], []], VERDICT_STREAM), (4, [[2], []], VERDICT_STREAM)]
 
 
-def test_trees_older_than_the_timeout_are_forgotten_at_the_next_sweep() -> None:
-    acker, verdicts = make(timeout=0.0)  # every tree is past its timeout at the first sweep
+def test_trees_older_than_the_timeout_are_forgotten_at_the_next_sweep(monkeypatch: Any) -> None:
+    acker, verdicts = make(timeout=1.0)
+    # a clock 1.5 s on at every read: every tree is past its timeout at the first sweep
+    reads = itertools.count(1)
+    start = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: start + 1.5 * next(reads))
     acker.execute(box(inits=[1, 0xA, 3]))
     assert acker.report()["expired"] == 1 and acker.report()["pending"] == 0
     acker.execute(box(acks=[1, 0xA]))  # a late ack: no init will come, so it only expires too

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from tuplemesh.config import seconds
 from tuplemesh.core.acking import AckingSettings
 from tuplemesh.topology.builder import ComponentSpec, Subscription, Topology
 from tuplemesh.topology.components import Bolt, BoltCollector, StreamDef, TaskContext
@@ -94,8 +93,7 @@ class AckerBolt(Bolt):
 
     def prepare(self, conf: Mapping[str, Any], context: TaskContext, collector: BoltCollector) -> None:
         self._collector = collector
-        # a component's conf may be a plain mapping (Storm's prepare(conf)): read the one key as given
-        self._timeout = seconds(conf, "topology.message.timeout.secs")
+        self._timeout = AckingSettings.from_config(conf).message_timeout_seconds
         # root -> [xor value, spout task or 0 until init arrives, first seen, failed]; dicts keep insertion
         # order, so the oldest entries are first and expiry stops at the first young one.
         self._trees: dict[int, list[Any]] = {}

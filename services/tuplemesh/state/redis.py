@@ -29,9 +29,9 @@ except ImportError as exc:
         "the redis state backend needs the redis-py client: pip install tuplemesh[redis]"
     ) from exc
 
-from tuplemesh.config import as_config
 from tuplemesh.redis_address import RedisAddress
 from tuplemesh.state.base import PartKey, StoreUnavailable
+from tuplemesh.state.settings import RedisSettings
 
 __all__ = ["RedisStore"]
 
@@ -82,12 +82,8 @@ class RedisStore:
     @classmethod
     def from_conf(cls, conf: Mapping[str, Any]) -> Self:
         """The store the topology conf's ``topology.state.redis.*`` keys describe."""
-        config = as_config(conf)
-        return cls(
-            config["topology.state.redis.url"],
-            password=config["topology.state.redis.password"],
-            timeout=config.seconds("topology.state.redis.timeout.ms"),
-        )
+        settings = RedisSettings.from_config(conf)
+        return cls(settings.url, password=settings.password, timeout=settings.timeout_seconds)
 
     def put_part(self, key: PartKey, checkpoint: int, blob: bytes) -> None:
         with self._translated("put_part", key):

@@ -1,4 +1,4 @@
-"""`StateSettings`: the checkpoint config, typed and in seconds."""
+"""`StateSettings`: the checkpoint config, and `RedisSettings`: the redis store's, typed and in seconds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from tuplemesh.config import as_config
 from tuplemesh.state.stores import backend_name
 
-__all__ = ["StateSettings"]
+__all__ = ["RedisSettings", "StateSettings"]
 
 
 @dataclass(frozen=True)
@@ -38,3 +38,21 @@ class StateSettings:
         """How often the coordinator looks at the clock and the store: a tenth of the interval,
         within 10..200 ms, so a restarted worker is noticed quickly and checkpoints start on time."""
         return min(0.2, max(0.01, self.interval_seconds / 10))
+
+
+@dataclass(frozen=True)
+class RedisSettings:
+    """Where the redis state store is and how long one call to it may take. Immutable."""
+
+    url: str
+    password: str  # "" for none (or the one in ``url``)
+    timeout_seconds: float  # one call, connecting included
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any]) -> RedisSettings:
+        conf = as_config(conf)
+        return cls(
+            url=conf["topology.state.redis.url"],
+            password=conf["topology.state.redis.password"],
+            timeout_seconds=conf.seconds("topology.state.redis.timeout.ms"),
+        )

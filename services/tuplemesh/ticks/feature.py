@@ -8,7 +8,8 @@ from typing import Any
 
 from tuplemesh.core.feature import ExecutorHooks, ExecutorView, FeatureContext, FeatureMetric, FeatureServer
 from tuplemesh.core.feature_spec import FeatureSpec
-from tuplemesh.ticks.timer import TICK, TickTimer, tick_period
+from tuplemesh.ticks.settings import tick_period
+from tuplemesh.ticks.timer import TICK, TickTimer
 from tuplemesh.topology.tuple import tick_tuple
 
 __all__ = ["FEATURE", "TicksFeature", "feature"]

@@ -10,26 +10,16 @@ runs the tick), and a full inbox skips the tick instead of blocking the timer.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any
 
-from tuplemesh.config import seconds
 from tuplemesh.core.markers import Marker
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError, InsufficientCapacityError
-from tuplemesh.topology.builder import TICK_FREQ_KEY
 
-__all__ = ["TICK", "TickTimer", "tick_period"]
+__all__ = ["TICK", "TickTimer"]
 
 #: Ask a bolt executor to hand each of its tasks a tick tuple.
 TICK = Marker("TICK")
-
-
-def tick_period(component_conf: Mapping[str, Any], conf: Mapping[str, Any]) -> float:
-    """A component's tick period in seconds: its own setting, else the topology's; 0 for none."""
-    if TICK_FREQ_KEY in component_conf:
-        return float(component_conf[TICK_FREQ_KEY])
-    return seconds(conf, TICK_FREQ_KEY) if TICK_FREQ_KEY in conf else 0.0
 
 
 class TickTimer:

@@ -68,6 +68,10 @@ class WindowedBolt:
     needs it any more. Each task gets its own deep copy.
     """
 
+    #: the runner of this task, set as it prepares the task (a class default: a subclass's own
+    #: ``__init__`` need not call this one's); the watermark is read from it
+    _runner: WindowedBoltRunner | None = None
+
     def __init__(
         self,
         length: Count | Duration,
@@ -117,7 +121,7 @@ class WindowedBolt:
     def watermark(self) -> float | None:
         """This task's event-time watermark: None before every input task has sent (and under
         processing time). Read it in ``execute_window`` or ``report``."""
-        runner = getattr(self, "_runner", None)
+        runner = self._runner
         return None if runner is None else runner.watermark
 
 
@@ -195,7 +199,7 @@ class WindowedBoltRunner(Bolt):
             if spec.idle_timeout is not None:
                 self._idle_ticks = max(1, math.ceil(spec.idle_timeout / spec.watermark_interval))
             self._timestamp_at = self._timestamp_positions(context)
-        self.user._runner = self  # type: ignore[attr-defined]  # for WindowedBolt.watermark
+        self.user._runner = self  # for WindowedBolt.watermark
         self.user.prepare(conf, context, collector)
 
     def _new_tracker(self) -> WatermarkTracker | None:
