@@ -500,24 +500,43 @@ def test_the_replay_cache_size_from_the_environment():
     )
 
 
-#: Modules that convert a time key to seconds outside a settings view, and why.
-_RAW_TIME_READS: set[str] = set()  # none: every conversion is a settings view's
-
-
-def test_time_keys_are_read_in_seconds_only_by_the_settings_views() -> None:
+def _time_key_readers() -> tuple[set[str], set[str]]:
+    """(modules that call ``seconds``, modules that read a time key's raw value by its literal
+    name: ``conf["x.secs"]`` or ``conf.get("x.secs")``), relative to services/."""
     import ast
     from pathlib import Path
 
+    from tuplemesh.config import KEYS
+
+    timed = {name for name, row in KEYS.items() if row.unit in ("secs", "millis")}
     root = Path(__file__).resolve().parents[1] / "services"
-    readers = set()
+    converters, raw = set(), set()
     for path in (root / "tuplemesh").rglob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
+        module = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
                 if name == "seconds":  # Config.seconds(key) or config.seconds(conf, key)
-                    readers.add(path.relative_to(root).as_posix())
-    views = {"tuplemesh/config.py", "tuplemesh/core/acking.py"}  # the converter; AckingSettings
-    views |= {r for r in readers if r.endswith("/settings.py")}
-    assert readers - views == _RAW_TIME_READS
+                    converters.add(module)
+                elif name == "get" and node.args and getattr(node.args[0], "value", None) in timed:
+                    raw.add(module)
+            elif isinstance(node, ast.Subscript) and getattr(node.slice, "value", None) in timed:
+                raw.add(module)
+    return converters, raw
+
+
+def _is_view(module: str) -> bool:
+    # the converter, AckingSettings (read by the worker and the acker alike), and every settings.py
+    return module in ("tuplemesh/config.py", "tuplemesh/core/acking.py") or module.endswith("/settings.py")
+
+
+def test_time_keys_are_read_in_seconds_only_by_the_settings_views() -> None:
+    converters, _ = _time_key_readers()
+    assert {m for m in converters if not _is_view(m)} == set()
+
+
+def test_no_module_but_a_settings_view_reads_a_time_key_raw() -> None:
+    # a raw read (``conf["ui.events.timeout.secs"]``) leaves the unit to its reader
+    _, raw = _time_key_readers()
+    assert {m for m in raw if not _is_view(m)} == set()

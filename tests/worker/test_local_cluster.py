@@ -246,7 +246,7 @@ def test_unknown_task_and_shutdown_notice_on_receive_path(caplog):
     worker = cluster.workers[0]
     try:
         sink_task = cluster.workers[0].assignment.tasks_of("sink")[0]
-        payload = worker.new_serializer().serialize(2, worker.stream_ids[("s", "default")], [41])
+        payload = worker.new_serializer().serialize(2, worker.plan.stream_ids[("s", "default")], [41])
         rejected = worker.receive.on_batch([(999, b"x"), (sink_task, payload), (998, b"y")])
         assert rejected == [999, 998]
         assert worker.receive.unknown == 2
@@ -268,7 +268,7 @@ def test_undecodable_payload_is_counted_and_executor_survives(caplog):
     cluster.start()
     worker = cluster.workers[0]
     sink_task = worker.assignment.tasks_of("sink")[0]
-    good = worker.new_serializer().serialize(2, worker.stream_ids[("s", "default")], ["fine"])
+    good = worker.new_serializer().serialize(2, worker.plan.stream_ids[("s", "default")], ["fine"])
     worker.receive.on_batch([(sink_task, b"\xc1garbage"), (sink_task, good)])
     executor = worker.bolt_executors[0]
     eventually(lambda: executor.counters.received == 2, timeout=5)

@@ -347,7 +347,7 @@ class WorkerProcess:
             mesh.view,
             token=self.conf["admin.token"],
             max_clients=self.conf["ui.events.clients"],
-            stream_seconds=self.conf["ui.events.timeout.secs"],
+            stream_seconds=self.settings.ui_stream_seconds,
             panels=[panel for _, panel in every],
         )
 

@@ -28,6 +28,7 @@ class ServerSettings:
     epoch_confirm_seconds: float  # spouts held this long at most while no peer answers
     stream_idle_timeout_seconds: float  # a streaming call idle this long is ended
     secret_max_skew_seconds: float  # a mesh-secret proof this far from our clock is refused
+    ui_stream_seconds: float  # the web UI's event stream ends after this (the page reconnects)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> ServerSettings:
@@ -46,4 +47,5 @@ class ServerSettings:
             epoch_confirm_seconds=conf.seconds("worker.epoch.confirm.secs"),
             stream_idle_timeout_seconds=conf.seconds("server.stream.idle.timeout.ms"),
             secret_max_skew_seconds=conf.seconds("mesh.secret.max.skew.secs"),
+            ui_stream_seconds=conf.seconds("ui.events.timeout.secs"),
         )

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuplemesh.core.budget import ByteBudget
@@ -24,6 +24,7 @@ from tuplemesh.core.feature import (
     FeatureContext,
     FeatureMetric,
     FeatureServer,
+    HopTracer,
     HopTracingFeature,
 )
 from tuplemesh.core.feature_spec import FeatureSet
@@ -95,39 +96,24 @@ class Worker:
         self.port = port
         self.topology_id = topology_id or topology.name
         self.assignment = plan.assignment
-        self.stream_ids = plan.stream_ids
-        self.stream_info = plan.stream_info
-        queues = self.queue_settings = plan.queue_settings
+        queues = plan.queue_settings
         settings = self.settings = plan.worker_settings
-        strategy, timeout = queues.wait_strategy, queues.wait_timeout_seconds
-        my_executors = plan.executors
-        self.inboxes: dict[int, RingBuffer[Any]] = {
-            e.index: RingBuffer.multi_producer(
-                queues.receive_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
-            )
-            for e in my_executors
-        }
-        self.local_inbox_of_task = {t: self.inboxes[e] for t, e in plan.executor_of_task.items()}
-        self.remote_worker_of_task = plan.remote_worker_of_task
-        self.transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
-            queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
-        )
+        self.local_inbox_of_task, self.transfer_ring = _rings(plan)
         #: the ceiling on serialized bytes held for other workers (executors take, acknowledgements
         #: give back)
         self.transfer_budget = ByteBudget(queues.transfer_max_bytes)
-        self._serializer_name = settings.serializer
-        load_serializer(self._serializer_name)  # fail at construction, not in an executor thread
+        load_serializer(settings.serializer)  # fail at construction, not in an executor thread
         log_interval = settings.log_interval_seconds
         # With per-task backpressure a full inbox must not block the shared receive thread.
         #: Storm's flush timer, resting while nothing is pending (executors and the receive path wake it)
         self.flush_timer = FlushTimer(queues.flush_interval_seconds)
         # Per-task backpressure (tuplemesh.core.congestion): what peers report, and what we report.
-        self.congestion = CongestionMap() if queues.backpressure_enabled else None
+        congestion = CongestionMap() if queues.backpressure_enabled else None
         #: Senders hear about full inboxes (a transport that reports congestion), so a full one
         #: need not block the receive thread (it would stall every task on the stream): past it,
         #: batches wait in a bounded overflow. Without reports (the local transport) a blocking
         #: put is the only backpressure, and stays.
-        self.reports_congestion = self.congestion is not None and context.capabilities.reports_congestion
+        self.reports_congestion = congestion is not None and context.capabilities.reports_congestion
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
         self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
@@ -141,10 +127,7 @@ class Worker:
         #: by feature name
         self.feature_set = features
         self.features: dict[str, Feature] = features.build(feature_context)
-        tracing = [f for f in self.features.values() if isinstance(f, HopTracingFeature)]
-        if len(tracing) > 1:  # two would each trace half the hops
-            raise TypeError(f"more than one feature traces the hops: {', '.join(f.name for f in tracing)}")
-        hops = tracing[0].hop_tracer() if tracing else None  # the hops' spans, when traced
+        hops = _hop_tracer(self.features.values())
         self.receive = ReceivePath(
             index,
             self.local_inbox_of_task,
@@ -168,7 +151,7 @@ class Worker:
             self.transfer_budget,
             queues.queue_target_seconds,
             str(plan.epoch),
-            self.congestion.report if self.congestion is not None else None,
+            congestion.report if congestion is not None else None,
             tracer=hops,
         )
         wiring = ExecutorWiring(
@@ -176,7 +159,7 @@ class Worker:
             self.local_inbox_of_task,
             self.transfer_ring,
             self.new_serializer,
-            self.congestion,
+            congestion,
             self.user_metrics,
             self.transfer_budget,
             tuple(self.features.values()),
@@ -186,13 +169,12 @@ class Worker:
             SpoutExecutor(e, wiring)
             if plan.topology.components[e.component].is_spout
             else BoltExecutor(e, wiring)
-            for e in my_executors
+            for e in plan.executors
         ]
         self._binding: Binding | None = None
         self._flusher: threading.Thread | None = None
         #: what a whole-mesh stop waits for, from the features that take part in the drain
         self._drain_waits: list[DrainWait] = []
-        self._stopping = threading.Event()
         self.started_at: float | None = None
         #: Where the peers were found (its counts go into ``snapshot``).
         self.directory = directory
@@ -204,7 +186,7 @@ class Worker:
 
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
-        return load_serializer(self._serializer_name)
+        return load_serializer(self.settings.serializer)
 
     @property
     def spout_executors(self) -> list[SpoutExecutor]:
@@ -224,7 +206,9 @@ class Worker:
             feature.start()  # before any task runs (e.g. a new attempt counted before restores)
         congestion = None
         if self.reports_congestion:
-            congestion = congested_tasks(self.local_inbox_of_task, self.queue_settings.backpressure_watermark)
+            congestion = congested_tasks(
+                self.local_inbox_of_task, self.plan.queue_settings.backpressure_watermark
+            )
         self._binding = self.context.bind(
             self.topology_id,
             self.port,
@@ -315,7 +299,6 @@ class Worker:
         timeout = self.settings.shutdown_timeout_seconds if timeout is None else timeout
         deadline = time.monotonic() + timeout
         clean = True
-        self._stopping.set()
         self.flush_timer.stop()
         for feature in self.features.values():
             feature.stopping()  # e.g. no new rows from outside, and nothing waits for outside readers
@@ -491,3 +474,29 @@ class Worker:
         for executor in self.executors:
             out.setdefault(executor.spec.component, {}).update(executor.final_reports)
         return out
+
+
+def _rings(plan: WorkerPlan) -> tuple[dict[int, RingBuffer[Any]], RingBuffer[Any]]:
+    """The worker's rings: each local task's inbox (one per executor, its tasks sharing it) and
+    the transfer ring to the other workers, sized and waiting as the plan's queue settings say."""
+    queues = plan.queue_settings
+    strategy, timeout = queues.wait_strategy, queues.wait_timeout_seconds
+    inboxes: dict[int, RingBuffer[Any]] = {
+        e.index: RingBuffer.multi_producer(
+            queues.receive_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
+        )
+        for e in plan.executors
+    }
+    transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
+        queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
+    )
+    return {t: inboxes[e] for t, e in plan.executor_of_task.items()}, transfer_ring
+
+
+def _hop_tracer(features: Iterable[Feature]) -> HopTracer | None:
+    """The spans of the worker's transfer and receive hops, from the one feature that traces
+    them (None: none does)."""
+    tracing = [f for f in features if isinstance(f, HopTracingFeature)]
+    if len(tracing) > 1:  # two would each trace half the hops
+        raise TypeError(f"more than one feature traces the hops: {', '.join(f.name for f in tracing)}")
+    return tracing[0].hop_tracer() if tracing else None
