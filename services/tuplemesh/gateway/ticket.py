@@ -23,9 +23,14 @@ class PublishTicket:
     __slots__ = ("_cond", "_open", "_state", "failures", "indices")
 
     def __init__(self, rows: int, already_acked: bytes | None = None) -> None:
-        self._state = bytearray(already_acked) if already_acked is not None else bytearray(rows)
         #: the rows this attempt publishes: every row the earlier attempts did not complete
-        self.indices = [i for i, s in enumerate(self._state) if s == _OPEN]
+        self.indices: list[int]
+        if already_acked is None:  # a first attempt: every row (without a Python step per row)
+            self._state = bytearray(rows)
+            self.indices = list(range(rows))
+        else:
+            self._state = bytearray(already_acked)
+            self.indices = [i for i, s in enumerate(self._state) if s == _OPEN]
         self._open = len(self.indices)
         self.failures = 0
         self._cond = threading.Condition()
