@@ -1,9 +1,9 @@
 """Spark benchmark: rows/s through the tuplemesh sink and source, beside Spark's own rate source
-into a noop sink in the same run, and the source beside the floor of Spark's Python data source
-API (ready-made Arrow batches). local[2]; every case runs once before it is measured warm (Python
-workers started, code loaded), then the cases alternate for a few rounds: medians. The first
-run of each in the session is reported apart: there, starting Spark's Python workers weighs
-more than the rows."""
+into a noop sink in the same run, and each beside the floor of Spark's Python data source API
+(a source of ready-made Arrow batches; a sink that reads each batch's values and drops them).
+local[2]; every case runs once before it is measured warm (Python workers started, code
+loaded), then the cases alternate for a few rounds: medians. The first run of each in the
+session is reported apart: there, starting Spark's Python workers weighs more than the rows."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bench.records import Record
 
 
 def run(quick: bool = False) -> list[Record]:
-    from bench.topologies_spark import build, floor_source
+    from bench.topologies_spark import build, floor_sink, floor_source
     from tuplemesh.client import GatewayClient
     from tuplemesh.launcher import ProcessCluster
     from tuplemesh.spark import local_session
@@ -31,6 +31,7 @@ def run(quick: bool = False) -> list[Record]:
         targets = ",".join(addresses)
         spark = local_session("tuplemesh-bench")
         spark.dataSource.register(floor_source())
+        spark.dataSource.register(floor_sink())
         client = GatewayClient(addresses, timeout=30)
 
         def held() -> int:
@@ -75,17 +76,30 @@ def run(quick: bool = False) -> list[Record]:
                 .mode("overwrite").save()  # fmt: skip
             return rows / (time.perf_counter() - start)
 
+        def sink_floor(rows: int) -> float:
+            df = spark.range(rows, numPartitions=2).selectExpr("concat('row-', id) AS line")
+            start = time.perf_counter()
+            df.write.format("arrowfloorsink").mode("append").save()
+            return rows / (time.perf_counter() - start)
+
         # first runs in the session, as a batch job meets them: each case pays for starting its
         # Python workers and loading its code (the sink's are started by a small write first:
         # what the tuplemesh cases share); the source reads the warm-up's rows too
         write(10_000)
-        first = {"sink": write(n), "source": read(10_000 + n), "rate": rate_noop(n), "floor": floor(n)}
-        rates: dict[str, list[float]] = {"sink": [], "source": [], "rate": [], "floor": []}
+        first = {
+            "sink": write(n),
+            "source": read(10_000 + n),
+            "rate": rate_noop(n),
+            "floor": floor(n),
+            "sink floor": sink_floor(n),
+        }
+        rates: dict[str, list[float]] = {"sink": [], "source": [], "rate": [], "floor": [], "sink floor": []}
         for _ in range(rounds):  # warm: every case has run before
             rates["sink"].append(write(n))
             rates["source"].append(read(n))
             rates["rate"].append(rate_noop(n))
             rates["floor"].append(floor(n))
+            rates["sink floor"].append(sink_floor(n))
         client.close()
     finally:
         if spark is not None:
@@ -100,7 +114,10 @@ def run(quick: bool = False) -> list[Record]:
             "sink, first run in the session: Spark -> tuplemesh (Gateway Publish), local[2], 2 workers",
             "rows",
             first["sink"],
-            {"Spark rate source -> noop sink, first run": first["rate"]},
+            {
+                "Spark rate source -> noop sink, first run": first["rate"],
+                "a Python sink that reads each batch's values and drops them, first run": first["sink floor"],
+            },
             target,
         ),
         Record(
@@ -119,7 +136,10 @@ def run(quick: bool = False) -> list[Record]:
             "sink, warm: Spark -> tuplemesh (Gateway Publish), local[2], 2 workers",
             "rows",
             median["sink"],
-            {"Spark rate source -> noop sink": median["rate"]},
+            {
+                "Spark rate source -> noop sink": median["rate"],
+                "a Python sink that reads each batch's values and drops them": median["sink floor"],
+            },
             target,
             extra,
         ),

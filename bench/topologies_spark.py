@@ -1,5 +1,6 @@
 """Benchmark topology for the Spark part: rows in, the same rows out, kept until read; and the
-floor of Spark's Python data source API: a source that hands Spark ready-made Arrow batches."""
+floors of Spark's Python data source API: a source that hands Spark ready-made Arrow batches,
+and a sink that reads each Arrow batch's values and sends them nowhere."""
 
 from __future__ import annotations
 
@@ -57,3 +58,30 @@ def floor_source() -> Any:
             return FloorReader(int(self.options.get("rows", "0")))
 
     return ArrowFloor
+
+
+def floor_sink() -> Any:
+    """Data source ``arrowfloorsink``, written to: each task takes its Arrow batches and reads
+    each column's values as Python objects (``to_pylist``), then drops them. What any Python sink
+    that hands values on costs Spark at least: the same Python workers, Arrow hand-over and value
+    conversion as the tuplemesh sink, with nothing encoded or sent."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class FloorWriter(DataSourceArrowWriter):
+        def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+            rows = 0
+            for batch in iterator:
+                for column in batch.columns:
+                    column.to_pylist()
+                rows += batch.num_rows
+            return WriterCommitMessage()
+
+    class ArrowFloorSink(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "arrowfloorsink"
+
+        def writer(self, schema: Any, overwrite: bool) -> FloorWriter:
+            return FloorWriter()
+
+    return ArrowFloorSink
