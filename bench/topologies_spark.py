@@ -69,11 +69,9 @@ def floor_sink() -> Any:
 
     class FloorWriter(DataSourceArrowWriter):
         def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-            rows = 0
             for batch in iterator:
                 for column in batch.columns:
                     column.to_pylist()
-                rows += batch.num_rows
             return WriterCommitMessage()
 
     class ArrowFloorSink(DataSource):

@@ -1139,7 +1139,7 @@ class Config(Mapping[str, Any]):
 def seconds(conf: Mapping[str, Any], key: str) -> float:
     """The value of time ``key`` in ``conf`` in seconds, converted by the unit its row declares.
 
-    For the mapping a component is handed in ``open``/``prepare``, which may be a plain dict."""
+    What `Config.seconds` does, for any mapping holding the key; the settings views call that."""
     row = KEYS.get(key)
     if row is None or row.unit not in _PER_SECOND:
         raise KeyError(f"{key} is not a time key (declared in millis or secs)")

@@ -30,6 +30,7 @@ import grpc
 import msgpack
 
 from tuplemesh.client.channel import TlsSettings, open_channel
+from tuplemesh.columnar import rows_to_columns
 from tuplemesh.errors import EpochMismatchError, GatewayError
 from tuplemesh.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -365,7 +366,7 @@ class GatewayClient:
         (a worker from before columnar fetches answers rows)."""
         if got.packed_columns or not got.count:
             return msgpack.unpackb(got.packed_columns, raw=False) if got.count else []
-        return [list(column) for column in zip(*msgpack.unpackb(got.packed, raw=False), strict=True)]
+        return rows_to_columns(msgpack.unpackb(got.packed, raw=False))
 
     def _fetch(
         self,

@@ -12,6 +12,8 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
+from tuplemesh.columnar import rows_to_columns
+
 __all__ = ["available", "encode"]
 
 
@@ -30,9 +32,7 @@ def encode(records: Sequence[Sequence[Any]], fields: Sequence[str]) -> bytes:
         raise ValueError("pyarrow is not installed")
     import pyarrow as pa
 
-    columns: list[Any] = [list(column) for column in zip(*records, strict=True)] if records else []
-    if not records:
-        columns = [[] for _ in fields]
+    columns: list[Any] = rows_to_columns(records) if records else [[] for _ in fields]
     if len(columns) != len(fields):
         raise ValueError(f"records of {len(columns)} values, fields {list(fields)}")
     try:

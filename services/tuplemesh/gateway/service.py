@@ -19,6 +19,7 @@ import grpc
 import msgpack
 
 from tuplemesh import tracing
+from tuplemesh.columnar import rows_to_columns
 from tuplemesh.gateway import arrow_ipc
 from tuplemesh.gateway.export_log import ExportLog
 from tuplemesh.gateway.ingest import IngestQueue, columns_of
@@ -479,7 +480,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         records: Sequence[Sequence[Any]], packer: msgpack.Packer, context: grpc.ServicerContext
     ) -> bytes:
         try:
-            return packer.pack([list(column) for column in zip(*records, strict=True)])
+            return packer.pack(rows_to_columns(records))
         except ValueError:
             reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
 
