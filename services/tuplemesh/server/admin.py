@@ -6,7 +6,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any, Protocol
 
 import grpc
@@ -36,16 +36,6 @@ WATCH_MIN_INTERVAL = 0.05
 WATCH_MAX_INTERVAL = 86400.0
 
 
-class AdminExecutor(Protocol):
-    """What Admin reads of one of the worker's executors."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def component(self) -> str: ...
-
-
 class AdminWorker(Protocol):
     """What Admin reads and calls of the Worker it serves (a Protocol: Admin imports nothing of
     the worker package)."""
@@ -72,10 +62,13 @@ class AdminWorker(Protocol):
     def features(self) -> Mapping[str, Feature]: ...
 
     @property
-    def executors(self) -> Sequence[AdminExecutor]: ...
+    def local_tasks(self) -> Collection[int]:
+        """The tasks this worker runs."""
+        ...
 
-    @property
-    def local_inbox_of_task(self) -> Mapping[int, Any]: ...
+    def executor_names(self, component: str) -> list[str]:
+        """The names of this worker's executors of ``component`` (none: it runs no task of it)."""
+        ...
 
     def snapshot(self, feature_sections: bool = True) -> WorkerSnapshot: ...
 
@@ -316,7 +309,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             if request.task not in component_of:
                 context.abort(grpc.StatusCode.NOT_FOUND, f"no task {request.task} in this topology")
             self._check_has_inputs(component_of[request.task], context)
-            if request.task not in worker.local_inbox_of_task:
+            if request.task not in worker.local_tasks:
                 context.abort(
                     grpc.StatusCode.NOT_FOUND,
                     f"task {request.task} runs on worker {worker.assignment.worker_of_task()[request.task]}, "
@@ -329,7 +322,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
             known = ", ".join(sorted(worker.topology.components))
             context.abort(grpc.StatusCode.NOT_FOUND, f"no component {request.component!r} (known: {known})")
         self._check_has_inputs(request.component, context)
-        local = [t for t in worker.assignment.tasks_of(request.component) if t in worker.local_inbox_of_task]
+        local = [t for t in worker.assignment.tasks_of(request.component) if t in worker.local_tasks]
         if not local:
             context.abort(
                 grpc.StatusCode.NOT_FOUND,
@@ -406,7 +399,7 @@ class AdminServicer(admin_pb2_grpc.AdminServicer):
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"max_per_second must be in (0, {MAX_TUPLES_PER_SECOND:g}], got {per_second}",
             )
-        executors = [e.name for e in worker.executors if e.component == name]
+        executors = worker.executor_names(name)
         if not executors:
             context.abort(
                 grpc.StatusCode.NOT_FOUND, f"component {name!r} has no task on worker {worker.index}"

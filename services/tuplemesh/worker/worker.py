@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tuplemesh.core.budget import ByteBudget
@@ -187,6 +187,15 @@ class Worker:
     def new_serializer(self) -> Serializer:
         """A serializer instance for one thread."""
         return load_serializer(self.settings.serializer)
+
+    @property
+    def local_tasks(self) -> Collection[int]:
+        """The tasks this worker runs."""
+        return self.local_inbox_of_task.keys()
+
+    def executor_names(self, component: str) -> list[str]:
+        """The names of this worker's executors of ``component`` (none: it runs no task of it)."""
+        return [e.name for e in self.executors if e.spec.component == component]
 
     @property
     def spout_executors(self) -> list[SpoutExecutor]:
