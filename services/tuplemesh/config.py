@@ -318,6 +318,17 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             _resolves(_wait_strategy),
         ),
         ConfigKey(
+            "topology.disruptor.wait.yields",
+            int,
+            5,
+            "Most times an executor or transfer thread that finds its ring empty gives the "
+            "interpreter lock away before it parks (the blocking strategies). It yields only while "
+            "its ring is busy: after a wait whose yields saw nothing come it parks at once, until "
+            "a batch is already there when it looks. 0 always parks at once.",
+            _non_negative,
+            unit="yields",
+        ),
+        ConfigKey(
             "topology.disruptor.wait.timeout.millis",
             float,
             1000.0,

@@ -7,14 +7,19 @@ import time
 
 import pytest
 
+from tests.helpers import ListSpout, RecordingBolt
+from tuplemesh.config import Config
 from tuplemesh.disruptor import (
     WAIT_STRATEGIES,
     BatchEventProcessor,
     RingBuffer,
+    Sequence,
     TimeoutBlockingWaitStrategy,
     make_wait_strategy,
 )
 from tuplemesh.errors import PluginError
+from tuplemesh.topology import TopologyBuilder
+from tuplemesh.worker.local_cluster import LocalCluster
 
 
 class Recorder:
@@ -193,3 +198,63 @@ def test_processor_cannot_run_twice():
     with pytest.raises(RuntimeError):
         processor.run()
     processor.halt()
+
+
+class _NeverAlerted:
+    def check_alert(self) -> None:
+        return None
+
+
+def _wait_parked(strategy, cursor: Sequence, sequence: int, monkeypatch) -> list[float]:
+    """Wait for ``sequence``, published by another thread once the wait parked; the yields
+    (``time.sleep(0)`` calls) it made first."""
+    yielded: list[float] = []
+
+    def publish_once_parked() -> None:
+        while not strategy.waiters:  # parked: counted as a waiter on its condition
+            threading.Event().wait(0.001)  # not time.sleep, which the test counts
+        cursor.set(sequence)
+        strategy.signal_all_when_blocking()
+
+    publisher = threading.Thread(target=publish_once_parked)
+    monkeypatch.setattr(time, "sleep", yielded.append)
+    publisher.start()
+    try:
+        assert strategy.wait_for(sequence, cursor, [], _NeverAlerted()) == sequence
+    finally:
+        monkeypatch.undo()
+    publisher.join(5)
+    assert strategy.waiters == 0
+    return yielded
+
+
+@pytest.mark.parametrize("yields", [0, 3])
+def test_a_blocking_wait_gives_the_lock_away_the_configured_times_then_parks(yields, monkeypatch):
+    strategy = make_wait_strategy("blocking", yield_tries=yields)
+    assert _wait_parked(strategy, Sequence(-1), 0, monkeypatch) == [0] * yields
+
+
+def test_a_blocking_wait_parks_at_once_after_yields_that_did_not_pay_until_the_ring_is_busy(monkeypatch):
+    strategy = make_wait_strategy("blocking", yield_tries=3)
+    cursor = Sequence(-1)
+    assert _wait_parked(strategy, cursor, 0, monkeypatch) == [0, 0, 0]  # the yields saw nothing
+    assert _wait_parked(strategy, cursor, 1, monkeypatch) == []  # so the next wait parks at once
+    assert _wait_parked(strategy, cursor, 2, monkeypatch) == []
+    cursor.set(3)  # published before the consumer asks for it: the ring is busy
+    assert strategy.wait_for(3, cursor, [], _NeverAlerted()) == 3
+    assert _wait_parked(strategy, cursor, 4, monkeypatch) == [0, 0, 0]  # yields again
+
+
+def test_a_workers_rings_wait_with_the_configured_yields():
+    def yields_of(conf: dict[str, object]) -> set[int]:
+        b = TopologyBuilder("yields")
+        b.set_spout("s", ListSpout([], ["x"]))
+        b.set_bolt("r", RecordingBolt()).shuffle_grouping("s")
+        worker = LocalCluster(b.build(), 1, Config({"messaging.transport": "local", **conf})).workers[0]
+        rings = [*worker.local_inbox_of_task.values(), worker.transfer_ring]
+        return {ring.sequencer.wait_strategy.yield_tries for ring in rings}
+
+    assert yields_of({}) == {5}
+    assert yields_of({"topology.disruptor.wait.yields": 4}) == {4}
+    timeout_blocking = {"topology.disruptor.wait.strategy": "timeout-blocking"}
+    assert yields_of({**timeout_blocking, "topology.disruptor.wait.yields": 2}) == {2}

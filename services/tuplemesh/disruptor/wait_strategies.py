@@ -137,10 +137,16 @@ class SleepingWaitStrategy:
 
 
 class BlockingWaitStrategy:
-    """Yield the GIL a few times, then park on a condition; producers signal only while parked.
+    """Yield the GIL up to ``yield_tries`` times while the ring is busy, then park on a condition;
+    producers signal only while a consumer is parked.
 
-    The short yielding phase matters in CPython: a consumer that parks the moment it catches up
-    makes the producer pay a lock + notify on nearly every publish.
+    The yielding phase matters in CPython when items come close together: a consumer that parks
+    the moment it catches up makes the producer pay a lock + notify on nearly every publish (a
+    quarter of the rate of ``python -m bench ring``'s one-item case). When they come far apart,
+    as batches do into a worker's rings below full load, it is waste: each yield is a GIL
+    hand-over that the busy threads pay for, and the wait ends parked anyway. So the phase adapts:
+    after a wait whose yields did not see the item come, the next waits park at once, until one
+    finds its item already published (the ring is busy again) and restores the yields.
 
     The waiter count is read by producers without the lock. That is safe under the GIL: a
     consumer increments it *before* re-checking the cursor, a producer stores the cursor *before*
@@ -152,16 +158,22 @@ class BlockingWaitStrategy:
         self.waiters = 0
         self.timeout_seconds = timeout_seconds
         self.yield_tries = yield_tries
+        #: yields of the next wait: ``yield_tries`` while the ring is busy, 0 after yields failed
+        self.yields_now = yield_tries
 
     def wait_for(
         self, sequence: int, cursor: Sequence, dependents: SeqOf[Sequence], barrier: Alertable
     ) -> int:
-        tries = self.yield_tries
-        while cursor.value < sequence and tries > 0:
-            barrier.check_alert()
-            time.sleep(0)
-            tries -= 1
+        if cursor.value >= sequence:
+            self.yields_now = self.yield_tries  # published before it was asked for: busy
+        else:
+            tries = self.yields_now
+            while cursor.value < sequence and tries > 0:
+                barrier.check_alert()
+                time.sleep(0)
+                tries -= 1
         if cursor.value < sequence:
+            self.yields_now = 0  # yielding did not pay: park at once until the ring is busy again
             deadline = None if self.timeout_seconds is None else time.monotonic() + self.timeout_seconds
             with self._cond:
                 self.waiters += 1
@@ -207,10 +219,10 @@ class BlockingWaitStrategy:
 class TimeoutBlockingWaitStrategy(BlockingWaitStrategy):
     """Blocking, but raises WaitTimeoutError after ``timeout_seconds`` (drives ``on_timeout``)."""
 
-    def __init__(self, timeout_seconds: float = 0.001) -> None:
+    def __init__(self, timeout_seconds: float = 0.001, yield_tries: int = 5) -> None:
         if timeout_seconds <= 0:
             raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds!r}")
-        super().__init__(timeout_seconds)
+        super().__init__(timeout_seconds, yield_tries)
 
 
 WAIT_STRATEGIES: dict[str, Callable[..., WaitStrategy]] = {
@@ -222,13 +234,16 @@ WAIT_STRATEGIES: dict[str, Callable[..., WaitStrategy]] = {
 }
 
 
-def make_wait_strategy(name: str, timeout_seconds: float = 0.001) -> WaitStrategy:
-    """Build a wait strategy from its config name (``blocking``, ``sleeping``, ...)."""
+def make_wait_strategy(name: str, timeout_seconds: float = 0.001, yield_tries: int = 5) -> WaitStrategy:
+    """Build a wait strategy from its config name (``blocking``, ``sleeping``, ...);
+    ``yield_tries`` is the yielding phase of the blocking ones (the others have none)."""
     try:
         factory = WAIT_STRATEGIES[name]
     except KeyError:
         known = ", ".join(sorted(WAIT_STRATEGIES))
         raise PluginError(f"unknown wait strategy {name!r}; known: {known}") from None
     if name == "timeout-blocking":
-        return factory(timeout_seconds)
+        return factory(timeout_seconds, yield_tries)
+    if name == "blocking":
+        return factory(None, yield_tries)
     return factory()

@@ -22,6 +22,7 @@ class QueueSettings:
     transfer_buffer_batches: int  # slots of the worker's transfer ring (a power of two)
     wait_strategy: str  # how threads wait on an empty ring
     wait_timeout_seconds: float  # of the timeout-blocking wait strategy
+    wait_yields: int  # GIL hand-overs of a blocking wait strategy before it parks
     producer_batch_tuples: int  # per destination, before an executor publishes a batch
     send_buffer_tuples: int  # in all of an executor's emit buffers, before it flushes them all
     transfer_batch_tuples: int  # in one batch handed to the transport
@@ -41,6 +42,7 @@ class QueueSettings:
             transfer_buffer_batches=conf["topology.transfer.buffer.size"],
             wait_strategy=conf["topology.disruptor.wait.strategy"],
             wait_timeout_seconds=conf.seconds("topology.disruptor.wait.timeout.millis"),
+            wait_yields=conf["topology.disruptor.wait.yields"],
             producer_batch_tuples=conf["topology.producer.batch.size"],
             send_buffer_tuples=conf["topology.executor.send.buffer.size"],
             transfer_batch_tuples=conf["topology.transfer.batch.size"],

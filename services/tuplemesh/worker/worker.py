@@ -33,7 +33,7 @@ from tuplemesh.core.stats import (
     WorkerSnapshot,
 )
 from tuplemesh.discovery.base import DiscoveryStats, PeerDirectory
-from tuplemesh.disruptor import RingBuffer, make_wait_strategy
+from tuplemesh.disruptor import RingBuffer, WaitStrategy, make_wait_strategy
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.serialization import Serializer, load_serializer
 from tuplemesh.topology import Topology
@@ -489,15 +489,16 @@ def _rings(plan: WorkerPlan) -> tuple[dict[int, RingBuffer[Any]], RingBuffer[Any
     """The worker's rings: each local task's inbox (one per executor, its tasks sharing it) and
     the transfer ring to the other workers, sized and waiting as the plan's queue settings say."""
     queues = plan.queue_settings
-    strategy, timeout = queues.wait_strategy, queues.wait_timeout_seconds
+
+    def strategy() -> WaitStrategy:
+        return make_wait_strategy(queues.wait_strategy, queues.wait_timeout_seconds, queues.wait_yields)
+
     inboxes: dict[int, RingBuffer[Any]] = {
-        e.index: RingBuffer.multi_producer(
-            queues.receive_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
-        )
+        e.index: RingBuffer.multi_producer(queues.receive_buffer_batches, wait_strategy=strategy())
         for e in plan.executors
     }
     transfer_ring: RingBuffer[Any] = RingBuffer.multi_producer(
-        queues.transfer_buffer_batches, wait_strategy=make_wait_strategy(strategy, timeout)
+        queues.transfer_buffer_batches, wait_strategy=strategy()
     )
     return {t: inboxes[e] for t, e in plan.executor_of_task.items()}, transfer_ring
 
