@@ -321,7 +321,7 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "topology.disruptor.wait.yields",
             int,
             5,
-            "Most times an executor or transfer thread that finds its ring empty gives the "
+            "Most times a bolt executor or the transfer thread that finds its ring empty gives the "
             "interpreter lock away before it parks (the blocking strategies). It yields only while "
             "its ring is busy: after a wait whose yields saw nothing come it parks at once, until "
             "a batch is already there when it looks. 0 always parks at once.",

@@ -207,17 +207,26 @@ class _NeverAlerted:
 
 def _wait_parked(strategy, cursor: Sequence, sequence: int, monkeypatch) -> list[float]:
     """Wait for ``sequence``, published by another thread once the wait parked; the yields
-    (``time.sleep(0)`` calls) it made first."""
+    (``time.sleep(0)`` calls of this thread) it made first."""
     yielded: list[float] = []
+    waiting_thread = threading.get_ident()
+    real_sleep = time.sleep
+
+    def counting_sleep(seconds: float) -> None:
+        if threading.get_ident() == waiting_thread:
+            yielded.append(seconds)  # a yield: the GIL given away, nothing to wait for here
+        else:
+            real_sleep(seconds)  # any other thread of the process sleeps as it asked
 
     def publish_once_parked() -> None:
-        while not strategy.waiters:  # parked: counted as a waiter on its condition
-            threading.Event().wait(0.001)  # not time.sleep, which the test counts
+        deadline = time.monotonic() + 10
+        while not strategy.waiters and time.monotonic() < deadline:  # parked: counted a waiter
+            threading.Event().wait(0.001)
         cursor.set(sequence)
         strategy.signal_all_when_blocking()
 
-    publisher = threading.Thread(target=publish_once_parked)
-    monkeypatch.setattr(time, "sleep", yielded.append)
+    publisher = threading.Thread(target=publish_once_parked, daemon=True)
+    monkeypatch.setattr(time, "sleep", counting_sleep)
     publisher.start()
     try:
         assert strategy.wait_for(sequence, cursor, [], _NeverAlerted()) == sequence
@@ -250,9 +259,13 @@ def test_a_workers_rings_wait_with_the_configured_yields():
         b = TopologyBuilder("yields")
         b.set_spout("s", ListSpout([], ["x"]))
         b.set_bolt("r", RecordingBolt()).shuffle_grouping("s")
-        worker = LocalCluster(b.build(), 1, Config({"messaging.transport": "local", **conf})).workers[0]
-        rings = [*worker.local_inbox_of_task.values(), worker.transfer_ring]
-        return {ring.sequencer.wait_strategy.yield_tries for ring in rings}
+        cluster = LocalCluster(b.build(), 1, Config({"messaging.transport": "local", **conf}))
+        try:
+            worker = cluster.workers[0]
+            rings = [*worker.local_inbox_of_task.values(), worker.transfer_ring]
+            return {ring.sequencer.wait_strategy.yield_tries for ring in rings}
+        finally:
+            cluster.stop()
 
     assert yields_of({}) == {5}
     assert yields_of({"topology.disruptor.wait.yields": 4}) == {4}
