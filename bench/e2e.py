@@ -16,11 +16,17 @@ import statistics
 import time
 from typing import Any
 
+from bench.procstat import cpu_seconds, rss_mb
 from bench.records import Record
 from tuplemesh.launcher import ProcessCluster
 from tuplemesh.v1 import admin_pb2
 
 TARGET = "bench.topologies:build"
+
+
+#: A light load, far below the max (tuples/s, both spouts): what the runtime costs while its
+#: threads mostly wait for work.
+LIGHT_RATE = 20_000
 
 
 def _executed(cluster: ProcessCluster) -> int:
@@ -31,14 +37,6 @@ def _drop_samples(cluster: ProcessCluster) -> None:
     """Ask every worker for its bolts' reports, which empties their latency samples."""
     for stub in cluster.admins:
         stub.GetStatus(admin_pb2.GetStatusRequest(include_reports=True))
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def measure(
@@ -68,16 +66,19 @@ def measure(
             # call holding the worker's GIL for milliseconds, which no tuple of a real run waits for
             time.sleep(0.2)
             _drop_samples(cluster)
+        pids = [p.pid for p in cluster.procs]
+        cpu_before = [cpu_seconds(pid) for pid in pids]
         start_count, start = _executed(cluster), time.monotonic()
         time.sleep(seconds)
         end_count, end = _executed(cluster), time.monotonic()
+        cpu_used = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
         latencies: list[float] = []
         coalesced = 0
         for status in cluster.statuses(include_reports=True):
             for report in json.loads(status.reports_json).get("null", {}).values():
                 latencies.extend(report["latencies"])
             coalesced += sum(peer.coalesced_batches for peer in status.peers)
-        rss = [_rss_mb(p.pid) for p in cluster.procs]
+        rss = [rss_mb(p.pid) for p in cluster.procs]
     finally:
         cluster.stop()
     latencies.sort()
@@ -95,6 +96,8 @@ def measure(
         "latency_samples": len(latencies),
         "coalesced_batches": coalesced,
         "max_rss_mb": max(rss),
+        # what each worker process used, on average: below full load, the cost of waiting for work
+        "cores_per_worker": sum(cpu_used) / len(cpu_used) / (end - start),
     }
 
 
@@ -109,7 +112,7 @@ def slow_consumer(seconds: float) -> dict[str, Any]:
         cluster.wait_serving(60)
         start = time.monotonic()
         while time.monotonic() - start < seconds:
-            samples.append(max(_rss_mb(p.pid) for p in cluster.procs))
+            samples.append(max(rss_mb(p.pid) for p in cluster.procs))
             time.sleep(1.0)
         cluster.check_alive()
         executed = sum(e.executed for s in cluster.statuses() for e in s.executors if e.component == "slow")
@@ -133,6 +136,8 @@ def run(quick: bool = False) -> list[Record]:
     zmq_max = statistics.median(measure("zmq", seconds)["rate"] for _ in range(runs))
     local_max = statistics.median(measure("local", seconds, workers=1)["rate"] for _ in range(runs))
     paced = measure("grpc", seconds, rate=grpc_max / 2 / 2)  # two spout tasks share the half rate
+    light = measure("grpc", seconds, rate=LIGHT_RATE / 2)
+    full_cores = statistics.median(r["cores_per_worker"] for r in grpc_runs)
     slow = slow_consumer(10.0 if quick else 60.0)
     return [
         Record(
@@ -183,6 +188,19 @@ def run(quick: bool = False) -> list[Record]:
                 "p99 cross-worker emit-to-execute ms": round(paced["p99_ms"], 3),
                 "p999 cross-worker emit-to-execute ms": round(paced["p999_ms"], 3),
                 "worker RSS MB (max)": round(paced["max_rss_mb"], 1),
+                "cores per worker": round(paced["cores_per_worker"], 3),
+            },
+        ),
+        Record(
+            "e2e",
+            f"const spout -> null bolt, 2 workers over grpc at {LIGHT_RATE:,} tuples/s: each worker's CPU",
+            "CPU seconds",
+            light["cores_per_worker"],
+            {"the same flat out, this run": full_cores},
+            "",
+            {
+                "p50 cross-worker emit-to-execute ms": round(light["p50_ms"], 3),
+                "p99 cross-worker emit-to-execute ms": round(light["p99_ms"], 3),
             },
         ),
     ]

@@ -17,9 +17,9 @@ import argparse
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from bench.procstat import cpu_seconds
 from bench.records import Record
 from tuplemesh.launcher import ProcessCluster
 from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
@@ -78,16 +78,11 @@ topology = build(int(os.environ.get(TASKS_ENV, "2")), int(os.environ.get(PER_TAS
 IDLE_SECONDS = 5.0
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 def idle_cpu(pids: list[int], seconds: float) -> float:
     """Cores the processes ``pids`` use together over ``seconds`` (Linux /proc)."""
-    before = [_cpu_seconds(pid) for pid in pids]
+    before = [cpu_seconds(pid) for pid in pids]
     time.sleep(seconds)
-    return sum(_cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)) / seconds
+    return sum(cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)) / seconds
 
 
 def measure(workers: int, per_task: int, timeout: float = 600.0) -> dict[str, Any]:

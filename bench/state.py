@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.procstat import cpu_seconds
 from bench.records import Record
-from bench.wordcount import _cpu_seconds
 from examples.stateful_wordcount import ReplayableSentenceSpout, StatefulCountBolt
 from examples.wordcount import CountBolt, SplitBolt, expected_counts
 from tests.fault.harness import write_config
@@ -174,7 +174,7 @@ def measure(target: str, config: Path, repeat: int, window: float) -> dict[str, 
 
 
 def _cpu(pids: list[int]) -> float:
-    return sum(_cpu_seconds(pid) for pid in pids)
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 def throughput(directory: Path, quick: bool) -> Record:

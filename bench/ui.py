@@ -28,6 +28,7 @@ import time
 from typing import Any, Protocol
 
 from bench.e2e import TARGET, _executed
+from bench.procstat import cpu_seconds
 from bench.records import Record
 from tuplemesh.launcher import ProcessCluster
 
@@ -38,13 +39,6 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SETTLE_SECONDS = 1.5
 #: Seconds the workers run before the first window (the first seconds of a worker run slower).
 WARM_UP_SECONDS = 3.0
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of process ``pid`` so far (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class UiClient(Protocol):
@@ -184,11 +178,11 @@ def measure(
             else:
                 client.leave()
             time.sleep(SETTLE_SECONDS)
-            cpu0 = sum(_cpu_seconds(p.pid) for p in cluster.procs)
+            cpu0 = sum(cpu_seconds(p.pid) for p in cluster.procs)
             count0, start = _executed(cluster), time.monotonic()
             time.sleep(seconds)
             count1, end = _executed(cluster), time.monotonic()
-            cpu1 = sum(_cpu_seconds(p.pid) for p in cluster.procs)
+            cpu1 = sum(cpu_seconds(p.pid) for p in cluster.procs)
             tuples = max(count1 - count0, 1)
             windows[attached].append(
                 (tuples / (end - start), (cpu1 - cpu0) / tuples, (cpu1 - cpu0) / (end - start))

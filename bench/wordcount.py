@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 
+from bench.procstat import cpu_seconds
 from bench.records import Record
 from examples import wordcount
 from tuplemesh.launcher import ProcessCluster
@@ -82,12 +83,6 @@ def _counted(cluster: ProcessCluster) -> int:
     return sum(e.executed for s in cluster.snapshots() for e in s.executors if e.component == "count")
 
 
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-
-
 def measure(
     workers: int,
     repeat: int,
@@ -108,9 +103,9 @@ def measure(
         cluster.wait_serving(60)
         time.sleep(1.0)  # warm-up: connections up, rings and caches hot
         pids = [p.pid for p in cluster.procs]
-        count0, cpu0, t0 = _counted(cluster), [_cpu_seconds(p) for p in pids], time.monotonic()
+        count0, cpu0, t0 = _counted(cluster), [cpu_seconds(p) for p in pids], time.monotonic()
         time.sleep(window)
-        count1, cpu1, t1 = _counted(cluster), [_cpu_seconds(p) for p in pids], time.monotonic()
+        count1, cpu1, t1 = _counted(cluster), [cpu_seconds(p) for p in pids], time.monotonic()
         if count1 >= sum(wordcount.expected_counts(repeat).values()):
             raise RuntimeError(f"word count on {workers} worker(s) ended inside the window: raise its repeat")
         if not cluster.wait_done(600):
