@@ -477,6 +477,62 @@ def test_draining_sends_a_held_batch_at_once():
     assert not drained.is_alive()
 
 
+class _CountingCondition(threading.Condition):
+    """A condition that counts its ``notify_all`` calls: how often waiting threads were woken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notified = 0
+
+    def notify_all(self) -> None:
+        self.notified += 1
+        super().notify_all()
+
+
+def _paced_sender(
+    pace_ends: float,
+) -> tuple[SendWindow, _CountingCondition, threading.Thread, list[tuple[int, Any] | None]]:
+    """An empty window, and a sending thread that sent a message less than its pace ago and now
+    waits for the batch at 1 (the pace ends at ``pace_ends``), putting what it takes in the list."""
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    window.cond = counting = _CountingCondition()
+    got: list[tuple[int, Any] | None] = []
+    sender = threading.Thread(
+        target=lambda: got.append(window.next_to_send(1, lambda: True, None, pace_ends)), daemon=True
+    )
+    sender.start()
+    eventually(lambda: window._paced_seq == 1, message="the sender waiting out its pace")
+    return window, counting, sender, got
+
+
+def test_a_sender_waiting_out_its_pace_is_not_woken_by_a_batch_it_would_only_hold():
+    window, counting, sender, got = _paced_sender(time.monotonic() + 600)
+    woken = counting.notified
+    window.add_packed(_packed((1, b"a")), 1, 1 << 20)  # the batch it waits for, open: held
+    window.add_packed(_packed((2, b"b")), 1, 1 << 20)  # joins it
+    assert counting.notified == woken and sender.is_alive() and window.coalesced == 1
+    window.add(lambda seq: "behind", 1, 1)  # a batch behind it: the held one goes at once
+    sender.join(5)
+    assert counting.notified == woken + 1 and not sender.is_alive() and got[0] is not None
+    assert got[0][0] == 1 and unpack_batch(got[0][1])[0] == [(1, b"a"), (2, b"b")]
+
+
+def test_a_sender_waiting_out_its_pace_sends_the_open_batch_once_the_pace_ends():
+    pace_ends = time.monotonic() + 0.3
+    window, _, sender, got = _paced_sender(pace_ends)
+    window.add_packed(_packed((1, b"a")), 1, 1 << 20)
+    sender.join(10)
+    assert not sender.is_alive() and got[0] is not None and got[0][0] == 1
+    assert time.monotonic() >= pace_ends  # it woke by itself, not before the pace ended
+
+
+def test_a_sender_waiting_out_its_pace_sends_a_batch_that_cannot_grow_at_once():
+    window, _, sender, got = _paced_sender(time.monotonic() + 600)
+    window.add(lambda seq: "its own", 1, 1)  # not open to joins: nothing to wait for
+    sender.join(5)
+    assert not sender.is_alive() and got == [(1, "its own")]
+
+
 def test_the_receivers_byte_grant_lowers_the_byte_limit_and_one_batch_always_fits():
     window = SendWindow(batches=10, max_bytes=100, address="peer")
     assert (window.granted_bytes, window.byte_limit) == (0, 100)  # no grant heard yet

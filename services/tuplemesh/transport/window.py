@@ -210,6 +210,10 @@ class SendWindow:
         #: Called (under ``cond``) whenever ``next_to_send``'s waiters are woken: a sender that
         #: does not wait on ``cond`` (one on an event loop) hears there may be more to send.
         self.on_change: Callable[[], None] | None = None
+        #: The sequence a thread in ``next_to_send`` waits for while its pace runs (0: none). It
+        #: wakes by itself when the pace ends, so a new open batch there does not wake it: it
+        #: would only find the batch held and wait again.
+        self._paced_seq = 0
 
     def _changed(self) -> None:
         """Wake whoever waits to send (held by ``cond``)."""
@@ -285,6 +289,10 @@ class SendWindow:
     def add(self, make_item: Callable[[int], Any], size: int, tuples: int = 0) -> int:
         """Append the item ``make_item(sequence)`` of ``size`` bytes holding ``tuples`` tuples;
         blocks while full. Returns its sequence."""
+        return self._append(make_item, size, tuples, False)
+
+    def _append(self, make_item: Callable[[int], Any], size: int, tuples: int, opens: bool) -> int:
+        """``add``; with ``opens`` the batch stays open to joins (`add_packed`)."""
         with self.cond:
             if self._must_wait(size, tuples):
                 # timed only when it waits: a batch that finds room costs no clock read
@@ -298,14 +306,20 @@ class SendWindow:
                 raise TransportError(f"connection to {self.address} is closed; batch not accepted")
             seq = self.next_seq
             self.next_seq += 1
-            self._open_seq = 0  # only the newest batch may take more
+            # only the newest batch may take more: open until the sending thread takes it
+            self._open_seq = seq if opens else 0
             added = 0.0 if self.time_limit is None else time.monotonic()
             self._items.append((seq, make_item(seq), size, tuples, added))
             self._bytes += size
             self._tuples += tuples
             if self.held is not None:
                 self.held.hold(size)
-            self._changed()
+            if opens and seq == self._paced_seq:
+                # the sender would wake, find it held open and wait for its pace again
+                if self.on_change is not None:
+                    self.on_change()
+            else:
+                self._changed()
             return seq
 
     def add_packed(self, packed: bytes, tuples: int, most_bytes: int) -> int:
@@ -332,11 +346,7 @@ class SendWindow:
                         self.held.hold(size)
                     self.coalesced += 1
                     return seq
-            seq = self.add(lambda _: packed, size, tuples)
-            # open until the sending thread takes it (``add`` let go of ``cond`` only while it
-            # waited, before appending: nothing took it since)
-            self._open_seq = seq
-            return seq
+            return self._append(lambda _: packed, size, tuples, True)
 
     def _must_wait(self, size: int, tuples: int) -> bool:
         """``add`` of ``size`` bytes waits: the window is open and holds something, and one more
@@ -416,10 +426,14 @@ class SendWindow:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self.cond:
             while alive():
-                if hold_until and self._open_seq == position:
+                if hold_until and (self._open_seq == position or position >= self.next_seq):
                     held = hold_until - time.monotonic()
                     if held > 0:
-                        self.cond.wait(held)  # ``add`` of a batch behind it wakes this
+                        # ``add`` of a batch behind it (or of one at ``position`` that cannot
+                        # grow) wakes this; an open one at ``position`` waits for the pace
+                        self._paced_seq = position
+                        self.cond.wait(held)
+                        self._paced_seq = 0
                         continue
                 found = self.get(position)
                 if found is not None:
