@@ -17,10 +17,10 @@ def test_take_hands_over_rows_in_order_splitting_a_chunk_at_the_limit():
     assert queue.put(second, [[10, 11], ["x", "y"]], timeout=1.0)
     assert len(queue) == 5 and queue.accepted == 5
     taken = queue.take(2)
-    assert [(c.ticket, c.indices, c.columns) for c in taken] == [(first, [0, 1], [[0, 1], ["a", "b"]])]
+    assert [(c.ticket, list(c.indices), c.columns) for c in taken] == [(first, [0, 1], [[0, 1], ["a", "b"]])]
     assert len(queue) == 3
     taken = queue.take(10)
-    assert [(c.ticket, c.indices, c.columns) for c in taken] == [
+    assert [(c.ticket, list(c.indices), c.columns) for c in taken] == [
         (first, [2], [[2], ["c"]]),
         (second, [0, 1], [[10, 11], ["x", "y"]]),
     ]

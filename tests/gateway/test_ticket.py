@@ -9,7 +9,7 @@ from tuplemesh.gateway.ticket import PublishTicket
 
 def test_held_once_every_row_is_acked():
     ticket = PublishTicket(3)
-    assert ticket.indices == [0, 1, 2] and not ticket.settled and not ticket.wait(0)
+    assert list(ticket.indices) == [0, 1, 2] and not ticket.settled and not ticket.wait(0)
     ticket.ack(0)
     ticket.ack(2)
     assert not ticket.settled
@@ -76,3 +76,17 @@ def test_acking_the_last_rows_at_once_wakes_a_waiter():
     ticket.ack_many([0, 1, 2])
     waiter.join(30)
     assert waited == [True] and ticket.held
+
+
+def test_ranges_of_rows_settle_at_once_and_a_range_with_settled_rows_settles_only_the_open_ones():
+    ticket = PublishTicket(6)
+    ticket.ack_many(range(0, 2))  # every row open: settled in one step
+    ticket.fail(3)
+    ticket.ack_many(range(2, 6))  # row 3 failed already: the rest of the range is held
+    assert ticket.settled and not ticket.held and ticket.failures == 1
+    assert ticket.retry().indices == [3]
+    ticket = PublishTicket(4)
+    ticket.fail_many(range(1, 3))
+    assert (ticket.failures, ticket.settled) == (2, False)
+    ticket.ack_many(range(0, 4))  # 1 and 2 failed: only 0 and 3 are held
+    assert ticket.settled and ticket.failures == 2 and ticket.retry().indices == [1, 2]

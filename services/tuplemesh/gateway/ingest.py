@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ class IngestChunk:
     batch of columns."""
 
     ticket: PublishTicket
-    indices: list[int]
+    indices: Sequence[int]
     columns: list[list[Any]]
 
     def __len__(self) -> int:
@@ -49,7 +50,11 @@ def joined_columns(chunks: list[IngestChunk], width: int) -> list[list[Any]]:
     """The rows of ``chunks``, in order, as ``width`` columns (one batch to emit)."""
     if len(chunks) == 1:
         return chunks[0].columns
-    return [[value for chunk in chunks for value in chunk.columns[field]] for field in range(width)]
+    joined: list[list[Any]] = [[] for _ in range(width)]
+    for chunk in chunks:
+        for column, part in zip(joined, chunk.columns, strict=True):
+            column.extend(part)  # no Python step per value
+    return joined
 
 
 class IngestQueue:
@@ -72,10 +77,10 @@ class IngestQueue:
         one per field) once there is room; False if none came in ``timeout`` or the queue is
         closed (check ``closed`` to tell the two apart)."""
         indices = ticket.indices
-        if len(indices) == ticket.size:  # a first attempt: every row, in order
-            chunk = IngestChunk(ticket, list(indices), columns)
+        if len(indices) == ticket.size:  # a first attempt: every row, in order (a range)
+            chunk = IngestChunk(ticket, indices, columns)
         else:  # a retry: only the rows the earlier attempts did not complete
-            chunk = IngestChunk(ticket, list(indices), [[column[i] for i in indices] for column in columns])
+            chunk = IngestChunk(ticket, indices, [[column[i] for i in indices] for column in columns])
         count = len(chunk)
         with self._cond:
             if not self._cond.wait_for(

@@ -24,10 +24,10 @@ class PublishTicket:
 
     def __init__(self, rows: int, already_acked: bytes | None = None) -> None:
         #: the rows this attempt publishes: every row the earlier attempts did not complete
-        self.indices: list[int]
-        if already_acked is None:  # a first attempt: every row (without a Python step per row)
+        self.indices: Sequence[int]
+        if already_acked is None:  # a first attempt: every row (a range: no Python step per row)
             self._state = bytearray(rows)
-            self.indices = list(range(rows))
+            self.indices = range(rows)
         else:
             self._state = bytearray(already_acked)
             self.indices = [i for i, s in enumerate(self._state) if s == _OPEN]
@@ -48,11 +48,11 @@ class PublishTicket:
         """Row ``index`` failed or timed out in the topology, or was never emitted. Any thread."""
         self._settle(index, _FAILED)
 
-    def ack_many(self, indices: list[int]) -> None:
+    def ack_many(self, indices: Sequence[int]) -> None:
         """Rows ``indices`` are held (their batch's tree completed), in one step. Any thread."""
         self._settle_many(indices, _ACKED)
 
-    def fail_many(self, indices: list[int]) -> None:
+    def fail_many(self, indices: Sequence[int]) -> None:
         """Rows ``indices`` failed or timed out (their batch's tree failed). Any thread."""
         self._settle_many(indices, _FAILED)
 
@@ -73,6 +73,12 @@ class PublishTicket:
         with self._cond:
             state = self._state
             settled = 0
+            if indices.__class__ is range and indices.step == 1:
+                low, high = indices.start, indices.stop
+                if state.count(_OPEN, low, high) == high - low:  # every one open: in one step
+                    state[low:high] = bytes((outcome,)) * (high - low)
+                    settled = high - low
+                    indices = ()
             for index in indices:
                 # a late verdict (an ack after a timeout failed the row) changes nothing
                 if state[index] == _OPEN:
