@@ -14,7 +14,7 @@ import pytest
 from tuplemesh.config import Config
 from tuplemesh.core.feature import FeatureContext
 from tuplemesh.gateway.components import IngestSpout
-from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.export_log import COLUMNS, MARK_FORMAT, ROWS, ExportLog
 from tuplemesh.gateway.ticket import PublishTicket
 from tuplemesh.gateway.worker_feature import GatewayFeature
 from tuplemesh.state.spout import CheckpointedSpout
@@ -35,7 +35,7 @@ def test_records_become_readable_when_the_checkpoint_holding_them_commits():
     log = held_back(0, 1, 2)
     assert log.fetch(0, 10) == ([], 0) and log.end == 0  # nothing committed yet
     part = log.mark(1)
-    assert part == [log.epoch, 0, [[0], [1], [2]]]
+    assert part == [log.epoch, 0, [[ROWS, [[0], [1], [2]], 3]], MARK_FORMAT]
     log.append([3])  # after the barrier: belongs to the next checkpoint
     log.checkpoint_committed(1)
     assert log.fetch(0, 10) == ([[0], [1], [2]], 3)
@@ -88,7 +88,7 @@ def test_a_new_log_restores_the_checkpoint_with_its_epoch_and_offsets():
     old.mark(1)
     old.checkpoint_committed(1)
     old.commit(1)
-    part = old.mark(2)  # [epoch, 1, [[1], [2]]]
+    part = old.mark(2)  # [epoch, 1, [[ROWS, [[1], [2]], 2]], MARK_FORMAT]
     fresh = ExportLog(100)  # the restarted worker's
     fresh.hold_back()
     fresh.restore(part)
@@ -239,3 +239,50 @@ def test_a_log_awaiting_its_restore_is_restoring_until_the_checkpoint_restores_i
     log.hold_back()
     log.restore([7, 3, [["a"], ["b"]]])
     assert not log.restoring and (log.epoch, log.start, log.end) == (7, 3, 5)
+
+
+def test_a_log_of_columnar_batches_restores_from_its_mark_and_the_mark_does_not_change_after():
+    old = ExportLog(100)
+    old.hold_back()
+    old.extend_columns([["a", "b", "c"], [1, 2, 3]], 3)
+    old.append(["d", 4])
+    part = old.mark(1)
+    old.checkpoint_committed(1)
+    old.commit(1)
+    old.extend_columns([["e"], [5]], 1)  # after the mark: does not join the marked chunks
+    assert part == [
+        old.epoch,
+        0,
+        [[COLUMNS, [["a", "b", "c"], [1, 2, 3]], 3], [ROWS, [["d", 4]], 1]],
+        MARK_FORMAT,
+    ]
+    fresh = ExportLog(100)
+    fresh.hold_back()
+    fresh.restore(part)
+    assert (fresh.epoch, fresh.start, fresh.end) == (old.epoch, 0, 4)
+    assert fresh.fetch_columns(1, 10) == ([["b", "c", "d"], [2, 3, 4]], 3, 4)
+    old.restore(part)  # the same log rolls back: the record after the mark is dropped
+    assert (old.start, old.end, len(old)) == (1, 4, 3)
+    assert old.fetch(1, 10) == ([("b", 2), ("c", 3), ["d", 4]], 4)
+
+
+def test_a_rollback_cuts_a_chunk_without_changing_the_mark_that_holds_it():
+    log = ExportLog(100)
+    log.hold_back()
+    log.extend_columns([["a", "b"]], 2)
+    first = log.mark(1)
+    log.checkpoint_committed(1)
+    log.restore(first)
+    log.extend_columns([["c", "d"]], 2)
+    log.mark(2)  # abandoned
+    log.restore(first)  # back to 2 records: the chunk of c and d goes
+    assert log.fetch_columns(0, 10) == ([["a", "b"]], 2, 2)
+    assert first == [log.epoch, 0, [[COLUMNS, [["a", "b"]], 2]], MARK_FORMAT]
+
+
+def test_a_mark_taken_by_an_older_release_restores_as_records():
+    fresh = ExportLog(100)
+    fresh.hold_back()
+    fresh.restore([77, 5, [["x", 1], ["y", 2]]])  # [epoch, start, records]
+    assert (fresh.epoch, fresh.start, fresh.end) == (77, 5, 7)
+    assert fresh.fetch(6, 10) == ([["y", 2]], 7)

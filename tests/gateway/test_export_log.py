@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from tests.helpers import eventually
-from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.export_log import CHUNK_RECORDS, ExportLog, RaggedRecords
 
 
 def filled(retention: int, count: int) -> ExportLog:
@@ -69,7 +69,7 @@ def test_many_commits_trim_the_storage_and_keep_every_offset_right():
             assert log.commit(i - 1) == i - 1
     assert (log.start, log.end) == (997, 1_000)
     assert log.fetch(997, 10) == ([[997], [998], [999]], 1_000)
-    assert len(log._records) <= 2 * log.retention  # compacted as it goes, not grown to 1000
+    assert log.stored <= log.retention + CHUNK_RECORDS  # freed as it goes, not grown to 1000
 
 
 def test_a_full_log_blocks_the_appender_until_a_commit_frees_room():
@@ -137,3 +137,64 @@ def test_extend_on_a_full_closed_log_appends_what_fits_and_says_how_many():
     assert log.extend([("a",), ("b",), ("c",), ("d",)]) == 3
     assert log.fetch(0, 10) == ([[0], ("a",), ("b",), ("c",)], 4)
     assert log.extend([]) == 0
+
+
+def test_a_columnar_batch_is_kept_as_columns_and_read_back_as_rows_or_columns():
+    log = ExportLog(100)
+    assert log.extend_columns([["a", "b", "c"], [1, 2, 3]], 3) == 3
+    log.append(["d", 4])  # a row after the columns: a chunk of its own
+    assert log.extend_columns([["e"], [5]], 1) == 1
+    assert log.fetch(1, 10) == ([("b", 2), ("c", 3), ["d", 4], ("e", 5)], 5)
+    assert log.fetch_columns(1, 3) == ([["b", "c", "d"], [2, 3, 4]], 3, 5)
+    assert log.fetch_columns(0, 100) == ([["a", "b", "c", "d", "e"], [1, 2, 3, 4, 5]], 5, 5)
+    assert log.fetch_columns(5, 10) == ([], 0, 5)
+    log.commit(2)
+    assert log.fetch_columns(2, 10) == ([["c", "d", "e"], [3, 4, 5]], 3, 5)
+    with pytest.raises(ValueError, match="offset 1 is below the retained start 2"):
+        log.fetch_columns(1, 10)
+
+
+def test_records_without_values_and_records_of_unequal_lengths_as_columns():
+    log = ExportLog(10)
+    assert log.extend_columns([], 2) == 2  # a stream of no fields: two records of no values
+    assert log.fetch(0, 10) == ([(), ()], 2) and log.fetch_columns(0, 10) == ([], 2, 2)
+    ragged = ExportLog(10)
+    ragged.extend([["a"], ["b", 2]])
+    with pytest.raises(RaggedRecords, match="unequal lengths"):
+        ragged.fetch_columns(0, 10)
+    mixed = ExportLog(10)
+    mixed.extend_columns([["a"]], 1)
+    mixed.extend_columns([["b"], [2]], 1)  # of another width: a chunk of its own
+    assert mixed.fetch(0, 10) == ([("a",), ("b", 2)], 2)
+    with pytest.raises(RaggedRecords, match="records of 1 and 2 values"):
+        mixed.fetch_columns(0, 10)
+
+
+def test_columnar_batches_join_into_chunks_that_commits_free_whole():
+    log = ExportLog(10 * CHUNK_RECORDS)
+    batch = list(range(1000))
+    for _ in range(40):  # 40,000 records in about ten chunks
+        assert log.extend_columns([batch], len(batch)) == len(batch)
+    assert log.end == 40_000 and log.stored == 40_000
+    log.commit(39_500)
+    assert log.start == 39_500 and log.stored <= 500 + CHUNK_RECORDS  # whole chunks went
+    columns, count, end = log.fetch_columns(39_500, 1_000)
+    assert (columns, count, end) == ([batch[500:]], 500, 40_000)
+
+
+def test_extend_columns_waits_for_room_and_a_full_closed_log_takes_what_fits():
+    log = filled(4, 2)
+    done: list[int] = []
+    thread = threading.Thread(
+        target=lambda: done.append(log.extend_columns([[2, 3, 4, 5, 6]], 5)), daemon=True
+    )
+    thread.start()
+    eventually(lambda: log.end == 4)
+    assert thread.is_alive()
+    log.commit(3)
+    eventually(lambda: not thread.is_alive())
+    assert done == [5] and log.fetch(3, 10) == ([(3,), (4,), (5,), (6,)], 7)
+    closed = filled(4, 1)
+    closed.close()
+    assert closed.extend_columns([["a", "b", "c", "d"]], 4) == 3
+    assert closed.fetch_columns(0, 10) == ([[0, "a", "b", "c"]], 4, 4)

@@ -14,7 +14,7 @@ from typing import Any
 
 from tuplemesh.columnar import rows_to_columns
 
-__all__ = ["available", "encode"]
+__all__ = ["available", "encode", "encode_columns"]
 
 
 @functools.cache
@@ -28,11 +28,15 @@ def encode(records: Sequence[Sequence[Any]], fields: Sequence[str]) -> bytes:
     """``records`` as an Arrow IPC stream of one record batch, a column per field, of the types
     Arrow infers. ValueError when the records do not make one Arrow array per field (the caller
     answers in msgpack instead)."""
+    return encode_columns(rows_to_columns(records) if records else [[] for _ in fields], fields)
+
+
+def encode_columns(columns: Sequence[Sequence[Any]], fields: Sequence[str]) -> bytes:
+    """`encode` of records given as one sequence per field."""
     if not available():
         raise ValueError("pyarrow is not installed")
     import pyarrow as pa
 
-    columns: list[Any] = rows_to_columns(records) if records else [[] for _ in fields]
     if len(columns) != len(fields):
         raise ValueError(f"records of {len(columns)} values, fields {list(fields)}")
     try:

@@ -280,13 +280,11 @@ class ExportBolt(StatefulBolt, GatewayTask):
         )
 
     def process(self, batch: Columns) -> None:
-        """A batch of records into the log in one step (the records are the rows' values)."""
-        columns = batch.columns
-        records: Sequence[Sequence[Any]] = (
-            list(zip(*columns, strict=True)) if columns else [() for _ in range(len(batch))]
-        )
-        appended = self.log.extend(records)
-        if appended == len(records):
+        """A batch of records into the log in one step, kept as its columns (the records are
+        the rows' values)."""
+        count = len(batch)
+        appended = self.log.extend_columns(batch.columns, count)
+        if appended == count:
             if self.tracked:
                 self.collector.ack(batch)
             return
@@ -296,7 +294,7 @@ class ExportBolt(StatefulBolt, GatewayTask):
                 self.collector.ack(row)
             for row in rows[appended:]:
                 self.collector.fail(row)  # the producer hears of it instead of an OK
-        self._lost(len(records) - appended)
+        self._lost(count - appended)
 
     def execute(self, tup: Tuple) -> None:
         """One record (a per-tuple caller; the runtime calls `process`)."""

@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import secrets
 import threading
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ExportLog", "new_epoch"]
+from tuplemesh.columnar import rows_to_columns
+
+__all__ = ["CHUNK_RECORDS", "COLUMNS", "MARK_FORMAT", "ROWS", "ExportLog", "RaggedRecords", "new_epoch"]
+
+#: Records a chunk of the log grows to by joining what comes after it (a larger batch is a chunk
+#: of its own); what a commit frees is whole chunks, so the log holds fewer than this many
+#: committed records besides its own (or one batch's, when batches are larger).
+CHUNK_RECORDS = 4096
+
+#: ``mark``'s format: ``[epoch, start, chunks, MARK_FORMAT]``, each chunk ``[ROWS, records, n]``
+#: or ``[COLUMNS, columns, n]``; a part of three (``[epoch, start, records]``) is a checkpoint an
+#: older release took, restored as records.
+MARK_FORMAT = 2
+ROWS, COLUMNS = 0, 1
+
+
+class RaggedRecords(ValueError):
+    """Records of unequal lengths asked for as columns, which they do not make."""
 
 
 def new_epoch() -> int:
@@ -16,11 +34,60 @@ def new_epoch() -> int:
     return 1 + secrets.randbelow(2**53 - 1)
 
 
+class _Chunk:
+    """Consecutive records from offset ``first``: as they were appended (``rows``), or as one list
+    per field (``columns``: a columnar batch, kept without an object per record). A sealed chunk
+    (part of a checkpoint's mark) never changes again: what comes next starts a new one."""
+
+    __slots__ = ("columns", "count", "first", "rows", "sealed")
+
+    def __init__(
+        self, first: int, rows: list[Sequence[Any]] | None, columns: list[list[Any]] | None, count: int
+    ):
+        self.first = first
+        self.rows = rows
+        self.columns = columns
+        self.count = count
+        self.sealed = False
+
+    def records(self, low: int, high: int) -> list[Sequence[Any]]:
+        """Its records ``low`` to ``high`` (positions in the chunk) as rows."""
+        if self.rows is not None:
+            return self.rows[low:high]
+        assert self.columns is not None
+        if not self.columns:
+            return [() for _ in range(high - low)]
+        return list(zip(*(column[low:high] for column in self.columns), strict=True))
+
+    def column_slices(self, low: int, high: int) -> list[list[Any]]:
+        """Its records ``low`` to ``high`` as one list per field; ValueError for rows of unequal
+        lengths."""
+        if self.columns is not None:
+            return [column[low:high] for column in self.columns]
+        assert self.rows is not None
+        try:
+            return rows_to_columns(self.rows[low:high])
+        except ValueError as exc:
+            raise RaggedRecords(str(exc)) from None
+
+    def cut(self, high: int) -> _Chunk:
+        """A new chunk of its first ``high`` records (this one may be part of a mark: unchanged)."""
+        rows = None if self.rows is None else self.rows[:high]
+        columns = None if self.columns is None else [column[:high] for column in self.columns]
+        return _Chunk(self.first, rows, columns, high)
+
+    def to_part(self) -> list[Any]:
+        return [ROWS, self.rows, self.count] if self.rows is not None else [COLUMNS, self.columns, self.count]
+
+
 class ExportLog:
     """A bounded log of records with offsets (one per ExportBolt task = partition). Thread-safe.
 
-    A list with a head index, not a deque: fetches slice from the middle of the log, and
-    indexing into a deque there costs O(n) per record (measured: it capped reads near 80k rows/s).
+    Records are kept in chunks: appended rows as they came, and a columnar batch as its columns
+    (`extend_columns`), so a batch costs no object per record on the way in, and a fetch as
+    columns slices the columns as they are. Appending a record as a row took 260-520 ns against
+    about 40 ns as part of a column (measured: the log was where an exporting worker spent most
+    of its time). A fetch finds its first chunk by bisection; a commit forgets whole chunks.
 
     Offsets start at 0 whenever a log starts (a restarted worker starts a new one), so each log
     has an ``epoch``: a reader's offset means something only in the log of its epoch.
@@ -34,8 +101,8 @@ class ExportLog:
     def __init__(self, retention: int, epoch: int = 0) -> None:
         self.retention = retention
         self.epoch = epoch or new_epoch()
-        self._records: list[Sequence[Any]] = []
-        self._head = 0  # index in _records of the first retained record
+        self._chunks: list[_Chunk] = []
+        self._written = 0  # the offset after the newest record
         self.start = 0  # offset of the first retained record
         self._cond = threading.Condition()
         self.closed = False
@@ -47,13 +114,17 @@ class ExportLog:
         self.restoring = False
 
     def __len__(self) -> int:
-        return len(self._records) - self._head
+        return self._written - self.start
 
     @property
     def end(self) -> int:
         """The end of what readers may fetch."""
-        written = self.start + len(self)
-        return written if self._readable is None else self._readable
+        return self._written if self._readable is None else self._readable
+
+    @property
+    def stored(self) -> int:
+        """Records held in memory: the retained ones and the committed rest of the first chunk."""
+        return self._written - self._chunks[0].first if self._chunks else 0
 
     def append(self, values: Sequence[Any]) -> bool:
         """Append one record as `extend` does; False when it was not appended."""
@@ -70,7 +141,17 @@ class ExportLog:
         Fewer than all only when the log is full and closed: its worker stops, and waiting for
         a reader that may never come would hold the shutdown forever.
         """
-        done, total = 0, len(records)
+        return self._add(len(records), lambda low, high: (list(records[low:high]), None))
+
+    def extend_columns(self, columns: Sequence[Sequence[Any]], count: int) -> int:
+        """`extend` with ``count`` records given as one sequence per field (none: records of no
+        values), kept as columns."""
+        return self._add(count, lambda low, high: (None, [list(column[low:high]) for column in columns]))
+
+    def _add(self, total: int, part: Any) -> int:
+        """Append records ``0..total`` in order, each part that fits as ``part(low, high)``:
+        (rows, None) or (None, columns)."""
+        done = 0
         with self._cond:
             while done < total:
                 room = self.retention - (self.end - self.start)
@@ -79,29 +160,95 @@ class ExportLog:
                         break
                     self._cond.wait()
                     continue
-                part = records[done : done + room]
-                self._records.extend(part)
-                done += len(part)
+                high = min(total, done + room)
+                rows, columns = part(done, high)
+                self._join(rows, columns, high - done)
+                done = high
         return done
+
+    def _join(self, rows: list[Sequence[Any]] | None, columns: list[list[Any]] | None, count: int) -> None:
+        """Add ``count`` records to the newest chunk when it is of the same kind (and width), open,
+        and stays within `CHUNK_RECORDS`, else as a chunk of their own (held by ``_cond``)."""
+        last = self._chunks[-1] if self._chunks else None
+        if last is not None and not last.sealed and last.count + count <= CHUNK_RECORDS:
+            if rows is not None and last.rows is not None:
+                last.rows.extend(rows)
+                last.count += count
+                self._written += count
+                return
+            if columns is not None and last.columns is not None and len(columns) == len(last.columns):
+                for mine, more in zip(last.columns, columns, strict=True):
+                    mine.extend(more)
+                last.count += count
+                self._written += count
+                return
+        self._chunks.append(_Chunk(self._written, rows, columns, count))
+        self._written += count
+
+    def _spans(self, start: int, limit: int) -> tuple[list[tuple[_Chunk, int, int]], int]:
+        """(chunk, low, high) spans of the records from ``start``, at most ``limit`` of them, and
+        the end (held by ``_cond``); ValueError when ``start`` was committed away."""
+        if start < self.start:
+            raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
+        end = self.end
+        stop = min(end, start + max(0, limit))
+        spans: list[tuple[_Chunk, int, int]] = []
+        if start >= stop:
+            return spans, end
+        chunks = self._chunks
+        index = max(0, bisect_right(chunks, start, key=lambda chunk: chunk.first) - 1)
+        while index < len(chunks) and chunks[index].first < stop:
+            chunk = chunks[index]
+            spans.append(
+                (
+                    chunk,
+                    max(start, chunk.first) - chunk.first,
+                    min(stop, chunk.first + chunk.count) - chunk.first,
+                )
+            )
+            index += 1
+        return spans, end
 
     def fetch(self, start: int, limit: int) -> tuple[list[Sequence[Any]], int]:
         """(records from ``start``, end offset); ValueError when ``start`` was committed away."""
         with self._cond:
-            if start < self.start:
-                raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
-            end = self.end
-            first = self._head + (start - self.start)
-            return self._records[first : first + max(0, min(limit, end - start))], end
+            spans, end = self._spans(start, limit)
+            if len(spans) == 1:
+                chunk, low, high = spans[0]
+                return chunk.records(low, high), end
+            records: list[Sequence[Any]] = []
+            for chunk, low, high in spans:
+                records.extend(chunk.records(low, high))
+            return records, end
+
+    def fetch_columns(self, start: int, limit: int) -> tuple[list[list[Any]], int, int]:
+        """(the records from ``start`` as one list per field, how many, end offset), at most
+        ``limit``; ValueError when ``start`` was committed away, `RaggedRecords` for records of
+        unequal lengths (which make no columns)."""
+        with self._cond:
+            spans, end = self._spans(start, limit)
+            count = sum(high - low for _, low, high in spans)
+            if not spans:
+                return [], 0, end
+            columns = spans[0][0].column_slices(spans[0][1], spans[0][2])
+            for chunk, low, high in spans[1:]:
+                more = chunk.column_slices(low, high)
+                if len(more) != len(columns):
+                    raise RaggedRecords(f"records of {len(columns)} and {len(more)} values cannot be columns")
+                for mine, part in zip(columns, more, strict=True):
+                    mine.extend(part)
+            return columns, count, end
 
     def commit(self, offset: int) -> int:
         """Forget records below ``offset``; returns the new start."""
         with self._cond:
-            drop = max(0, min(offset, self.end) - self.start)
-            self._head += drop
-            self.start += drop
-            if self._head > len(self._records) // 2:  # compact now and then: amortised O(1)
-                del self._records[: self._head]
-                self._head = 0
+            self.start = max(self.start, min(offset, self.end))
+            chunks = self._chunks
+            gone = 0
+            while gone < len(chunks) and chunks[gone].first + chunks[gone].count <= self.start:
+                gone += 1
+            if gone:
+                del chunks[:gone]
             self._cond.notify_all()
             return self.start
 
@@ -121,14 +268,33 @@ class ExportLog:
         """From now on a record is readable only once a checkpoint holding it commits."""
         with self._cond:
             if self._readable is None:
-                self._readable = self.start + len(self)
+                self._readable = self._written
 
     def mark(self, checkpoint: int) -> list[Any]:
-        """The log as the part of ``checkpoint``: ``[epoch, start, records]`` (retained records,
-        held-back ones included); ``checkpoint_committed`` makes them readable."""
+        """The log as the part of ``checkpoint``: ``[epoch, start, chunks, MARK_FORMAT]``
+        (retained records, held-back ones included, in their chunks: sealed, so the part keeps
+        them as they are now without a copy); ``checkpoint_committed`` makes them readable."""
         with self._cond:
-            self._marks[checkpoint] = self.start + len(self)
-            return [self.epoch, self.start, self._records[self._head :]]
+            self._marks[checkpoint] = self._written
+            spans, _ = self._spans_all()
+            parts = []
+            for chunk, low, high in spans:
+                chunk.sealed = True
+                if low:  # committed records at its head: the part starts at ``start``
+                    rows = None if chunk.rows is None else chunk.rows[low:high]
+                    columns = None if chunk.columns is None else [c[low:high] for c in chunk.columns]
+                    parts.append(_Chunk(self.start, rows, columns, high - low).to_part())
+                else:
+                    parts.append(chunk.to_part())
+            return [self.epoch, self.start, parts, MARK_FORMAT]
+
+    def _spans_all(self) -> tuple[list[tuple[_Chunk, int, int]], int]:
+        """Every retained record's spans, held-back ones included (held by ``_cond``)."""
+        readable, self._readable = self._readable, None
+        try:
+            return self._spans(self.start, self._written - self.start)
+        finally:
+            self._readable = readable
 
     def checkpoint_committed(self, checkpoint: int) -> None:
         """Records up to the mark of ``checkpoint`` become readable."""
@@ -152,13 +318,40 @@ class ExportLog:
             self._marks.clear()
             if part is None:
                 end = self.start if self._readable is None else self._readable
-                end = min(end, self.start + len(self))
+                end = min(end, self._written)
             else:
-                epoch, start, records = part
-                end = start + len(records)
+                epoch, start, chunks = _chunks_of(part)
+                end = start + sum(chunk.count for chunk in chunks)
                 if epoch != self.epoch or end < self.start:
-                    self.epoch, self.start, self._records, self._head = epoch, start, list(records), 0
-            del self._records[self._head + (end - self.start) :]
+                    self.epoch, self.start, self._chunks, self._written = epoch, start, chunks, end
+            self._truncate(end)
             self._readable = end
             self.restoring = False
             self._cond.notify_all()
+
+    def _truncate(self, end: int) -> None:
+        """Drop every record from offset ``end`` on (held by ``_cond``)."""
+        chunks = self._chunks
+        while chunks and chunks[-1].first >= end:
+            chunks.pop()
+        if chunks and chunks[-1].first + chunks[-1].count > end:
+            chunks[-1] = chunks[-1].cut(end - chunks[-1].first)
+        self._written = min(self._written, end)
+
+
+def _chunks_of(part: list[Any]) -> tuple[int, int, list[_Chunk]]:
+    """(epoch, start, chunks) of a ``mark``: this release's, or one of three an older took."""
+    if len(part) == 3:  # [epoch, start, records]
+        epoch, start, records = part
+        chunks = [_Chunk(start, list(records), None, len(records))] if records else []
+        return epoch, start, chunks
+    epoch, start, parts, _ = part
+    chunks = []
+    first = start
+    for kind, data, count in parts:
+        if kind == ROWS:
+            chunks.append(_Chunk(first, list(data), None, count))
+        else:
+            chunks.append(_Chunk(first, None, [list(column) for column in data], count))
+        first += count
+    return epoch, start, chunks

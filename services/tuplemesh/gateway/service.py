@@ -21,7 +21,7 @@ import msgpack
 from tuplemesh import tracing
 from tuplemesh.columnar import rows_to_columns
 from tuplemesh.gateway import arrow_ipc
-from tuplemesh.gateway.export_log import ExportLog
+from tuplemesh.gateway.export_log import ExportLog, RaggedRecords
 from tuplemesh.gateway.ingest import IngestQueue, columns_of
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
@@ -420,36 +420,39 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     ) -> gateway_pb2.FetchResponse:
         log = self._log(request, context)
         limit = request.max_records or 10_000
-        try:
-            fetched, end = log.fetch(request.start_offset, limit)
-        except ValueError as exc:
-            reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
         # a byte budget as well as a count: records of legal size could otherwise add up to an
         # answer above the message limit, which gRPC refuses: the partition would be unreadable
         budget = min(request.max_bytes or self.fetch_max_bytes, self.max_message_bytes)
         packer = msgpack.Packer(use_bin_type=True)
         packed, packed_columns, arrow, texts = b"", b"", b"", ""
-        records: Sequence[Sequence[Any]] = fetched
-        if request.columns and not request.json:
-            if request.arrow:
-                records, arrow = self._arrow_within(request, records, budget, packer, context)
-            if not arrow:
-                records, packed_columns = self._encoded_within(
-                    records, budget, packer, lambda r: self._pack_columns(r, packer, context)
-                )
-        else:
-            rows, texts = self._rows_within(records, budget, packer, request.json)
-            records = records[: len(rows)]
-            if request.columns:  # no larger than the rows: one array header per field, not per row
-                packed_columns = self._pack_columns(records, packer, context)
+        try:
+            if request.columns and not request.json:  # columns as the log keeps them: no rows
+                columns, count, end = log.fetch_columns(request.start_offset, limit)
+                if request.arrow:
+                    count, arrow = self._arrow_within(request, columns, count, budget, packer, context)
+                if not arrow:
+                    count, packed_columns = self._columns_within(
+                        columns, count, budget, packer, lambda c, n: packer.pack(c)
+                    )
             else:
-                packed = packer.pack_array_header(len(rows)) + b"".join(rows)
+                records, end = log.fetch(request.start_offset, limit)
+                rows, texts = self._rows_within(records, budget, packer, request.json)
+                records = records[: len(rows)]
+                count = len(records)
+                if request.columns:  # no larger than the rows: one array header per field, not per row
+                    packed_columns = packer.pack(_columns_of(records))
+                else:
+                    packed = packer.pack_array_header(len(rows)) + b"".join(rows)
+        except RaggedRecords:
+            reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
+        except ValueError as exc:
+            reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
         return gateway_pb2.FetchResponse(
             packed=packed,
             packed_columns=packed_columns,
             arrow_ipc=arrow,
-            count=len(records),
-            next_offset=request.start_offset + len(records),
+            count=count,
+            next_offset=request.start_offset + count,
             end_offset=end,
             records_json=texts,
             epoch=log.epoch,
@@ -475,53 +478,56 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
             texts.append(text)
         return packed, "[" + ", ".join(texts) + "]" if as_json else ""
 
-    @staticmethod
-    def _pack_columns(
-        records: Sequence[Sequence[Any]], packer: msgpack.Packer, context: grpc.ServicerContext
-    ) -> bytes:
-        try:
-            return packer.pack(rows_to_columns(records))
-        except ValueError:
-            reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
-
     def _arrow_within(
         self,
         request: gateway_pb2.FetchRequest,
-        records: Sequence[Sequence[Any]],
+        columns: list[list[Any]],
+        count: int,
         budget: int,
         packer: msgpack.Packer,
         context: grpc.ServicerContext,
-    ) -> tuple[Sequence[Sequence[Any]], bytes]:
-        """The records that fit ``budget`` as an Arrow IPC stream; no bytes where this worker has
-        no pyarrow or the values do not make Arrow arrays (the answer is msgpack columns then)."""
+    ) -> tuple[int, bytes]:
+        """How many of the records (``count`` of them as ``columns``) fit ``budget`` as an Arrow
+        IPC stream, and the stream; no bytes where this worker has no pyarrow or the values do not
+        make Arrow arrays (the answer is msgpack columns then)."""
         if not arrow_ipc.available():
-            return records, b""
+            return count, b""
         fields = self._export(request.export, context).fields
         try:
-            return self._encoded_within(records, budget, packer, lambda r: arrow_ipc.encode(r, fields))
+            return self._columns_within(
+                columns,
+                count,
+                budget,
+                packer,
+                lambda c, n: arrow_ipc.encode_columns(c or [[] for _ in fields], fields),
+            )
         except ValueError:
-            return records, b""
+            return count, b""
 
-    def _encoded_within(
+    def _columns_within(
         self,
-        records: Sequence[Sequence[Any]],
+        columns: list[list[Any]],
+        count: int,
         budget: int,
         packer: msgpack.Packer,
-        encode: Callable[[Sequence[Sequence[Any]]], bytes],
-    ) -> tuple[Sequence[Sequence[Any]], bytes]:
-        """The first records that fit ``budget`` bytes (at least one), ``encode``d together (as
-        columns). When a sample of the records says they all fit twice over, they are encoded at
-        once; otherwise (or when the sample misled) the prefix that fits is measured record by
-        record first, so large records are never all encoded for an answer that holds few."""
-        sample = records[:_BUDGET_SAMPLE]
+        encode: Callable[[list[list[Any]], int], bytes],
+    ) -> tuple[int, bytes]:
+        """How many of the first records (``count`` of them, as ``columns``) fit ``budget`` bytes
+        (at least one), and them ``encode``d. When a sample of the records says they all fit twice
+        over, they are encoded at once; otherwise (or when the sample misled) the prefix that fits
+        is measured record by record first, so large records are never all encoded for an
+        answer that holds few."""
+        sample = _rows_of(columns, min(count, _BUDGET_SAMPLE))
         sampled = sum(len(packer.pack(record)) for record in sample)
-        if sample and 2 * sampled * len(records) > budget * len(sample):
-            records = records[: len(self._rows_within(records, budget, packer, False)[0])]
-        encoded = encode(records)
-        if len(encoded) > budget and len(records) > 1:
-            records = records[: len(self._rows_within(records, budget, packer, False)[0])]
-            encoded = encode(records)
-        return records, encoded
+        if sample and 2 * sampled * count > budget * len(sample):
+            count = len(self._rows_within(_rows_of(columns, count), budget, packer, False)[0])
+            columns = [column[:count] for column in columns]
+        encoded = encode(columns, count)
+        if len(encoded) > budget and count > 1:
+            count = len(self._rows_within(_rows_of(columns, count), budget, packer, False)[0])
+            columns = [column[:count] for column in columns]
+            encoded = encode(columns, count)
+        return count, encoded
 
     def Offsets(
         self, request: gateway_pb2.OffsetsRequest, context: grpc.ServicerContext
@@ -543,3 +549,18 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     ) -> gateway_pb2.CommitResponse:
         log = self._log(request, context)
         return gateway_pb2.CommitResponse(start=log.commit(request.offset), epoch=log.epoch)
+
+
+def _rows_of(columns: list[list[Any]], count: int) -> list[Sequence[Any]]:
+    """The first ``count`` records of ``columns`` as rows (no columns: records of no values)."""
+    if not columns:
+        return [() for _ in range(count)]
+    return list(zip(*(column[:count] for column in columns), strict=True))
+
+
+def _columns_of(records: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """`rows_to_columns`, `RaggedRecords` for records of unequal lengths."""
+    try:
+        return rows_to_columns(records)
+    except ValueError as exc:
+        raise RaggedRecords(str(exc)) from None
