@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from tests.helpers import eventually
-from tuplemesh.gateway.export_log import CHUNK_RECORDS, ExportLog, RaggedRecords
+from tuplemesh.gateway.export_log import CHUNK_RECORDS, ExportLog, OffsetCommitted, RaggedRecords
 
 
 def filled(retention: int, count: int) -> ExportLog:
@@ -150,8 +150,11 @@ def test_a_columnar_batch_is_kept_as_columns_and_read_back_as_rows_or_columns():
     assert log.fetch_columns(5, 10) == ([], 0, 5)
     log.commit(2)
     assert log.fetch_columns(2, 10) == ([["c", "d", "e"], [3, 4, 5]], 3, 5)
-    with pytest.raises(ValueError, match="offset 1 is below the retained start 2"):
+    with pytest.raises(OffsetCommitted, match="offset 1 is below the retained start 2"):
         log.fetch_columns(1, 10)
+    with pytest.raises(ValueError, match="a column of 1 values for 2 records"):
+        log.extend_columns([["f", "g"], [6]], 2)
+    assert log.end == 5  # nothing of it taken
 
 
 def test_records_without_values_and_records_of_unequal_lengths_as_columns():

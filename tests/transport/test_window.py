@@ -526,6 +526,12 @@ def test_a_sender_waiting_out_its_pace_sends_the_open_batch_once_the_pace_ends()
     assert time.monotonic() >= pace_ends  # it woke by itself, not before the pace ended
 
 
+def test_a_sender_waiting_out_its_pace_with_nothing_queued_keeps_its_timeout():
+    window = SendWindow(batches=8, max_bytes=1 << 20, address="peer")
+    # the pace ends in ten minutes, the timeout (an ack probe, say) in 50 ms: nothing came
+    assert window.next_to_send(1, lambda: True, 0.05, time.monotonic() + 600) is None
+
+
 def test_a_sender_waiting_out_its_pace_sends_a_batch_that_cannot_grow_at_once():
     window, _, sender, got = _paced_sender(time.monotonic() + 600)
     window.add(lambda seq: "its own", 1, 1)  # not open to joins: nothing to wait for

@@ -10,7 +10,16 @@ from typing import Any
 
 from tuplemesh.columnar import rows_to_columns
 
-__all__ = ["CHUNK_RECORDS", "COLUMNS", "MARK_FORMAT", "ROWS", "ExportLog", "RaggedRecords", "new_epoch"]
+__all__ = [
+    "CHUNK_RECORDS",
+    "COLUMNS",
+    "MARK_FORMAT",
+    "ROWS",
+    "ExportLog",
+    "OffsetCommitted",
+    "RaggedRecords",
+    "new_epoch",
+]
 
 #: Records a chunk of the log grows to by joining what comes after it (a larger batch is a chunk
 #: of its own); what a commit frees is whole chunks, so the log holds fewer than this many
@@ -26,6 +35,10 @@ ROWS, COLUMNS = 0, 1
 
 class RaggedRecords(ValueError):
     """Records of unequal lengths asked for as columns, which they do not make."""
+
+
+class OffsetCommitted(ValueError):
+    """A read from an offset below the log's retained start: committed away."""
 
 
 def new_epoch() -> int:
@@ -124,7 +137,8 @@ class ExportLog:
     @property
     def stored(self) -> int:
         """Records held in memory: the retained ones and the committed rest of the first chunk."""
-        return self._written - self._chunks[0].first if self._chunks else 0
+        with self._cond:
+            return self._written - self._chunks[0].first if self._chunks else 0
 
     def append(self, values: Sequence[Any]) -> bool:
         """Append one record as `extend` does; False when it was not appended."""
@@ -145,7 +159,10 @@ class ExportLog:
 
     def extend_columns(self, columns: Sequence[Sequence[Any]], count: int) -> int:
         """`extend` with ``count`` records given as one sequence per field (none: records of no
-        values), kept as columns."""
+        values), kept as columns; ValueError for a column of another length."""
+        for column in columns:
+            if len(column) != count:
+                raise ValueError(f"a column of {len(column)} values for {count} records")
         return self._add(count, lambda low, high: (None, [list(column[low:high]) for column in columns]))
 
     def _add(self, total: int, part: Any) -> int:
@@ -189,7 +206,7 @@ class ExportLog:
         """(chunk, low, high) spans of the records from ``start``, at most ``limit`` of them, and
         the end (held by ``_cond``); ValueError when ``start`` was committed away."""
         if start < self.start:
-            raise ValueError(f"offset {start} is below the retained start {self.start} (committed)")
+            raise OffsetCommitted(f"offset {start} is below the retained start {self.start} (committed)")
         end = self.end
         stop = min(end, start + max(0, limit))
         spans: list[tuple[_Chunk, int, int]] = []
@@ -210,34 +227,37 @@ class ExportLog:
         return spans, end
 
     def fetch(self, start: int, limit: int) -> tuple[list[Sequence[Any]], int]:
-        """(records from ``start``, end offset); ValueError when ``start`` was committed away."""
+        """(records from ``start``, end offset); `OffsetCommitted` when ``start`` was committed
+        away."""
         with self._cond:
             spans, end = self._spans(start, limit)
-            if len(spans) == 1:
-                chunk, low, high = spans[0]
-                return chunk.records(low, high), end
-            records: list[Sequence[Any]] = []
-            for chunk, low, high in spans:
-                records.extend(chunk.records(low, high))
-            return records, end
+        # outside the lock: a chunk's records up to its count never change (appends extend it
+        # beyond, a rollback replaces it)
+        if len(spans) == 1:
+            chunk, low, high = spans[0]
+            return chunk.records(low, high), end
+        records: list[Sequence[Any]] = []
+        for chunk, low, high in spans:
+            records.extend(chunk.records(low, high))
+        return records, end
 
     def fetch_columns(self, start: int, limit: int) -> tuple[list[list[Any]], int, int]:
         """(the records from ``start`` as one list per field, how many, end offset), at most
-        ``limit``; ValueError when ``start`` was committed away, `RaggedRecords` for records of
-        unequal lengths (which make no columns)."""
+        ``limit``; `OffsetCommitted` when ``start`` was committed away, `RaggedRecords` for
+        records of unequal lengths (which make no columns)."""
         with self._cond:
             spans, end = self._spans(start, limit)
-            count = sum(high - low for _, low, high in spans)
-            if not spans:
-                return [], 0, end
-            columns = spans[0][0].column_slices(spans[0][1], spans[0][2])
-            for chunk, low, high in spans[1:]:
-                more = chunk.column_slices(low, high)
-                if len(more) != len(columns):
-                    raise RaggedRecords(f"records of {len(columns)} and {len(more)} values cannot be columns")
-                for mine, part in zip(columns, more, strict=True):
-                    mine.extend(part)
-            return columns, count, end
+        if not spans:
+            return [], 0, end
+        count = sum(high - low for _, low, high in spans)
+        columns = spans[0][0].column_slices(spans[0][1], spans[0][2])
+        for chunk, low, high in spans[1:]:
+            more = chunk.column_slices(low, high)
+            if len(more) != len(columns):
+                raise RaggedRecords(f"records of {len(columns)} and {len(more)} values cannot be columns")
+            for mine, part in zip(columns, more, strict=True):
+                mine.extend(part)
+        return columns, count, end
 
     def commit(self, offset: int) -> int:
         """Forget records below ``offset``; returns the new start."""
@@ -320,9 +340,9 @@ class ExportLog:
                 end = self.start if self._readable is None else self._readable
                 end = min(end, self._written)
             else:
-                epoch, start, chunks = _chunks_of(part)
-                end = start + sum(chunk.count for chunk in chunks)
+                epoch, start, end = _extent_of(part)
                 if epoch != self.epoch or end < self.start:
+                    chunks = _chunks_of(part)
                     self.epoch, self.start, self._chunks, self._written = epoch, start, chunks, end
             self._truncate(end)
             self._readable = end
@@ -339,13 +359,19 @@ class ExportLog:
         self._written = min(self._written, end)
 
 
-def _chunks_of(part: list[Any]) -> tuple[int, int, list[_Chunk]]:
-    """(epoch, start, chunks) of a ``mark``: this release's, or one of three an older took."""
+def _extent_of(part: list[Any]) -> tuple[int, int, int]:
+    """(epoch, start, end) of a ``mark``: this release's, or one of three an older took."""
     if len(part) == 3:  # [epoch, start, records]
-        epoch, start, records = part
-        chunks = [_Chunk(start, list(records), None, len(records))] if records else []
-        return epoch, start, chunks
-    epoch, start, parts, _ = part
+        return part[0], part[1], part[1] + len(part[2])
+    return part[0], part[1], part[1] + sum(count for _, _, count in part[2])
+
+
+def _chunks_of(part: list[Any]) -> list[_Chunk]:
+    """The chunks of a ``mark``, copied (the part stays the state backend's)."""
+    if len(part) == 3:
+        _, start, records = part
+        return [_Chunk(start, list(records), None, len(records))] if records else []
+    _, start, parts, _ = part
     chunks = []
     first = start
     for kind, data, count in parts:
@@ -354,4 +380,4 @@ def _chunks_of(part: list[Any]) -> tuple[int, int, list[_Chunk]]:
         else:
             chunks.append(_Chunk(first, None, [list(column) for column in data], count))
         first += count
-    return epoch, start, chunks
+    return chunks

@@ -21,7 +21,7 @@ import msgpack
 from tuplemesh import tracing
 from tuplemesh.columnar import rows_to_columns
 from tuplemesh.gateway import arrow_ipc
-from tuplemesh.gateway.export_log import ExportLog, RaggedRecords
+from tuplemesh.gateway.export_log import ExportLog, OffsetCommitted, RaggedRecords
 from tuplemesh.gateway.ingest import IngestQueue, columns_of
 from tuplemesh.gateway.registry import ExportInfo, GatewayRegistry
 from tuplemesh.gateway.ticket import PublishTicket
@@ -445,7 +445,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                     packed = packer.pack_array_header(len(rows)) + b"".join(rows)
         except RaggedRecords:
             reject(context, grpc.StatusCode.INTERNAL, "records of unequal lengths cannot be columns")
-        except ValueError as exc:
+        except OffsetCommitted as exc:
             reject(context, grpc.StatusCode.OUT_OF_RANGE, f"{exc}; log epoch {log.epoch}")
         return gateway_pb2.FetchResponse(
             packed=packed,

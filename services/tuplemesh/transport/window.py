@@ -217,6 +217,7 @@ class SendWindow:
 
     def _changed(self) -> None:
         """Wake whoever waits to send (held by ``cond``)."""
+        self._paced_seq = 0  # a woken thread looks again: a mark left by one may not hold
         self.cond.notify_all()
         if self.on_change is not None:
             self.on_change()
@@ -392,6 +393,7 @@ class SendWindow:
                     released_tuples, now - newest_added, self._waited, now, released_bytes
                 )
                 self._waited = False
+            self._paced_seq = 0
             self.cond.notify_all()
         return released
 
@@ -427,13 +429,20 @@ class SendWindow:
         with self.cond:
             while alive():
                 if hold_until and (self._open_seq == position or position >= self.next_seq):
-                    held = hold_until - time.monotonic()
+                    now = time.monotonic()
+                    held = hold_until - now
                     if held > 0:
+                        if deadline is not None and position >= self.next_seq:
+                            if deadline <= now:
+                                return None  # nothing to send: the caller's probe is due
+                            held = min(held, deadline - now)
                         # ``add`` of a batch behind it (or of one at ``position`` that cannot
                         # grow) wakes this; an open one at ``position`` waits for the pace
                         self._paced_seq = position
-                        self.cond.wait(held)
-                        self._paced_seq = 0
+                        try:
+                            self.cond.wait(held)
+                        finally:
+                            self._paced_seq = 0
                         continue
                 found = self.get(position)
                 if found is not None:
