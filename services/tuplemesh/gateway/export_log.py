@@ -83,11 +83,12 @@ class _Chunk:
         except ValueError as exc:
             raise RaggedRecords(str(exc)) from None
 
-    def cut(self, high: int) -> _Chunk:
-        """A new chunk of its first ``high`` records (this one may be part of a mark: unchanged)."""
-        rows = None if self.rows is None else self.rows[:high]
-        columns = None if self.columns is None else [column[:high] for column in self.columns]
-        return _Chunk(self.first, rows, columns, high)
+    def slice(self, low: int, high: int) -> _Chunk:
+        """A new chunk of its records ``low`` to ``high`` (this one may be part of a mark:
+        unchanged)."""
+        rows = None if self.rows is None else self.rows[low:high]
+        columns = None if self.columns is None else [column[low:high] for column in self.columns]
+        return _Chunk(self.first + low, rows, columns, high - low)
 
     def to_part(self) -> list[Any]:
         return [ROWS, self.rows, self.count] if self.rows is not None else [COLUMNS, self.columns, self.count]
@@ -187,31 +188,27 @@ class ExportLog:
         """Add ``count`` records to the newest chunk when it is of the same kind (and width), open,
         and stays within `CHUNK_RECORDS`, else as a chunk of their own (held by ``_cond``)."""
         last = self._chunks[-1] if self._chunks else None
-        if last is not None and not last.sealed and last.count + count <= CHUNK_RECORDS:
-            if rows is not None and last.rows is not None:
-                last.rows.extend(rows)
-                last.count += count
-                self._written += count
-                return
-            if columns is not None and last.columns is not None and len(columns) == len(last.columns):
-                for mine, more in zip(last.columns, columns, strict=True):
-                    mine.extend(more)
-                last.count += count
-                self._written += count
-                return
-        self._chunks.append(_Chunk(self._written, rows, columns, count))
+        if last is None or last.sealed or last.count + count > CHUNK_RECORDS:
+            self._chunks.append(_Chunk(self._written, rows, columns, count))
+        elif rows is not None and last.rows is not None:
+            last.rows.extend(rows)
+            last.count += count
+        elif columns is not None and last.columns is not None and len(columns) == len(last.columns):
+            for mine, more in zip(last.columns, columns, strict=True):
+                mine.extend(more)
+            last.count += count
+        else:  # of another kind or width
+            self._chunks.append(_Chunk(self._written, rows, columns, count))
         self._written += count
 
-    def _spans(self, start: int, limit: int) -> tuple[list[tuple[_Chunk, int, int]], int]:
-        """(chunk, low, high) spans of the records from ``start``, at most ``limit`` of them, and
-        the end (held by ``_cond``); ValueError when ``start`` was committed away."""
+    def _spans(self, start: int, stop: int) -> list[tuple[_Chunk, int, int]]:
+        """(chunk, low, high) spans of the records from offset ``start`` to ``stop`` (held by
+        ``_cond``); `OffsetCommitted` when ``start`` was committed away."""
         if start < self.start:
             raise OffsetCommitted(f"offset {start} is below the retained start {self.start} (committed)")
-        end = self.end
-        stop = min(end, start + max(0, limit))
         spans: list[tuple[_Chunk, int, int]] = []
         if start >= stop:
-            return spans, end
+            return spans
         chunks = self._chunks
         index = max(0, bisect_right(chunks, start, key=lambda chunk: chunk.first) - 1)
         while index < len(chunks) and chunks[index].first < stop:
@@ -224,13 +221,19 @@ class ExportLog:
                 )
             )
             index += 1
-        return spans, end
+        return spans
+
+    def _readable_spans(self, start: int, limit: int) -> tuple[list[tuple[_Chunk, int, int]], int]:
+        """The spans of at most ``limit`` readable records from ``start``, and the end (held by
+        ``_cond``)."""
+        end = self.end
+        return self._spans(start, min(end, start + max(0, limit))), end
 
     def fetch(self, start: int, limit: int) -> tuple[list[Sequence[Any]], int]:
         """(records from ``start``, end offset); `OffsetCommitted` when ``start`` was committed
         away."""
         with self._cond:
-            spans, end = self._spans(start, limit)
+            spans, end = self._readable_spans(start, limit)
         # outside the lock: a chunk's records up to its count never change (appends extend it
         # beyond, a rollback replaces it)
         if len(spans) == 1:
@@ -246,7 +249,7 @@ class ExportLog:
         ``limit``; `OffsetCommitted` when ``start`` was committed away, `RaggedRecords` for
         records of unequal lengths (which make no columns)."""
         with self._cond:
-            spans, end = self._spans(start, limit)
+            spans, end = self._readable_spans(start, limit)
         if not spans:
             return [], 0, end
         count = sum(high - low for _, low, high in spans)
@@ -296,25 +299,12 @@ class ExportLog:
         them as they are now without a copy); ``checkpoint_committed`` makes them readable."""
         with self._cond:
             self._marks[checkpoint] = self._written
-            spans, _ = self._spans_all()
             parts = []
-            for chunk, low, high in spans:
+            for chunk, low, high in self._spans(self.start, self._written):  # held back too
                 chunk.sealed = True
-                if low:  # committed records at its head: the part starts at ``start``
-                    rows = None if chunk.rows is None else chunk.rows[low:high]
-                    columns = None if chunk.columns is None else [c[low:high] for c in chunk.columns]
-                    parts.append(_Chunk(self.start, rows, columns, high - low).to_part())
-                else:
-                    parts.append(chunk.to_part())
+                # committed records at its head: the part starts at ``start``
+                parts.append((chunk.slice(low, high) if low else chunk).to_part())
             return [self.epoch, self.start, parts, MARK_FORMAT]
-
-    def _spans_all(self) -> tuple[list[tuple[_Chunk, int, int]], int]:
-        """Every retained record's spans, held-back ones included (held by ``_cond``)."""
-        readable, self._readable = self._readable, None
-        try:
-            return self._spans(self.start, self._written - self.start)
-        finally:
-            self._readable = readable
 
     def checkpoint_committed(self, checkpoint: int) -> None:
         """Records up to the mark of ``checkpoint`` become readable."""
@@ -355,7 +345,7 @@ class ExportLog:
         while chunks and chunks[-1].first >= end:
             chunks.pop()
         if chunks and chunks[-1].first + chunks[-1].count > end:
-            chunks[-1] = chunks[-1].cut(end - chunks[-1].first)
+            chunks[-1] = chunks[-1].slice(0, end - chunks[-1].first)
         self._written = min(self._written, end)
 
 
