@@ -1,4 +1,5 @@
-"""`rows_to_columns`: records turned into one list per field, for answers given as columns."""
+"""Records between rows and columns: `rows_to_columns` for answers given as columns,
+`columns_to_rows` for rows read from records kept as columns."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
-__all__ = ["rows_to_columns"]
+__all__ = ["columns_to_rows", "rows_to_columns"]
 
 
 def rows_to_columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -23,3 +24,11 @@ def rows_to_columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
         shown = ", ".join(map(str, sorted(lengths)[:5]))
         raise ValueError(f"rows of unequal lengths ({shown}) cannot be columns")
     return [list(map(itemgetter(i), rows)) for i in range(lengths.pop())]
+
+
+def columns_to_rows(columns: Sequence[Sequence[Any]], low: int, high: int) -> list[Sequence[Any]]:
+    """Records ``low`` to ``high`` of ``columns`` as rows (tuples); with no columns, records of
+    no values, ``high - low`` of them."""
+    if not columns:
+        return [() for _ in range(high - low)]
+    return list(zip(*(column[low:high] for column in columns), strict=True))

@@ -8,7 +8,7 @@ from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
-from tuplemesh.columnar import rows_to_columns
+from tuplemesh.columnar import columns_to_rows, rows_to_columns
 
 __all__ = [
     "CHUNK_RECORDS",
@@ -68,9 +68,7 @@ class _Chunk:
         if self.rows is not None:
             return self.rows[low:high]
         assert self.columns is not None
-        if not self.columns:
-            return [() for _ in range(high - low)]
-        return list(zip(*(column[low:high] for column in self.columns), strict=True))
+        return columns_to_rows(self.columns, low, high)
 
     def column_slices(self, low: int, high: int) -> list[list[Any]]:
         """Its records ``low`` to ``high`` as one list per field; ValueError for rows of unequal

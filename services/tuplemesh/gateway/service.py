@@ -19,7 +19,7 @@ import grpc
 import msgpack
 
 from tuplemesh import tracing
-from tuplemesh.columnar import rows_to_columns
+from tuplemesh.columnar import columns_to_rows, rows_to_columns
 from tuplemesh.gateway import arrow_ipc
 from tuplemesh.gateway.export_log import ExportLog, OffsetCommitted, RaggedRecords
 from tuplemesh.gateway.ingest import IngestQueue, columns_of
@@ -431,9 +431,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 if request.arrow:
                     count, arrow = self._arrow_within(request, columns, count, budget, packer, context)
                 if not arrow:
-                    count, packed_columns = self._columns_within(
-                        columns, count, budget, packer, lambda c, n: packer.pack(c)
-                    )
+                    count, packed_columns = self._columns_within(columns, count, budget, packer, packer.pack)
             else:
                 records, end = log.fetch(request.start_offset, limit)
                 rows, texts = self._rows_within(records, budget, packer, request.json)
@@ -499,7 +497,7 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
                 count,
                 budget,
                 packer,
-                lambda c, n: arrow_ipc.encode_columns(c or [[] for _ in fields], fields),
+                lambda c: arrow_ipc.encode_columns(c or [[] for _ in fields], fields),
             )
         except ValueError:
             return count, b""
@@ -510,23 +508,23 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
         count: int,
         budget: int,
         packer: msgpack.Packer,
-        encode: Callable[[list[list[Any]], int], bytes],
+        encode: Callable[[list[list[Any]]], bytes],
     ) -> tuple[int, bytes]:
         """How many of the first records (``count`` of them, as ``columns``) fit ``budget`` bytes
         (at least one), and them ``encode``d. When a sample of the records says they all fit twice
         over, they are encoded at once; otherwise (or when the sample misled) the prefix that fits
         is measured record by record first, so large records are never all encoded for an
         answer that holds few."""
-        sample = _rows_of(columns, min(count, _BUDGET_SAMPLE))
+        sample = columns_to_rows(columns, 0, min(count, _BUDGET_SAMPLE))
         sampled = sum(len(packer.pack(record)) for record in sample)
         if sample and 2 * sampled * count > budget * len(sample):
-            count = len(self._rows_within(_rows_of(columns, count), budget, packer, False)[0])
+            count = len(self._rows_within(columns_to_rows(columns, 0, count), budget, packer, False)[0])
             columns = [column[:count] for column in columns]
-        encoded = encode(columns, count)
+        encoded = encode(columns)
         if len(encoded) > budget and count > 1:
-            count = len(self._rows_within(_rows_of(columns, count), budget, packer, False)[0])
+            count = len(self._rows_within(columns_to_rows(columns, 0, count), budget, packer, False)[0])
             columns = [column[:count] for column in columns]
-            encoded = encode(columns, count)
+            encoded = encode(columns)
         return count, encoded
 
     def Offsets(
@@ -549,13 +547,6 @@ class GatewayServicer(gateway_pb2_grpc.GatewayServicer):
     ) -> gateway_pb2.CommitResponse:
         log = self._log(request, context)
         return gateway_pb2.CommitResponse(start=log.commit(request.offset), epoch=log.epoch)
-
-
-def _rows_of(columns: list[list[Any]], count: int) -> list[Sequence[Any]]:
-    """The first ``count`` records of ``columns`` as rows (no columns: records of no values)."""
-    if not columns:
-        return [() for _ in range(count)]
-    return list(zip(*(column[:count] for column in columns), strict=True))
 
 
 def _columns_of(records: Sequence[Sequence[Any]]) -> list[list[Any]]:
