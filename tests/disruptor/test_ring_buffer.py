@@ -11,6 +11,7 @@ from tests.helpers import eventually
 from tuplemesh.disruptor import (
     BatchEventProcessor,
     BlockingWaitStrategy,
+    EventPoller,
     MultiProducerSequencer,
     RingBuffer,
     Sequence,
@@ -322,3 +323,92 @@ def test_halt_unblocks_producer_blocked_on_full_ring(make):
     assert not t.is_alive()
     assert len(outcome) == 1 and isinstance(outcome[0], AlertError)
     assert processor.join(2.0)
+
+
+#: A parked producer's own look-again time in the tests below: far longer than any test waits,
+#: so a producer that gets its slot was woken, not timed out.
+NEVER = 600.0
+
+
+def _park_a_producer(ring: RingBuffer) -> tuple[threading.Thread, threading.Event]:
+    """A producer putting one more into ``ring`` (full), parked for room."""
+    ring.sequencer.room_wait = NEVER
+    done = threading.Event()
+
+    def producer() -> None:
+        ring.put("more")
+        done.set()
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    eventually(lambda: ring.sequencer.room_waiters == 1, timeout=10.0, message="the producer never parked")
+    assert not done.is_set() and ring.cursor == 3
+    return t, done
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
+def test_a_parked_producer_is_woken_when_a_processor_frees_a_slot(make):
+    ring = make(4)
+    release = threading.Event()
+    seen: list[object] = []
+
+    class Held:
+        def on_event(self, event, sequence, end_of_batch):
+            release.wait(30)
+            seen.append(event)
+
+    processor = BatchEventProcessor(ring, ring.new_barrier(), Held())
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    for i in range(4):
+        ring.put(i)
+    t, done = _park_a_producer(ring)
+    release.set()  # the processor handles what it holds and moves its sequence on
+    assert done.wait(30.0), "the processor freed slots but did not wake the parked producer"
+    t.join(5.0)
+    eventually(lambda: seen == [0, 1, 2, 3, "more"], timeout=10.0, message=f"handled {seen}")
+    assert ring.sequencer.room_waiters == 0
+    processor.halt()
+    assert processor.join(5.0)
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
+def test_a_parked_producer_is_woken_when_a_poller_frees_a_slot(make):
+    ring = make(4)
+    poller = EventPoller(ring, release_slots=True)
+    ring.add_gating_sequences(poller.sequence)
+    for i in range(4):
+        ring.put(i)
+    t, done = _park_a_producer(ring)
+    seen: list[object] = []
+    assert poller.poll(lambda event, sequence, end: seen.append(event)) == 4
+    assert done.wait(30.0), "the poller freed slots but did not wake the parked producer"
+    t.join(5.0)
+    assert poller.poll(lambda event, sequence, end: seen.append(event)) == 1
+    assert seen == [0, 1, 2, 3, "more"]
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
+def test_halting_wakes_a_parked_producer_with_alert_error(make):
+    ring = make(4)
+    consumer = Sequence()
+    ring.add_gating_sequences(consumer)
+    for i in range(4):
+        ring.put(i)
+    ring.sequencer.room_wait = NEVER
+    outcome: list[BaseException] = []
+
+    def producer() -> None:
+        try:
+            ring.put("more")
+        except AlertError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=producer, daemon=True)
+    t.start()
+    eventually(lambda: ring.sequencer.room_waiters == 1, timeout=10.0, message="the producer never parked")
+    ring.sequencer.alert()
+    t.join(30.0)
+    assert not t.is_alive(), "alert did not wake the parked producer"
+    assert len(outcome) == 1 and isinstance(outcome[0], AlertError)
+    assert ring.cursor == 3, "nothing was claimed"

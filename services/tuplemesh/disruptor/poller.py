@@ -49,4 +49,6 @@ class EventPoller:
                 on_event(event, seq, seq == available)
         finally:
             self.sequence.value = seq
+            if sequencer.room_waiters:  # producers parked on a full ring: room now
+                sequencer.wake_producers()
         return available - next_seq + 1

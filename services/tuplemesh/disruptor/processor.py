@@ -116,6 +116,7 @@ class BatchEventProcessor:
         on_event = self.handler.on_event
         barrier = self.barrier
         sequence = self.sequence
+        sequencer = self.ring.sequencer
         next_seq = sequence.value + 1
         release = self.release_slots
         event: Any = None
@@ -137,6 +138,8 @@ class BatchEventProcessor:
                         on_event(event, next_seq, next_seq == available)
                         next_seq += 1
                 sequence.value = available
+                if sequencer.room_waiters:  # producers parked on a full ring: room now
+                    sequencer.wake_producers()
             except WaitTimeoutError:
                 if self._on_timeout is not None:
                     try:

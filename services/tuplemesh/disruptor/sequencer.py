@@ -23,14 +23,12 @@ def _check_power_of_two(buffer_size: int) -> None:
         raise ValueError(f"buffer size must be a power of two >= 1, got {buffer_size!r}")
 
 
-def _producer_pause(attempt: int) -> None:
-    """Back off while the ring is full. Never spin holding the GIL: the consumer needs it.
-
-    First yields, then 50 us naps, then, once the wait has lasted a few milliseconds, 0.5 ms
-    naps: a consumer that is that far behind frees a slot no sooner, and every nap is a wake-up
-    that takes the GIL from the threads doing the work (at 50 us, 20,000 a second per waiting
-    producer)."""
-    time.sleep(0 if attempt < 50 else 0.00005 if attempt < 100 else 0.0005)
+#: Claims that find no room give the interpreter lock away this many times before they park.
+ROOM_YIELDS = 50
+#: Longest a parked producer sleeps before it looks again: a consumer that frees slots wakes it
+#: at once (`Sequencer.wake_producers`); this bounds the wait when room comes another way (the
+#: queue-time ``limit`` rising, a gating sequence moved by hand).
+ROOM_WAIT = 0.001
 
 
 class Sequencer:
@@ -53,6 +51,12 @@ class Sequencer:
         #: Only the waiting path touches them.
         self.producer_waits = 0
         self.producer_wait_seconds = 0.0
+        #: Producers parked for room right now; a consumer that moves on wakes them (it reads
+        #: this, one attribute, after each batch, and takes the lock only when it is not 0).
+        self.room_waiters = 0
+        #: how long a parked producer sleeps at most before it looks again
+        self.room_wait = ROOM_WAIT
+        self._room = threading.Condition(threading.Lock())
 
     # -- gating ---------------------------------------------------------------------------------
     def add_gating_sequences(self, *sequences: Sequence) -> None:
@@ -72,10 +76,41 @@ class Sequencer:
         """Slowest consumer's position (the cursor when nothing gates). Any thread."""
         return minimum_sequence(self.gating_sequences, self.cursor.value)
 
+    # -- waiting for room -----------------------------------------------------------------------
+    def _await_room(self, attempt: int, n: int) -> None:
+        """Back off while ``n`` slots cannot be claimed. Never spin holding the GIL: the consumer
+        needs it. First yields; then park until a consumer moves on (`wake_producers`), at most
+        ``room_wait``. Polling in naps instead woke each waiting producer thousands of times a
+        second (each wake-up takes the GIL from the threads doing the work) and still found
+        room late: a nap of 0.5 ms wakes up to milliseconds late on a loaded machine, while the
+        consumer has emptied the ring and parked. ``room_waiters`` is raised before the last
+        look at the ring, so a consumer that moved on after that look sees it and wakes us."""
+        if attempt < ROOM_YIELDS:
+            time.sleep(0)
+            return
+        room = self._room
+        with room:
+            self.room_waiters += 1
+            try:
+                if not self._alerted and not self.has_available_capacity(n):
+                    room.wait(self.room_wait)
+            finally:
+                self.room_waiters -= 1
+
+    def wake_producers(self) -> None:
+        """Wake the producers parked for room: a consumer calls it after moving its sequence on,
+        when ``room_waiters`` is not 0. Any thread."""
+        with self._room:
+            self._room.notify_all()
+
+    def has_available_capacity(self, n: int) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     # -- producer alert (halt) ------------------------------------------------------------------
     def alert(self) -> None:
         """Make producers blocked on a full ring (and later claims) raise AlertError."""
         self._alerted = True
+        self.wake_producers()
 
     @property
     def alerted(self) -> bool:
@@ -163,7 +198,7 @@ class SingleProducerSequencer(Sequencer):
                 if attempt == 0:
                     last = time.monotonic()
                     self.producer_waits += 1
-                _producer_pause(attempt)
+                self._await_room(attempt, n)
                 attempt += 1
         self._next_value = next_seq
         return next_seq
@@ -238,7 +273,7 @@ class MultiProducerSequencer(Sequencer):
                     self.producer_waits += 1
             if not block:
                 raise InsufficientCapacityError(f"ring has {self.remaining_capacity()} free, asked {n}")
-            _producer_pause(attempt)
+            self._await_room(attempt, n)
             attempt += 1
 
     def next(self, n: int = 1) -> int:
