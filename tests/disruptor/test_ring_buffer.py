@@ -330,20 +330,26 @@ def test_halt_unblocks_producer_blocked_on_full_ring(make):
 NEVER = 600.0
 
 
-def _park_a_producer(ring: RingBuffer) -> tuple[threading.Thread, threading.Event]:
-    """A producer putting one more into ``ring`` (full), parked for room."""
+def _park_a_producer(ring: RingBuffer) -> tuple[threading.Thread, threading.Event, list[BaseException]]:
+    """A producer putting one more into ``ring`` (full), parked for room; the event is set once
+    its put returns, the list holds what the put raised."""
     ring.sequencer.room_wait = NEVER
     done = threading.Event()
+    raised: list[BaseException] = []
 
     def producer() -> None:
-        ring.put("more")
-        done.set()
+        try:
+            ring.put("more")
+        except AlertError as exc:
+            raised.append(exc)
+        else:
+            done.set()
 
     t = threading.Thread(target=producer, daemon=True)
     t.start()
     eventually(lambda: ring.sequencer.room_waiters == 1, timeout=10.0, message="the producer never parked")
     assert not done.is_set() and ring.cursor == 3
-    return t, done
+    return t, done, raised
 
 
 @pytest.mark.parametrize("make", PRODUCERS)
@@ -362,7 +368,7 @@ def test_a_parked_producer_is_woken_when_a_processor_frees_a_slot(make):
     processor.start()
     for i in range(4):
         ring.put(i)
-    t, done = _park_a_producer(ring)
+    t, done, _ = _park_a_producer(ring)
     release.set()  # the processor handles what it holds and moves its sequence on
     assert done.wait(30.0), "the processor freed slots but did not wake the parked producer"
     t.join(5.0)
@@ -379,7 +385,7 @@ def test_a_parked_producer_is_woken_when_a_poller_frees_a_slot(make):
     ring.add_gating_sequences(poller.sequence)
     for i in range(4):
         ring.put(i)
-    t, done = _park_a_producer(ring)
+    t, done, _ = _park_a_producer(ring)
     seen: list[object] = []
     assert poller.poll(lambda event, sequence, end: seen.append(event)) == 4
     assert done.wait(30.0), "the poller freed slots but did not wake the parked producer"
@@ -391,24 +397,12 @@ def test_a_parked_producer_is_woken_when_a_poller_frees_a_slot(make):
 @pytest.mark.parametrize("make", PRODUCERS)
 def test_halting_wakes_a_parked_producer_with_alert_error(make):
     ring = make(4)
-    consumer = Sequence()
-    ring.add_gating_sequences(consumer)
+    ring.add_gating_sequences(Sequence())
     for i in range(4):
         ring.put(i)
-    ring.sequencer.room_wait = NEVER
-    outcome: list[BaseException] = []
-
-    def producer() -> None:
-        try:
-            ring.put("more")
-        except AlertError as exc:
-            outcome.append(exc)
-
-    t = threading.Thread(target=producer, daemon=True)
-    t.start()
-    eventually(lambda: ring.sequencer.room_waiters == 1, timeout=10.0, message="the producer never parked")
+    t, done, raised = _park_a_producer(ring)
     ring.sequencer.alert()
     t.join(30.0)
     assert not t.is_alive(), "alert did not wake the parked producer"
-    assert len(outcome) == 1 and isinstance(outcome[0], AlertError)
+    assert not done.is_set() and len(raised) == 1 and isinstance(raised[0], AlertError)
     assert ring.cursor == 3, "nothing was claimed"
