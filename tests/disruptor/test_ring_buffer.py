@@ -379,6 +379,43 @@ def test_a_parked_producer_is_woken_when_a_processor_frees_a_slot(make):
 
 
 @pytest.mark.parametrize("make", PRODUCERS)
+def test_a_parked_producer_is_woken_when_a_handler_raises(make):
+    """The slot of an event whose handler raised is free too: the processor wakes the producer
+    before it goes on to the next event, which here holds it for the rest of the test."""
+    ring = make(4)
+    release, hold = threading.Event(), threading.Event()
+    failed: list[object] = []
+
+    class FailsThenHolds:
+        def on_event(self, event, sequence, end_of_batch):
+            if event == 0:
+                release.wait(30)
+                raise ValueError("user code failed")
+            hold.wait(60)
+
+    class Recorder:
+        def handle_event_exception(self, exc, sequence, event):
+            failed.append((type(exc).__name__, sequence, event))
+
+        def handle_lifecycle_exception(self, exc, hook):
+            raise AssertionError(hook)
+
+    processor = BatchEventProcessor(ring, ring.new_barrier(), FailsThenHolds(), exception_handler=Recorder())
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    for i in range(4):
+        ring.put(i)
+    t, done, _ = _park_a_producer(ring)
+    release.set()
+    assert done.wait(30.0), "the handler's failure freed a slot but the producer was not woken"
+    assert failed == [("ValueError", 0, 0)] and ring.cursor == 4
+    hold.set()
+    t.join(5.0)
+    processor.halt()
+    assert processor.join(5.0)
+
+
+@pytest.mark.parametrize("make", PRODUCERS)
 def test_a_parked_producer_is_woken_when_a_poller_frees_a_slot(make):
     ring = make(4)
     poller = EventPoller(ring, release_slots=True)

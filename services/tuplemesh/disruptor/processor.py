@@ -153,3 +153,5 @@ class BatchEventProcessor:
                 self.exception_handler.handle_event_exception(exc, next_seq, event)
                 sequence.value = next_seq
                 next_seq += 1
+                if sequencer.room_waiters:  # the failed event's slot is free too
+                    sequencer.wake_producers()
