@@ -128,6 +128,13 @@ def measure(
     }
 
 
+def core_bound(two: dict[str, float], one: dict[str, float], cores: int) -> float:
+    """The most 2 workers could run at, as a multiple of 1 worker, if they kept all ``cores``
+    busy at their measured words per CPU second: above it no scheduling can reach, below it
+    the gap is time the workers spent waiting."""
+    return cores * two["words per CPU second"] / one["rate"]
+
+
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return sorted(runs, key=lambda r: r["rate"])[len(runs) // 2]
 
@@ -150,6 +157,7 @@ def run(quick: bool = False) -> list[Record]:
         costs.setdefault("pinned", []).append(measure(2, columnar_work, window, "columnar", pin_cpus=True))
         loops.append(plain_loop(2000))
     loop = statistics.median(loops)
+    cores = len(os.sched_getaffinity(0))
     records = []
     for variant, (_, name) in VARIANTS.items():
         two, one = _median_run(results[variant, 2]), _median_run(results[variant, 1])
@@ -178,6 +186,9 @@ def run(quick: bool = False) -> list[Record]:
                     **{k: round(v, 2) for k, v in two.items() if k != "rate"},
                     "1 worker's cores": round(one["worker 0 cores"], 2),
                     "1 worker's words per CPU second": round(one["words per CPU second"]),
+                    f"2 workers vs 1 at most, all {cores} cores busy at 2 workers' CPU per word": round(
+                        core_bound(two, one, cores), 2
+                    ),
                 },
             )
         )
