@@ -173,7 +173,7 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             bool,
             True,
             "Per-task backpressure: a receiver reports tasks whose inbox is above the watermark on "
-            "its Transfer acks, and only the executors sending to those tasks wait (grpc transport).",
+            "its Transfer acks, and only the executors sending to those tasks wait (every transport).",
         ),
         ConfigKey(
             "topology.backpressure.watermark",

@@ -22,7 +22,7 @@ TOPO = "topo-1"
 
 def test_capabilities_are_declared_by_every_plugin():
     caps = {name: make_context(name).capabilities for name in ("local", "grpc", "zmq")}
-    assert caps["local"].in_process and not caps["local"].reports_congestion
+    assert caps["local"].in_process and caps["local"].reports_congestion
     assert caps["grpc"].shares_server and caps["grpc"].reports_congestion and not caps["grpc"].in_process
     assert caps["zmq"].reports_congestion and not caps["zmq"].shares_server and not caps["zmq"].in_process
 

@@ -4,6 +4,13 @@ Each bound (topology, port) has a bounded mailbox of batches and a receive threa
 them to ``on_batch``; a sender blocks while the mailbox is full. Batches sent before anyone binds
 wait (bounded) in the mailbox, like Storm's local context creating the queue on first send.
 Payloads are passed by reference: nothing is copied or framed.
+
+Per-task backpressure works as over the network: every ``send`` hands the sender the receiver's
+congested tasks (what a Transfer acknowledgement carries), so producers hold before a slow task's
+inbox fills, and the worker's receive path never blocks its receive thread on one full inbox.
+Without that, workers that send to each other can close a cycle of waits: each one's transfer
+thread blocked on the other's full mailbox, whose receive thread is blocked on a full inbox,
+whose executor is blocked on the full transfer ring behind that transfer thread.
 """
 
 from __future__ import annotations
@@ -54,11 +61,13 @@ class _Mailbox:
             self._batches.append(batch)
             self._cond.notify_all()
 
-    def take(self) -> list[TaskMessage] | None:
-        """Next batch, blocking; None once closed and empty."""
+    def take(self, timeout: float | None = None) -> list[TaskMessage] | None:
+        """Next batch, blocking; None once closed and empty; `_IDLE` after ``timeout`` seconds
+        with nothing to take."""
         with self._cond:
             while not self._batches and not self._closed:
-                self._cond.wait()
+                if not self._cond.wait(timeout):
+                    return _IDLE
             if not self._batches:
                 return None
             batch = self._batches.popleft()
@@ -81,14 +90,34 @@ class _Mailbox:
 
 #: Put in a mailbox by ``close`` to end its receive thread (a peer's notice is counted; this is not).
 _CLOSE: list[TaskMessage] = []
+#: What `_Mailbox.take` returns when its timeout passed with nothing to take.
+_IDLE: list[TaskMessage] = []
+#: Seconds between looks at the receiver's congested tasks while some are congested and nothing
+#: arrives: senders holding on them hear the moment they clear, not when their lease runs out.
+CLEAR_POLL = 0.001
 
 
 class _LocalBinding:
-    def __init__(self, context: LocalContext, key: tuple[str, int], mailbox: _Mailbox, on_batch: OnBatch):
+    def __init__(
+        self,
+        context: LocalContext,
+        key: tuple[str, int],
+        mailbox: _Mailbox,
+        on_batch: OnBatch,
+        congestion: CongestedTasks | None,
+    ):
         self._context = context
         self._key = key
         self._mailbox = mailbox
         self._on_batch = on_batch
+        #: the receiver's congested tasks, told to every sender on every send and whenever they
+        #: change (None: not asked)
+        self.congestion = congestion
+        #: the connections that sent here and hear the congested tasks: id -> (connection, ear);
+        #: replaced, never changed in place, so the receive thread reads it without a lock
+        self._senders: dict[int, tuple[Any, OnCongestion]] = {}
+        self._senders_lock = threading.Lock()
+        self._told: list[int] = []  # the congested tasks as last told to every sender
         self._batches = 0
         self._tuples = 0
         self._shutdowns = 0
@@ -99,14 +128,38 @@ class _LocalBinding:
         )
         self._thread.start()
 
+    def hear(self, connection: Any, ear: OnCongestion) -> None:
+        """Tell ``connection`` (through ``ear``) this receiver's congested tasks from now on."""
+        with self._senders_lock:
+            self._senders = {**self._senders, id(connection): (connection, ear)}
+
+    def forget(self, connection: Any) -> None:
+        with self._senders_lock:
+            self._senders = {k: v for k, v in self._senders.items() if k != id(connection)}
+
+    def _tell_changes(self) -> None:
+        """Tell every sender the congested tasks if they changed since last told (a network
+        receiver's acknowledgement on a change)."""
+        if self.congestion is None:
+            return
+        now = self.congestion()
+        if now != self._told:
+            self._told = now
+            for connection, ear in self._senders.values():
+                ear(connection, now)
+
     def _receive_loop(self) -> None:
         while True:
-            batch = self._mailbox.take()
+            batch = self._mailbox.take(CLEAR_POLL if self._told else None)
+            if batch is _IDLE:  # nothing arrived: did the congested inboxes drain?
+                self._tell_changes()
+                continue
             if batch is None or batch is _CLOSE:
                 return
             deliver, shutdown = split_shutdown(batch)
             if deliver:
                 self._deliver(deliver)
+                self._tell_changes()
             if shutdown:
                 self._shutdowns += 1
                 log.debug("receive %s: shutdown notice", self._key)
@@ -155,10 +208,14 @@ class _LocalBinding:
 
 
 class _LocalConnection:
-    def __init__(self, context: LocalContext, topology_id: str, port: int) -> None:
+    def __init__(
+        self, context: LocalContext, topology_id: str, port: int, on_congestion: OnCongestion | None
+    ) -> None:
         self._context = context
         self._topology_id = topology_id
         self._port = port
+        self._on_congestion = on_congestion
+        self._heard_by: _LocalBinding | None = None  # the binding that tells it congestion
         self._mailbox = context._mailbox((topology_id, port))
         self._closed = False
         self._aborted = False
@@ -169,13 +226,31 @@ class _LocalConnection:
     def send(self, batch: list[TaskMessage]) -> None:
         if self._closed:
             raise TransportError("send on a closed connection")
-        if batch:
-            self._mailbox.put(batch, lambda: self._aborted)
-            self._batches += 1
-            self._tuples += tuples_in(batch)
+        if not batch:
+            return
+        ear, binding = self._on_congestion, None
+        if ear is not None:
+            binding = self._context._binding((self._topology_id, self._port))
+            if binding is not self._heard_by:
+                self._listen(binding)  # before the put: a change its delivery shows is told here
+        self._mailbox.put(batch, lambda: self._aborted)
+        self._batches += 1
+        self._tuples += tuples_in(batch)
+        if ear is not None and binding is not None and binding.congestion is not None:
+            # what an acknowledgement tells a network sender: the receiver's congested tasks now
+            # (a lease that this connection's next send, or a change, renews or clears)
+            ear(self, binding.congestion())
+
+    def _listen(self, binding: _LocalBinding | None) -> None:
+        if self._heard_by is not None:
+            self._heard_by.forget(self)
+        if binding is not None and self._on_congestion is not None:
+            binding.hear(self, self._on_congestion)
+        self._heard_by = binding
 
     def retarget(self, host: str, port: int) -> None:
         """Send to the mailbox of ``port`` from now on (in-process: nothing is in flight)."""
+        self._listen(None)
         self._port = port
         self._mailbox = self._context._mailbox((self._topology_id, port))
         self._retargets += 1
@@ -195,12 +270,13 @@ class _LocalConnection:
 
     def close(self) -> None:
         self._closed = True
+        self._listen(None)
 
 
 class LocalContext:
     """In-process transport. Share one instance between all workers that talk to each other."""
 
-    capabilities = Capabilities(in_process=True)
+    capabilities = Capabilities(in_process=True, reports_congestion=True)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -230,17 +306,20 @@ class LocalContext:
         grant: GrantedBytes | None = None,
         epoch: str = "",
     ) -> _LocalBinding:
-        """``congestion`` and ``grant`` are not asked: a full inbox blocks the sender here (no
-        reports needed, nothing in flight between the two). ``epoch`` is not checked: the
-        workers of one process share one plan."""
+        """``congestion`` is told to every sender on every send. ``grant`` is not asked: nothing
+        is in flight between a send and the mailbox. ``epoch`` is not checked: the workers of one
+        process share one plan."""
         key = (topology_id, port)
         mailbox = self._mailbox(key)
         with self._lock:
             if key in self._bindings:
                 raise TransportError(f"port {port} is already bound for topology {topology_id!r}")
-            binding = _LocalBinding(self, key, mailbox, on_batch)
+            binding = _LocalBinding(self, key, mailbox, on_batch, congestion)
             self._bindings[key] = binding
         return binding
+
+    def _binding(self, key: tuple[str, int]) -> _LocalBinding | None:
+        return self._bindings.get(key)  # a dict read: atomic, no lock on the send path
 
     def _unbind(self, key: tuple[str, int], binding: _LocalBinding) -> None:
         with self._lock:
@@ -257,9 +336,9 @@ class LocalContext:
         epoch: str = "",
         held: HeldBytes | None = None,
     ) -> _LocalConnection:
-        """``on_congestion`` is never called: this transport does not report congestion. ``held``
-        is not used: a batch is in the receiver's mailbox once ``send`` returns."""
-        return _LocalConnection(self, topology_id, port)
+        """``on_congestion`` hears the receiver's congested tasks on every send. ``held`` is not
+        used: a batch is in the receiver's mailbox once ``send`` returns."""
+        return _LocalConnection(self, topology_id, port, on_congestion)
 
     def pending(self, topology_id: str, port: int) -> int:
         """Batches waiting in the mailbox of (topology, port); for status and tests."""

@@ -111,8 +111,8 @@ class Worker:
         congestion = CongestionMap() if queues.backpressure_enabled else None
         #: Senders hear about full inboxes (a transport that reports congestion), so a full one
         #: need not block the receive thread (it would stall every task on the stream): past it,
-        #: batches wait in a bounded overflow. Without reports (the local transport) a blocking
-        #: put is the only backpressure, and stays.
+        #: batches wait in a bounded overflow. Without reports (a plugin that cannot tell its
+        #: senders) a blocking put is the only backpressure, and stays.
         self.reports_congestion = congestion is not None and context.capabilities.reports_congestion
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
