@@ -71,15 +71,44 @@ def test_a_retargeted_sender_no_longer_hears_its_old_receiver() -> None:
         rx_new.wait_for(1, 10)
         congested.append(7)
         stays.send([(7, b"x")])
-        # told on its send, then by the receive thread once it delivered the batch and saw the change
+        assert ears.of(stays)[-1] == [7]  # told as it sent
+        rx_old.wait_for(2, 10)
+        congested.clear()  # told by the receive thread to every sender it still tells
         eventually(
-            lambda: ears.of(stays).count([7]) == 2,
+            lambda: ears.of(stays)[-1] == [],
             timeout=10,
-            message=lambda: f"the change was not told to the sender: {ears.heard}",
+            message=lambda: f"the clearing was not told to the sender: {ears.heard}",
         )
-        assert [7] not in ears.of(moved), ears.of(moved)
+        assert ears.of(moved) == [[], []], "told by its old receiver after it moved"
         assert rx_old.messages == [(1, b"before"), (7, b"x")] and rx_new.messages == [(1, b"after")]
     finally:
         old.close()
         new.close()
+        context.term()
+
+
+def test_a_congestion_that_clears_while_its_batch_is_delivered_is_told_clear() -> None:
+    """The sender heard [5] as it sent; the inbox drained while the batch went in. The receive
+    thread compares with what that sender last heard, not with what it last told anyone."""
+    context = LocalContext()
+    context.prepare({})
+    congested = [5]
+
+    def drains_as_it_delivers(batch: list[Any]) -> list[int]:
+        congested.clear()
+        return []
+
+    binding = context.bind(TOPO, 1, drains_as_it_delivers, congestion=lambda: list(congested))
+    ears = Ears()
+    conn = context.connect(TOPO, "local", 1, on_congestion=ears)
+    try:
+        conn.send([(5, b"a")])
+        assert ears.of(conn)[0] == [5]
+        eventually(
+            lambda: ears.of(conn)[-1] == [],
+            timeout=10,
+            message=lambda: f"the sender still holds on a clear task: {ears.of(conn)}",
+        )
+    finally:
+        binding.close()
         context.term()

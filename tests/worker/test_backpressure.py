@@ -244,6 +244,21 @@ def test_receive_overflow_keeps_order_and_is_bounded():
     assert path.overflowing == 0
 
 
+def test_what_waits_in_the_overflow_at_stop_is_counted_as_undeliverable():
+    from tuplemesh.disruptor import EventPoller, RingBuffer
+    from tuplemesh.worker.receive import ReceivePath
+
+    ring: RingBuffer[Any] = RingBuffer.multi_producer(2)
+    ring.add_gating_sequences(EventPoller(ring, release_slots=True).sequence)  # never polled
+    path = ReceivePath(0, {1: ring}, 60.0, overflow_limit=3, max_held_bytes=1 << 20)
+    for i in range(4):  # 2 fit, 2 wait in the overflow (nothing consumes the ring)
+        path.on_batch([(1, b"x" * 10), (1, str(i).encode())])
+    assert path.overflowing == 2 and path.undeliverable == 0
+    assert path.abandon_overflow() == 4  # two batches of two messages
+    assert path.overflowing == 0 and path.undeliverable == 4
+    assert path.abandon_overflow() == 0 and path.undeliverable == 4
+
+
 def test_local_workers_that_feed_each_other_never_block_in_a_cycle():
     """Three in-process workers whose splits send words to each other's counters, with small
     queues. Were a full inbox to block the local receive thread, each worker's transfer thread

@@ -113,11 +113,13 @@ class _LocalBinding:
         #: the receiver's congested tasks, told to every sender on every send and whenever they
         #: change (None: not asked)
         self.congestion = congestion
-        #: the connections that sent here and hear the congested tasks: id -> (connection, ear);
-        #: replaced, never changed in place, so the receive thread reads it without a lock
-        self._senders: dict[int, tuple[Any, OnCongestion]] = {}
-        self._senders_lock = threading.Lock()
-        self._told: list[int] = []  # the congested tasks as last told to every sender
+        #: the connections that sent here: id -> [connection, ear, the congested tasks as last
+        #: told to it] (what a network receiver keeps per stream)
+        self._senders: dict[int, list[Any]] = {}
+        #: held while telling: what a sender was told and what it last heard never disagree
+        self._tell_lock = threading.Lock()
+        #: some sender was last told of congested tasks: look again every `CLEAR_POLL` seconds
+        self._polling = False
         self._batches = 0
         self._tuples = 0
         self._shutdowns = 0
@@ -128,29 +130,43 @@ class _LocalBinding:
         )
         self._thread.start()
 
-    def hear(self, connection: Any, ear: OnCongestion) -> None:
-        """Tell ``connection`` (through ``ear``) this receiver's congested tasks from now on."""
-        with self._senders_lock:
-            self._senders = {**self._senders, id(connection): (connection, ear)}
+    def tell(self, connection: Any, ear: OnCongestion) -> None:
+        """Tell ``connection`` (through ``ear``) the congested tasks now, and whenever they change
+        from now on (until `forget`). A sender calls it before each batch it puts in the mailbox,
+        so the receive thread, once it took that batch, knows what the sender last heard."""
+        if self.congestion is None:
+            return
+        with self._tell_lock:
+            now = self.congestion()
+            self._senders[id(connection)] = [connection, ear, now]
+            ear(connection, now)
+            if now:
+                self._polling = True
 
     def forget(self, connection: Any) -> None:
-        with self._senders_lock:
-            self._senders = {k: v for k, v in self._senders.items() if k != id(connection)}
+        """Tell ``connection`` nothing more (it closed, or sends to another receiver now)."""
+        with self._tell_lock:
+            self._senders.pop(id(connection), None)
 
     def _tell_changes(self) -> None:
-        """Tell every sender the congested tasks if they changed since last told (a network
+        """Tell each sender the congested tasks if they differ from what it last heard (a network
         receiver's acknowledgement on a change)."""
         if self.congestion is None:
             return
-        now = self.congestion()
-        if now != self._told:
-            self._told = now
-            for connection, ear in self._senders.values():
-                ear(connection, now)
+        try:
+            with self._tell_lock:
+                now = self.congestion()
+                for entry in self._senders.values():
+                    if entry[2] != now:
+                        entry[2] = now
+                        entry[1](entry[0], now)
+                self._polling = bool(now)
+        except Exception:  # the receive thread must outlive a faulty report: senders wait on it
+            log.exception("receive %s: telling senders the congested tasks failed", self._key)
 
     def _receive_loop(self) -> None:
         while True:
-            batch = self._mailbox.take(CLEAR_POLL if self._told else None)
+            batch = self._mailbox.take(CLEAR_POLL if self._polling else None)
             if batch is _IDLE:  # nothing arrived: did the congested inboxes drain?
                 self._tell_changes()
                 continue
@@ -216,6 +232,7 @@ class _LocalConnection:
         self._port = port
         self._on_congestion = on_congestion
         self._heard_by: _LocalBinding | None = None  # the binding that tells it congestion
+        self._listen_lock = threading.Lock()  # send, retarget (discovery) and close (any thread)
         self._mailbox = context._mailbox((topology_id, port))
         self._closed = False
         self._aborted = False
@@ -228,31 +245,32 @@ class _LocalConnection:
             raise TransportError("send on a closed connection")
         if not batch:
             return
-        ear, binding = self._on_congestion, None
-        if ear is not None:
-            binding = self._context._binding((self._topology_id, self._port))
-            if binding is not self._heard_by:
-                self._listen(binding)  # before the put: a change its delivery shows is told here
+        if self._on_congestion is not None:
+            # what an acknowledgement tells a network sender: the receiver's congested tasks (a
+            # lease that this connection's next send, or a change, renews or clears). Before the
+            # put: the receive thread tells what this batch's delivery changes.
+            with self._listen_lock:
+                binding = self._context._binding((self._topology_id, self._port))
+                if binding is not self._heard_by:
+                    self._listen(binding)
+                if binding is not None:
+                    binding.tell(self, self._on_congestion)
         self._mailbox.put(batch, lambda: self._aborted)
         self._batches += 1
         self._tuples += tuples_in(batch)
-        if ear is not None and binding is not None and binding.congestion is not None:
-            # what an acknowledgement tells a network sender: the receiver's congested tasks now
-            # (a lease that this connection's next send, or a change, renews or clears)
-            ear(self, binding.congestion())
 
     def _listen(self, binding: _LocalBinding | None) -> None:
+        """Hear ``binding`` from now on, and the previous one no more (under ``_listen_lock``)."""
         if self._heard_by is not None:
             self._heard_by.forget(self)
-        if binding is not None and self._on_congestion is not None:
-            binding.hear(self, self._on_congestion)
         self._heard_by = binding
 
     def retarget(self, host: str, port: int) -> None:
         """Send to the mailbox of ``port`` from now on (in-process: nothing is in flight)."""
-        self._listen(None)
-        self._port = port
-        self._mailbox = self._context._mailbox((self._topology_id, port))
+        with self._listen_lock:
+            self._listen(None)
+            self._port = port
+            self._mailbox = self._context._mailbox((self._topology_id, port))
         self._retargets += 1
 
     def stats(self) -> ConnectionStats:
@@ -270,7 +288,8 @@ class _LocalConnection:
 
     def close(self) -> None:
         self._closed = True
-        self._listen(None)
+        with self._listen_lock:
+            self._listen(None)
 
 
 class LocalContext:

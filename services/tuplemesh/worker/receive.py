@@ -231,6 +231,24 @@ class ReceivePath:
                     del self._overflow[key]
         return left
 
+    def abandon_overflow(self) -> int:
+        """Count what still waits in the overflow as undeliverable and let it go: the worker
+        stopped, its binding is closed and no executor takes anything more (the sender was told
+        it arrived, so this is a loss, counted like a halted inbox's). Returns the messages."""
+        with self._overflow_lock:
+            waiting = [batch for _, queue in self._overflow.values() for batch in queue]
+            self._overflow.clear()
+        lost = sum(len(batch) for batch in waiting)
+        if lost:
+            with self._lock:
+                self.undeliverable += lost
+            if self.max_held_bytes:
+                self._release(sum(batch.nbytes for batch in waiting))
+            log.warning(
+                "worker %d: %d message(s) left waiting for full inboxes at stop", self.worker_index, lost
+            )
+        return lost
+
     # -- the ceiling on bytes held -----------------------------------------------------------------
     def _taken_in(self, ring: RingBuffer[Any], sequence: int, messages: Batch) -> None:
         """``messages`` went into ``ring`` at ``sequence``: its bytes are held until taken from there."""

@@ -336,6 +336,7 @@ class Worker:
         self.transfer.close_connections()
         if self._binding is not None:
             self._binding.close()
+        self.receive.abandon_overflow()  # nothing takes it any more: counted, not silently gone
         if self._flusher is not None:
             self._flusher.join(1.0)
         for feature in self.features.values():
