@@ -10,7 +10,7 @@ from bench.records import Record
 from bench.wordcount import plain_loop
 from examples import wordcount
 from tuplemesh.config import Config
-from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+from tuplemesh.worker.interpreter import freeze_startup_objects, tune_interpreter
 from tuplemesh.worker.local_cluster import LocalCluster, RunSummary
 
 
@@ -19,7 +19,7 @@ def run(quick: bool = False) -> list[Record]:
     runs = 1 if quick else 3
     conf = Config({"messaging.transport": "local"})
     off_conf = conf.with_overrides({"metrics.enabled": False})
-    tune_gc(conf)  # as `tuplemesh run` and worker processes do
+    tune_interpreter(conf)  # as `tuplemesh run` and worker processes do
 
     def one_run(run_conf: Config) -> RunSummary:
         cluster = LocalCluster(wordcount.build(repeat=repeat), 3, run_conf)

@@ -394,12 +394,12 @@ def _run(args: argparse.Namespace) -> int:
     tolerated = run_conf["topology.errors.tolerated"]
     transport = run_conf["messaging.transport"]
     if make_context(transport).capabilities.in_process:
-        from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+        from tuplemesh.worker.interpreter import freeze_startup_objects, tune_interpreter
 
         if args.serve or args.pin_cpus:
             flag = "--serve" if args.serve else "--pin-cpus"
             raise CliError(f"{flag} needs worker processes: use --transport grpc or zmq, not local")
-        tune_gc(run_conf)
+        tune_interpreter(run_conf)
         cluster = LocalCluster(topology, workers, conf)
         freeze_startup_objects(run_conf)
         from tuplemesh.launcher import Interrupted, SignalLatch, ignoring_signals

@@ -826,6 +826,17 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             _non_negative,
             unit="objects",
         ),
+        ConfigKey(
+            "worker.gil.switch.interval.ms",
+            float,
+            0.0,
+            "How long a thread of a worker process may hold the GIL while another waits for it "
+            "(sys.setswitchinterval; Python's default is 5 ms). Shorter cuts the cross-worker latency "
+            "at full load, at a cost in throughput: at 1 ms the const -> null p99 fell from 104 to "
+            "62 ms, while word count ran at 0.79-0.88x. 0 leaves the interpreter's setting.",
+            _non_negative,
+            unit="millis",
+        ),
         # -- state and checkpoints (tuplemesh.state) ------------------------------------------------
         ConfigKey(
             "topology.state.backend",

@@ -47,7 +47,7 @@ from tuplemesh.ui.mesh import EpochHistory, PanelSource, WorkerMeshView
 from tuplemesh.ui.server import UiApp
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
 from tuplemesh.worker.assembly import assemble_worker, prepared_context, worker_conf
-from tuplemesh.worker.gctune import freeze_startup_objects, tune_gc
+from tuplemesh.worker.interpreter import freeze_startup_objects, tune_interpreter
 from tuplemesh.worker.memtune import return_large_buffers_to_system
 
 __all__ = ["WorkerProcess"]
@@ -145,7 +145,7 @@ class WorkerProcess:
         self._with_mesh = False
         self._epoch_confirmed = epoch_confirmed or num_workers == 1  # alone: it sends to no one
         settings = self.settings = ServerSettings.from_config(self.conf)
-        tune_gc(self.conf)
+        tune_interpreter(self.conf)
         return_large_buffers_to_system()
         self.transport = settings.transport
         self.context = prepared_context(self.conf)

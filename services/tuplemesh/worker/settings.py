@@ -64,6 +64,7 @@ class WorkerSettings:
     log_interval_seconds: float  # between two lines of a per-tuple warning
     metrics_enabled: bool  # per-batch histograms
     gc_threshold: int  # generation 0; 0 leaves the interpreter's settings
+    switch_interval_seconds: float  # the GIL's switch interval; 0 leaves the interpreter's
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> WorkerSettings:
@@ -75,4 +76,5 @@ class WorkerSettings:
             log_interval_seconds=conf.seconds("tuplemesh.log.rate.limit.secs"),
             metrics_enabled=conf["metrics.enabled"],
             gc_threshold=conf["worker.gc.threshold"],
+            switch_interval_seconds=conf.seconds("worker.gil.switch.interval.ms"),
         )
