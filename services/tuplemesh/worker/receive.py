@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from tuplemesh.core.feature import HopTracer
@@ -221,9 +221,7 @@ class ReceivePath:
                 except InsufficientCapacityError:
                     pass
                 except AlertError:  # halted: the worker is stopping; counted as undeliverable
-                    self.undeliverable += sum(len(b) for b in waiting)
-                    if self.max_held_bytes:
-                        self._release(sum(b.nbytes for b in waiting))
+                    self._undeliverable(waiting)
                     waiting.clear()
                 if waiting:
                     left += len(waiting)
@@ -238,15 +236,22 @@ class ReceivePath:
         with self._overflow_lock:
             waiting = [batch for _, queue in self._overflow.values() for batch in queue]
             self._overflow.clear()
-        lost = sum(len(batch) for batch in waiting)
+        lost = self._undeliverable(waiting)
         if lost:
-            with self._lock:
-                self.undeliverable += lost
-            if self.max_held_bytes:
-                self._release(sum(batch.nbytes for batch in waiting))
             log.warning(
                 "worker %d: %d message(s) left waiting for full inboxes at stop", self.worker_index, lost
             )
+        return lost
+
+    def _undeliverable(self, batches: Iterable[Batch]) -> int:
+        """Count the messages of ``batches``, which no executor will take, as undeliverable, and
+        give their bytes back to the ceiling; returns the messages."""
+        batches = list(batches)
+        lost = sum(len(batch) for batch in batches)
+        with self._lock:
+            self.undeliverable += lost
+        if self.max_held_bytes:
+            self._release(sum(batch.nbytes for batch in batches))
         return lost
 
     # -- the ceiling on bytes held -----------------------------------------------------------------
