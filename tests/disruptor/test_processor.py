@@ -17,7 +17,7 @@ from tuplemesh.disruptor import (
     TimeoutBlockingWaitStrategy,
     make_wait_strategy,
 )
-from tuplemesh.errors import PluginError
+from tuplemesh.errors import AlertError, PluginError
 from tuplemesh.topology import TopologyBuilder
 from tuplemesh.worker.local_cluster import LocalCluster
 
@@ -103,6 +103,44 @@ def test_exception_is_routed_to_handler_and_loop_survives():
     assert seen == [0, 1, 3, 4]
     assert errors == [("boom", 2, 2)]
     assert processor.sequence.value == 4
+
+
+@pytest.mark.parametrize("release_slots", [True, False])
+def test_a_halted_ring_met_by_the_handler_ends_that_event_not_the_next(release_slots):
+    """A handler publishing to a halted ring raises AlertError: the event in hand is done with,
+    and the loop goes on with the next one (not the same event again, nor its released slot)."""
+    ring = RingBuffer.single_producer(16)
+    seen: list[object] = []
+    errors: list[object] = []
+    done = threading.Event()
+
+    class MeetsAHaltedRing:
+        def on_event(self, event, sequence, end_of_batch):
+            seen.append(event)
+            if event == 1:
+                raise AlertError("downstream ring halted")
+            if event == 3:
+                done.set()
+
+    class Errors:
+        def handle_event_exception(self, exc, sequence, event):
+            errors.append((exc, sequence, event))
+
+        def handle_lifecycle_exception(self, exc, hook):
+            errors.append((exc, hook))
+
+    processor = BatchEventProcessor(
+        ring, ring.new_barrier(), MeetsAHaltedRing(), Errors(), release_slots=release_slots
+    )
+    ring.add_gating_sequences(processor.sequence)
+    processor.start()
+    ring.put_many([0, 1, 2, 3])
+    assert done.wait(5)
+    processor.halt()
+    assert processor.join(2)
+    assert seen == [0, 1, 2, 3]
+    assert errors == []
+    assert processor.sequence.value == 3
 
 
 def test_lifecycle_hook_exception_does_not_stop_processing():

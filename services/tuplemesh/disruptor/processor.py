@@ -120,6 +120,7 @@ class BatchEventProcessor:
         next_seq = sequence.value + 1
         release = self.release_slots
         event: Any = None
+        available = next_seq - 1
         while True:
             try:
                 available = barrier.wait_for(next_seq)
@@ -149,6 +150,14 @@ class BatchEventProcessor:
             except AlertError:
                 if not self._running:
                     return
+                if next_seq <= available:
+                    # raised by the handler, not the barrier: a ring it publishes to was halted
+                    # (its worker is stopping). The event in hand is done with: handled again,
+                    # it would run twice, or be None where its slot was released.
+                    sequence.value = next_seq
+                    next_seq += 1
+                    if sequencer.room_waiters:
+                        sequencer.wake_producers()
             except Exception as exc:
                 self.exception_handler.handle_event_exception(exc, next_seq, event)
                 sequence.value = next_seq
