@@ -239,9 +239,15 @@ def test_ctrl_c_stops_a_local_run_and_exits_130(tmp_path):
     )
     eventually(marker.exists, 60.0)
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert stderr.splitlines() == ["tuplemesh: interrupted by SIGINT; workers stopped"]
+    # the run's summary, as over worker processes: what was done before the signal
+    assert "RESULT UNCHECKED: interrupted by SIGINT; workers stopped" in stdout
+    sink = re.search(r"^sink +(\d+) +(\d+) ", stdout, re.MULTILINE)
+    numbers = re.search(r"^numbers +(\d+) +(\d+) ", stdout, re.MULTILINE)
+    assert sink and numbers, stdout
+    assert int(sink.group(2)) == int(numbers.group(1)), stdout  # every number emitted was counted
 
 
 def test_serve_keeps_the_mesh_up_after_the_spouts_finish_until_sigterm():

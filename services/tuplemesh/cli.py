@@ -409,9 +409,7 @@ def _run(args: argparse.Namespace) -> int:
                 run = cluster.run(args.timeout, tolerated=tolerated, check=latch.check)
         except Interrupted as exc:
             with ignoring_signals():
-                cluster.stop()
-            print(f"tuplemesh: interrupted by {exc.args[0]}; workers stopped", file=sys.stderr)
-            return EXIT_INTERRUPTED
+                run = cluster.interrupt(exc.args[0], tolerated)
         summary = run.as_dict()
     else:
         from tuplemesh.launcher import run_processes

@@ -327,6 +327,46 @@ def test_infinite_topology_stops_cleanly_on_request():
     assert not [t for t in threading.enumerate() if t.name.startswith(("executor-", "transfer", "flusher-"))]
 
 
+class _Signal(Exception):
+    pass
+
+
+def test_a_run_interrupted_mid_flight_drains_every_worker_at_once_and_sums_up():
+    """A signal in the middle of a 3-worker word count (small queues: much in flight between
+    the workers): the spouts stop, what is in flight drains through every worker, then they
+    stop. Stopped one after another instead, a worker would refuse what the others still send
+    it (counted undeliverable)."""
+    conf = Config(
+        {
+            "messaging.transport": "local",
+            "topology.receiver.buffer.size": 2,
+            "topology.executor.receive.buffer.size": 16,
+        }
+    )
+    cluster = LocalCluster(wordcount.build(repeat=200_000), 3, conf)
+    polls = 0
+
+    def signal_after_a_while() -> None:
+        nonlocal polls
+        polls += 1
+        if cluster.counters().get("count", {}).get("executed", 0) > 50_000:
+            raise _Signal
+
+    with pytest.raises(_Signal):
+        cluster.run(120, check=signal_after_a_while)
+    summary = cluster.interrupt("SIGTERM")
+    assert summary.interrupted and not summary.completed and summary.matched is None
+    assert summary.message == "interrupted by SIGTERM; workers stopped"
+    components = summary.components
+    sentences = components["sentences"]["emitted"]
+    assert 0 < sentences < 200_000 * len(wordcount.CORPUS)  # cut short, not run to the end
+    assert components["split"]["executed"] == sentences
+    assert components["count"]["executed"] == components["split"]["emitted"] > 50_000
+    assert summary.transfer["undeliverable"] == 0 and summary.transfer["lost"] == 0
+    assert summary.transfer["messages"] > 0  # words crossed workers
+    assert not [t for t in threading.enumerate() if t.name.startswith(("executor-", "transfer", "flusher-"))]
+
+
 @pytest.mark.parametrize("workers", [2, 3])
 def test_wordcount_over_grpc_between_in_process_workers(workers):
     """The same runtime with each worker on its own loopback gRPC port inside one process."""

@@ -90,17 +90,34 @@ class LocalCluster:
         return False
 
     def stop(self) -> bool:
-        """Stop the spouts, then every worker, then the transport; True when every worker's
-        threads stopped in time."""
+        """Stop the spouts, let what is in flight drain, then stop every worker, then the
+        transport; True when every worker's threads stopped in time. The drain and the stops
+        share one ``topology.shutdown.timeout.secs``: a bolt that cannot drain costs the stop that
+        time once, not once per worker."""
+        deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
         clean = True
         for worker in self.workers:
             worker.deactivate_spouts()
+        # Every worker of the mesh drains at once (a worker stopped first would refuse what the
+        # others still send it). Nothing is lost then but what a stuck bolt holds at the deadline.
+        clean &= self._drained(deadline)
         for worker in self.workers:
-            clean &= worker.stop()
+            clean &= worker.stop(max(1.0, deadline - time.monotonic()))
         for context in {id(c): c for c in self.contexts}.values():
             context.term()
         self.run_resources.close()
         return clean
+
+    def _drained(self, deadline: float, poll: float = 0.005) -> bool:
+        """Wait until no tuple is in flight anywhere in the mesh (spouts deactivated), or
+        ``deadline``; True when it was idle in time."""
+        while True:
+            first = self.snapshots()  # consumed, read before delivered: see ``mesh_quiescent``
+            if sum(s.consumed for s in first) == sum(s.delivered for s in self.snapshots()):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
 
     def snapshots(self) -> list[WorkerSnapshot]:
         """Each worker's counters and queue depths, as ``/metrics`` and Admin read them."""
@@ -127,22 +144,37 @@ class LocalCluster:
         self.start()
         completed = self.run_until_done(timeout, tolerated=tolerated, check=check)
         end = self._finished_at if self._finished_at is not None else time.monotonic()
-        seconds = end - self._started_at
         self.stop()
-        # after stop: what the stop itself lost (stranded, dropped, not exported) is counted too
-        snapshots = self.snapshots()
         matched: bool | None = None
         message = "no result check defined"
         if not completed:
             matched, message = False, f"did not complete within {timeout}s"
         elif self.topology.check is not None:
             matched, message = self.topology.check(self.reports())
+        return self._summary(end, completed, matched, message, tolerated)
+
+    def interrupt(self, signal_name: str, tolerated: int | None = None) -> RunSummary:
+        """End a run that a signal (``signal_name``) cut short: stop every worker and sum up
+        what was done and what the stop lost; the result is not checked."""
+        end = time.monotonic()
+        clean = self.stop()
+        message = f"interrupted by {signal_name}; workers stopped"
+        if not clean:
+            message += " (a worker's threads did not stop within topology.shutdown.timeout.secs)"
+        summary = self._summary(end, False, None, message, tolerated)
+        summary.interrupted = True
+        return summary
+
+    def _summary(
+        self, end: float, completed: bool, matched: bool | None, message: str, tolerated: int | None
+    ) -> RunSummary:
+        # taken after stop: what the stop itself lost (stranded, dropped, not exported) is counted
         return summarize(
-            snapshots,
+            self.snapshots(),
             topology=self.topology.name,
             workers=self.num_workers,
             transport=self.transport,
-            seconds=seconds,
+            seconds=end - self._started_at,
             completed=completed,
             matched=matched,
             message=message,
