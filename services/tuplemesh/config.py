@@ -173,7 +173,10 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             bool,
             True,
             "Per-task backpressure: a receiver reports tasks whose inbox is above the watermark on "
-            "its Transfer acks, and only the executors sending to those tasks wait (every transport).",
+            "its Transfer acks, and only the executors sending to those tasks wait (every transport). "
+            "False: a full inbox blocks the receive thread, holding up every task fed over that "
+            "connection, and workers that send to each other (word count with spouts on every "
+            "worker) can block one another for good; each worker warns of it as it starts.",
         ),
         ConfigKey(
             "topology.backpressure.watermark",

@@ -281,3 +281,26 @@ def test_local_workers_that_feed_each_other_never_block_in_a_cycle():
         assert summary.completed and summary.matched, f"run {attempt}: {summary.message}"
         words = sum(wordcount.expected_counts(2000).values())
         assert summary.components["split"]["emitted"] == words, summary.components["split"]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_turning_backpressure_off_warns_of_what_a_full_inbox_then_blocks(workers, caplog):
+    """With topology.backpressure.enable false a full inbox blocks the receive thread (every
+    buffer stays bounded), and workers that send to each other can then block one another for
+    good: each worker of a mesh says so as it starts. One worker alone has no receive thread."""
+    from examples import wordcount
+
+    conf = Config({"messaging.transport": "local", "topology.backpressure.enable": False})
+    with caplog.at_level("WARNING", logger="tuplemesh.worker.worker"):
+        summary = LocalCluster(wordcount.build(repeat=5), workers, conf).run(timeout=60)
+    assert summary.completed and summary.matched, summary.message
+    warned = [r.getMessage() for r in caplog.records if "no per-task backpressure" in r.getMessage()]
+    if workers == 1:
+        assert warned == []
+    else:
+        assert warned == [
+            f"worker {i}: no per-task backpressure (topology.backpressure.enable is false): a full "
+            "inbox blocks the receive thread, holding up every task fed over the same connection, "
+            "and workers that send to each other can block one another for good"
+            for i in range(workers)
+        ]

@@ -114,6 +114,20 @@ class Worker:
         #: batches wait in a bounded overflow. Without reports (a plugin that cannot tell its
         #: senders) a blocking put is the only backpressure, and stays.
         self.reports_congestion = congestion is not None and context.capabilities.reports_congestion
+        if not self.reports_congestion and plan.remote_worker_of_task:
+            # Storm 1's answer, unbounded receive queues, is not ours: every buffer is bounded
+            why = (
+                "topology.backpressure.enable is false"
+                if congestion is None
+                else f"transport {conf['messaging.transport']!r} cannot report congested tasks"
+            )
+            log.warning(
+                "worker %d: no per-task backpressure (%s): a full inbox blocks the receive thread, "
+                "holding up every task fed over the same connection, and workers that send to "
+                "each other can block one another for good",
+                index,
+                why,
+            )
         #: Counters, gauges and histograms the components define (``context.metrics``).
         self.user_metrics = UserMetrics()
         self.injected = 0  # tuples put into inboxes by Admin.Emit or a feature (count as deliveries)
