@@ -22,10 +22,16 @@ def restored() -> Iterator[None]:
 
 def test_the_switch_interval_is_set_in_milliseconds_and_0_leaves_it(restored: None) -> None:
     sys.setswitchinterval(0.005)
-    tune_interpreter(Config({"worker.gc.threshold": 0}))
+    tune_interpreter(Config({"worker.gc.threshold": 0, "worker.gil.switch.interval.ms": 0}))
     assert sys.getswitchinterval() == pytest.approx(0.005)
     tune_interpreter(Config({"worker.gc.threshold": 0, "worker.gil.switch.interval.ms": 0.5}))
     assert sys.getswitchinterval() == pytest.approx(0.0005)
+
+
+def test_a_worker_holds_the_gil_2_ms_at_most_by_default(restored: None) -> None:
+    sys.setswitchinterval(0.005)
+    tune_interpreter(Config({"worker.gc.threshold": 0}))
+    assert sys.getswitchinterval() == pytest.approx(0.002)
 
 
 def test_the_collector_threshold_is_raised(restored: None) -> None:
