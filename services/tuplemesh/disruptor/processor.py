@@ -123,9 +123,10 @@ class BatchEventProcessor:
         available = next_seq - 1
         while True:
             try:
-                available = barrier.wait_for(next_seq)
-                if self._on_batch_start is not None and available >= next_seq:
-                    self._on_batch_start(available - next_seq + 1)
+                found = barrier.wait_for(next_seq)
+                if self._on_batch_start is not None and found >= next_seq:
+                    self._on_batch_start(found - next_seq + 1)
+                available = found  # from here on, an AlertError comes from handling an event
                 if release:
                     while next_seq <= available:
                         index = next_seq & mask
