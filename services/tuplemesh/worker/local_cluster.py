@@ -94,7 +94,7 @@ class LocalCluster:
         transport; True when every worker's threads stopped in time. The drain and the stops
         share one ``topology.shutdown.timeout.secs``: a bolt that cannot drain costs the stop that
         time once, not once per worker."""
-        deadline = time.monotonic() + self.conf["topology.shutdown.timeout.secs"]
+        deadline = time.monotonic() + self.workers[0].settings.shutdown_timeout_seconds
         clean = True
         for worker in self.workers:
             worker.deactivate_spouts()
@@ -110,11 +110,21 @@ class LocalCluster:
 
     def _drained(self, deadline: float, poll: float = 0.005) -> bool:
         """Wait until no tuple is in flight anywhere in the mesh (spouts deactivated), or
-        ``deadline``; True when it was idle in time."""
+        ``deadline``; True when it was idle in time. Idle as a whole-mesh stop of worker
+        processes finds it (`tuplemesh.server.stopping`): every worker with nothing queued and
+        every send acknowledged, the counters the same in two reads in a row, and no more
+        deliveries than tuples consumed (a batch between two workers is one, a message for an
+        unknown task is consumed with no delivery)."""
+        last: tuple[tuple[int, int], ...] | None = None
         while True:
-            first = self.snapshots()  # consumed, read before delivered: see ``mesh_quiescent``
-            if sum(s.consumed for s in first) == sum(s.delivered for s in self.snapshots()):
-                return True
+            snapshots = self.snapshots()
+            wave = tuple((s.consumed, s.delivered) for s in snapshots)
+            if all(s.idle for s in snapshots) and sum(c for c, _ in wave) >= sum(d for _, d in wave):
+                if wave == last:
+                    return True
+                last = wave
+            else:
+                last = None
             if time.monotonic() >= deadline:
                 return False
             time.sleep(poll)
