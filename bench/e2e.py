@@ -48,7 +48,7 @@ def measure(
     target: str = TARGET,
     env: dict[str, str] | None = None,
     config_path: str | None = None,
-    pin_cpus: bool = False,
+    pin_cpus: bool | None = None,
 ) -> dict[str, Any]:
     os.environ["BENCH_RATE"] = str(rate)
     from bench.topologies import build

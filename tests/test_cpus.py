@@ -14,8 +14,9 @@ import pytest
 
 from examples import wordcount
 from tests.helpers import child_pythonpath, eventually, run_cli
+from tuplemesh import cpus
 from tuplemesh.config import Config
-from tuplemesh.cpus import format_cpu_list, parse_cpu_list, shares
+from tuplemesh.cpus import format_cpu_list, own_shares, parse_cpu_list, shares
 from tuplemesh.errors import ConfigError
 from tuplemesh.launcher import ProcessCluster
 
@@ -66,6 +67,52 @@ def test_local_workers_share_the_cpus_evenly_or_round_robin():
     assert shares(3, [2, 5]) == [{2}, {5}, {2}]  # more workers than CPUs: one each, in turn
     with pytest.raises(ValueError, match="no CPUs"):
         shares(2, [])
+
+
+def test_by_default_local_workers_are_pinned_only_when_each_can_have_a_cpu_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    monkeypatch.setattr(cpus, "available", lambda: frozenset(range(4)))
+    assert own_shares(2) == [{0, 1}, {2, 3}]
+    assert own_shares(4) == [{0}, {1}, {2}, {3}]
+    assert own_shares(5) is None  # two on one CPU: the OS may have given one of them another
+    assert own_shares(1) is None  # one worker has every CPU anyway
+
+    def cannot_pin() -> frozenset[int]:
+        raise ValueError("this platform cannot pin a process to CPUs (Linux can)")
+
+    monkeypatch.setattr(cpus, "available", cannot_pin)
+    assert own_shares(2) is None
+
+
+@pytest.mark.parametrize(
+    ("pin_cpus", "env", "expected"),
+    [
+        (None, {}, "own"),
+        (False, {}, None),
+        (True, {}, "shares"),
+        (None, {"TUPLEMESH_WORKER_CPUS": "0"}, None),  # the user's CPUs, not ours to split
+        (None, {"TUPLEMESH_CPUS": "0"}, None),
+    ],
+)
+def test_a_process_cluster_pins_its_workers_as_asked(
+    pin_cpus: bool | None, env: dict[str, str], expected: str | None
+):
+    topology = wordcount.build(repeat=1)
+    cluster = ProcessCluster(
+        "examples.wordcount:topology", topology, 2, transport="grpc", env=env, pin_cpus=pin_cpus
+    )
+    try:
+        want = {
+            "own": own_shares(2),
+            "shares": shares(2, os.sched_getaffinity(0)),
+            None: None,
+        }[expected]
+        assert cluster.cpus == want
+        if expected == "own" and len(os.sched_getaffinity(0)) >= 2:
+            assert cluster.cpus is not None  # on this machine: pinned by default
+    finally:
+        cluster.stop()
 
 
 def test_the_config_refuses_a_bad_cpu_list_naming_the_key():

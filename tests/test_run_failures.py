@@ -20,6 +20,7 @@ import pytest
 from grpc_health.v1 import health_pb2_grpc
 
 from tests.helpers import child_pythonpath, eventually, freeze, run_cli
+from tuplemesh.cpus import format_cpu_list, own_shares
 from tuplemesh.launcher import is_serving
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.v1 import admin_pb2, admin_pb2_grpc
@@ -194,11 +195,14 @@ def start_run(*args: str) -> tuple[subprocess.Popen[str], list[str]]:
     )
     assert proc.stderr is not None
     lines = [proc.stderr.readline() for _ in range(2)]
+    # pinned by default where each worker can have CPUs of its own
+    cpus = own_shares(2)
     addresses = []
     for index, line in enumerate(lines):
+        pinned = "" if cpus is None else f", CPUs {format_cpu_list(cpus[index])}"
         match = re.fullmatch(
             rf"worker {index}: admin (127\.0\.0\.1:\d+) \(tuplemesh top --target \1\), "
-            r"metrics http://127\.0\.0\.1:\d+/metrics\n",
+            rf"metrics http://127\.0\.0\.1:\d+/metrics{re.escape(pinned)}\n",
             line,
         )
         assert match, line

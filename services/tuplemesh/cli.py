@@ -242,11 +242,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--pin-cpus",
-        action="store_true",
-        default=_env_bool("pin-cpus"),
+        action=argparse.BooleanOptionalAction,
+        default=_env_bool("pin-cpus") if _env("pin-cpus") is not None else None,
         help="run each worker process on CPUs of its own (an even share of this one's; "
         "worker.cpus), as pods with whole CPUs get on Kubernetes: workers sharing cores run "
-        "slower and hand batches on late",
+        "slower and hand batches on late. Default: pinned when there are at least as many "
+        "CPUs as workers and worker.cpus is not set; --no-pin-cpus leaves them to the OS",
     )
     run.add_argument(
         "--serve",

@@ -377,8 +377,9 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             "CPUs this worker process runs on, as a Linux CPU list (0, 2-3, 0,2-3; in YAML quote a "
             "single CPU: '3'), every thread of it, from its start. Empty: wherever the OS "
             "schedules it. Workers on one host that "
-            "share cores hand batches on late and run slower; `tuplemesh run --pin-cpus` gives "
-            "each of its workers a share. On Kubernetes, a Guaranteed pod with whole CPUs under the "
+            "share cores hand batches on late and run slower; `tuplemesh run` gives each of its "
+            "workers a share when there are at least as many CPUs as workers and this is not set "
+            "(--no-pin-cpus: never). On Kubernetes, a Guaranteed pod with whole CPUs under the "
             "static CPU manager policy gets cores of its own without this.",
             _cpu_list,
             flag="cpus",

@@ -2,8 +2,8 @@
 
 Workers that share cores take turns on them: a thread that wakes to hand a batch on waits for a
 core another process holds, and each process's threads migrate between cores. A worker that
-has cores of its own (``worker.cpus``; ``tuplemesh run --pin-cpus`` gives each local worker its
-share) skips both. On Kubernetes the kubelet does the same for a pod of the Guaranteed class
+has cores of its own (``worker.cpus``; ``tuplemesh run`` gives each local worker its share when
+there are enough) skips both. On Kubernetes the kubelet does the same for a pod of the Guaranteed class
 with whole CPUs under its static CPU manager policy, and the worker needs no setting.
 """
 
@@ -13,7 +13,15 @@ import os
 import re
 from collections.abc import Collection, Iterable
 
-__all__ = ["MAX_CPUS", "available", "format_cpu_list", "parse_cpu_list", "pin_process", "shares"]
+__all__ = [
+    "MAX_CPUS",
+    "available",
+    "format_cpu_list",
+    "own_shares",
+    "parse_cpu_list",
+    "pin_process",
+    "shares",
+]
 
 
 #: One CPU list entry: a CPU or a range of them, in plain decimal.
@@ -75,6 +83,18 @@ def shares(workers: int, cpus: Collection[int]) -> list[frozenset[int]]:
         out.append(frozenset(ordered[start : start + size]))
         start += size
     return out
+
+
+def own_shares(workers: int) -> list[frozenset[int]] | None:
+    """What ``tuplemesh run`` gives its workers by default: each its share of this process's
+    CPUs (`shares`) when there are at least 2 workers and at least as many CPUs, on a platform
+    that can pin; else None, for the OS to place them. Two workers pinned to one CPU could not
+    use a core the OS would have given one of them; one worker has every CPU anyway."""
+    try:
+        cpus = available()
+    except ValueError:
+        return None
+    return shares(workers, cpus) if 2 <= workers <= len(cpus) else None
 
 
 def available() -> frozenset[int]:

@@ -29,7 +29,7 @@ from tuplemesh.config import Config
 from tuplemesh.core.run_resources import RunResources
 from tuplemesh.core.stats import WorkerSnapshot
 from tuplemesh.core.summary import RunSummary, failing_error, mesh_quiescent, summarize
-from tuplemesh.cpus import available, format_cpu_list, shares
+from tuplemesh.cpus import available, format_cpu_list, own_shares, shares
 from tuplemesh.netutil import free_ports
 from tuplemesh.server.status_proto import snapshot_from_proto
 from tuplemesh.topology import Topology
@@ -115,10 +115,12 @@ class ProcessCluster:
         config_path: str | None = None,
         env: dict[str, str] | None = None,
         host: str = "127.0.0.1",
-        pin_cpus: bool = False,
+        pin_cpus: bool | None = None,
     ) -> None:
-        """``pin_cpus``: each worker runs on an even share of this process's CPUs
-        (`tuplemesh.cpus.shares`), given to it as ``worker.cpus``."""
+        """``pin_cpus``: True, each worker runs on an even share of this process's CPUs
+        (`tuplemesh.cpus.shares`), given to it as ``worker.cpus``; None (the default), the same
+        when every worker can have a CPU of its own and the configuration names none
+        (`tuplemesh.cpus.own_shares`); False, wherever the OS places them."""
         self.target = target
         self.topology = topology
         self.num_workers = num_workers
@@ -134,7 +136,7 @@ class ProcessCluster:
             conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
         self.env = {**os.environ, **self.run_resources.env, **(env or {})}
-        self.cpus = shares(num_workers, available()) if pin_cpus else None
+        self.cpus = self._cpus(num_workers, pin_cpus)
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -162,11 +164,21 @@ class ProcessCluster:
             # worker once (a worker takes a second signal as "exit now, skip the drain")
             self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, process_group=0))
 
+    def _cpus(self, num_workers: int, pin_cpus: bool | None) -> list[frozenset[int]] | None:
+        """Each worker's CPUs as ``pin_cpus`` asks (see __init__), None to leave them be."""
+        if pin_cpus:
+            return shares(num_workers, available())
+        if pin_cpus is False or Config.load(self.config_path, env=self.env)["worker.cpus"]:
+            return None  # CPUs the user gave every worker are theirs to give, not ours to split
+        return own_shares(num_workers)
+
     def addresses(self) -> list[str]:
-        """One line per worker: where Admin (``tuplemesh top``, grpcurl) and /metrics answer."""
+        """One line per worker: where Admin (``tuplemesh top``, grpcurl) and /metrics answer,
+        and the CPUs it was pinned to, if it was."""
         return [
             f"worker {index}: admin {self.host}:{port} (tuplemesh top --target {self.host}:{port}), "
             f"metrics http://{self.host}:{metrics}/metrics"
+            + ("" if self.cpus is None else f", CPUs {format_cpu_list(self.cpus[index])}")
             for index, (port, metrics) in enumerate(zip(self.ports, self.metrics_ports, strict=True))
         ]
 
@@ -331,15 +343,16 @@ def run_processes(
     *,
     tolerated: int | None = None,
     serve: bool = False,
-    pin_cpus: bool = False,
+    pin_cpus: bool | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """The whole ``tuplemesh run`` over worker processes; never leaves a process behind.
 
     ``tolerated``: the user-code exceptions the run survives (None: only counted). ``serve``:
     keep the mesh up after its spouts finish, until SIGINT or SIGTERM. ``pin_cpus``: each
-    worker on CPUs of its own (`ProcessCluster`). ``announce`` is handed
-    one line per worker with its addresses once they are started. SIGINT and SIGTERM stop the
+    worker on CPUs of its own: always, never, or (None) when there are enough
+    (`ProcessCluster`). ``announce`` is handed one line per worker with its addresses once they
+    are started. SIGINT and SIGTERM stop the
     workers (one SIGTERM each) and end the run: ``interrupted`` in the summary, unless serving.
     """
     cluster = ProcessCluster(

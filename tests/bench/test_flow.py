@@ -7,18 +7,21 @@ from pathlib import Path
 
 from bench import flow
 from bench.runner import PARTS
+from tuplemesh.cpus import own_shares
 
 
 def test_flow_is_a_part_of_the_bench():
     assert PARTS["flow"] is flow.run
 
 
-def test_latency_at_full_load_beside_half_rate_and_pinned_beside_not():
-    record, pinned = (r.as_dict() for r in flow.latency(1.0, 1))
+def test_latency_at_full_load_beside_half_rate_and_placed_beside_sharing_cores():
+    record, shared = (r.as_dict() for r in flow.latency(1.0, 1))
     assert record["part"] == "flow" and record["unit"] == "tuples"
     [baseline] = record["baselines"]
     assert baseline["name"] == "the same at half the max rate"
     extra = record["extra"]
+    # as tuplemesh run places 2 workers here: pinned where each can have a CPU of its own
+    assert extra["workers pinned (as tuplemesh run places them here)"] is (own_shares(2) is not None)
     for q in ("p50", "p99", "p999"):
         for load in ("full load", "half rate"):
             assert isinstance(extra[f"{q} cross-worker emit-to-execute ms, {load}"], float)
@@ -31,14 +34,18 @@ def test_latency_at_full_load_beside_half_rate_and_pinned_beside_not():
     # the baseline's workers really ran without coalescing: not one batch joined another
     _, uncoalesced = extra["batches coalesced, half rate / messaging.coalesce.ms 0"].split(" / ")
     assert uncoalesced == "0"
-    # each worker on CPUs of its own, beside the same unpinned
-    assert pinned["part"] == "flow" and pinned["unit"] == "tuples"
-    assert [b["name"] for b in pinned["baselines"]] == ["the same, workers not pinned"]
-    assert pinned["baselines"][0]["tuples_per_second"] == record["tuples_per_second"]
+    # the same with the workers sharing every core, beside the placed run
+    assert shared["part"] == "flow" and shared["unit"] == "tuples"
+    assert [b["name"] for b in shared["baselines"]] == ["the same, placed as tuplemesh run does"]
+    assert shared["baselines"][0]["tuples_per_second"] == record["tuples_per_second"]
     for q in ("p50", "p99", "p999"):
         for load in ("full load", "half rate"):
-            assert isinstance(pinned["extra"][f"{q} cross-worker emit-to-execute ms, {load}, pinned"], float)
-        assert isinstance(pinned["extra"][f"{q} half rate: pinned / not"], float)
+            assert isinstance(
+                shared["extra"][f"{q} cross-worker emit-to-execute ms, {load}, sharing cores"], float
+            )
+        assert isinstance(shared["extra"][f"{q} half rate: sharing cores / placed"], float)
+    for load in ("full load", "half rate"):
+        assert isinstance(shared["extra"][f"cores per worker, {load}: sharing cores / placed"], float)
 
 
 def test_checkpoints_at_full_load_beside_paced(tmp_path: Path):
