@@ -34,6 +34,21 @@ class Recorder:
             self.done.set()
 
 
+class RecordedErrors:
+    """An exception handler that keeps what it is handed: (exception, sequence, event) for an
+    event's, (exception, hook) for a lifecycle hook's."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[BaseException, int, object]] = []
+        self.hooks: list[tuple[BaseException, str]] = []
+
+    def handle_event_exception(self, exc, sequence, event):
+        self.events.append((exc, sequence, event))
+
+    def handle_lifecycle_exception(self, exc, hook):
+        self.hooks.append((exc, hook))
+
+
 def run_processor(ring, handler, *deps):
     processor = BatchEventProcessor(ring, ring.new_barrier(*deps), handler)
     processor.start()
@@ -76,7 +91,7 @@ def test_end_of_batch_marks_last_available_event():
 def test_exception_is_routed_to_handler_and_loop_survives():
     ring = RingBuffer.single_producer(16)
     seen: list[int] = []
-    errors: list[tuple[str, int, object]] = []
+    errors = RecordedErrors()
     done = threading.Event()
 
     class Flaky:
@@ -87,21 +102,15 @@ def test_exception_is_routed_to_handler_and_loop_survives():
             if event == 4:
                 done.set()
 
-    class Errors:
-        def handle_event_exception(self, exc, sequence, event):
-            errors.append((str(exc), sequence, event))
-
-        def handle_lifecycle_exception(self, exc, hook):
-            errors.append((str(exc), -1, hook))
-
-    processor = BatchEventProcessor(ring, ring.new_barrier(), Flaky(), Errors())
+    processor = BatchEventProcessor(ring, ring.new_barrier(), Flaky(), errors)
     ring.add_gating_sequences(processor.sequence)
     processor.start()
     ring.put_many([0, 1, 2, 3, 4])
     assert done.wait(5)
     processor.halt()
     assert seen == [0, 1, 3, 4]
-    assert errors == [("boom", 2, 2)]
+    assert [(str(exc), sequence, event) for exc, sequence, event in errors.events] == [("boom", 2, 2)]
+    assert errors.hooks == []
     assert processor.sequence.value == 4
 
 
@@ -111,7 +120,7 @@ def test_a_halted_ring_met_by_the_handler_ends_that_event_not_the_next(release_s
     and the loop goes on with the next one (not the same event again, nor its released slot)."""
     ring = RingBuffer.single_producer(16)
     seen: list[object] = []
-    errors: list[object] = []
+    errors = RecordedErrors()
     done = threading.Event()
 
     class MeetsAHaltedRing:
@@ -122,15 +131,8 @@ def test_a_halted_ring_met_by_the_handler_ends_that_event_not_the_next(release_s
             if event == 3:
                 done.set()
 
-    class Errors:
-        def handle_event_exception(self, exc, sequence, event):
-            errors.append((exc, sequence, event))
-
-        def handle_lifecycle_exception(self, exc, hook):
-            errors.append((exc, hook))
-
     processor = BatchEventProcessor(
-        ring, ring.new_barrier(), MeetsAHaltedRing(), Errors(), release_slots=release_slots
+        ring, ring.new_barrier(), MeetsAHaltedRing(), errors, release_slots=release_slots
     )
     ring.add_gating_sequences(processor.sequence)
     processor.start()
@@ -139,33 +141,27 @@ def test_a_halted_ring_met_by_the_handler_ends_that_event_not_the_next(release_s
     processor.halt()
     assert processor.join(2)
     assert seen == [0, 1, 2, 3]
-    assert errors == []
+    assert (errors.events, errors.hooks) == ([], [])
     assert processor.sequence.value == 3
 
 
 def test_lifecycle_hook_exception_does_not_stop_processing():
     ring = RingBuffer.single_producer(8)
-    lifecycle: list[str] = []
+    errors = RecordedErrors()
 
     class Handler(Recorder):
         def on_start(self):
             raise ValueError("start failed")
 
-    class Errors:
-        def handle_event_exception(self, exc, sequence, event):
-            raise AssertionError("unexpected")
-
-        def handle_lifecycle_exception(self, exc, hook):
-            lifecycle.append(hook)
-
     rec = Handler(3)
-    processor = BatchEventProcessor(ring, ring.new_barrier(), rec, Errors())
+    processor = BatchEventProcessor(ring, ring.new_barrier(), rec, errors)
     ring.add_gating_sequences(processor.sequence)
     processor.start()
     ring.put_many(["a", "b", "c"])
     assert rec.done.wait(5)
     processor.halt()
-    assert lifecycle == ["on_start"]
+    assert [(str(exc), hook) for exc, hook in errors.hooks] == [("start failed", "on_start")]
+    assert errors.events == []
 
 
 def test_timeout_strategy_calls_on_timeout():
