@@ -189,8 +189,41 @@ def test_pinned_worker_processes_run_every_thread_on_their_share_and_count_exact
         cluster.stop()
 
 
-def test_run_with_pin_cpus_completes_with_exact_counts():
-    out = run_cli("run", "examples.wordcount:topology", "--workers", "2", "--pin-cpus", "--json", timeout=240)
+@pytest.mark.parametrize(
+    ("flags", "env", "pinned"),
+    [
+        (["--pin-cpus"], {}, "always"),
+        ([], {}, "by default"),
+        (["--no-pin-cpus"], {}, "never"),
+        ([], {"TUPLEMESH_PIN_CPUS": "false"}, "never"),
+    ],
+)
+def test_run_places_its_workers_as_asked_names_their_cpus_and_counts_exactly(
+    flags: list[str], env: dict[str, str], pinned: str
+):
+    out = run_cli(
+        "run",
+        "examples.wordcount:topology",
+        "--workers",
+        "2",
+        *flags,
+        "--json",
+        env={"WORDCOUNT_REPEAT": "200", **env},
+        timeout=240,
+    )
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert (summary["completed"], summary["matched"]) == (True, True), summary["message"]
+    cpus = {
+        "always": shares(2, os.sched_getaffinity(0)),
+        "by default": own_shares(2),
+        "never": None,
+    }[pinned]
+    lines = [line for line in out.stderr.splitlines() if line.startswith("worker ") and " admin " in line]
+    assert len(lines) == 2, out.stderr
+    for index, line in enumerate(lines):
+        assert line.startswith(f"worker {index}: admin "), line
+        if cpus is None:
+            assert ", CPUs" not in line, line
+        else:
+            assert line.endswith(f"/metrics, CPUs {format_cpu_list(cpus[index])}"), line
