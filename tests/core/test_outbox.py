@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -266,3 +267,43 @@ def test_a_budget_admits_any_batch_when_nothing_is_held_and_stops_waiting_once_c
     budget.close()  # the worker halts: nobody waits any more (their publish is refused next)
     waiter.join(5)
     assert not waiter.is_alive() and budget.used == 1005
+
+
+def test_direct_emits_on_unheld_streams_never_wait_on_a_congested_task_and_others_do() -> None:
+    """A checkpoint barrier to a congested task queues behind that task's data without holding
+    up the barriers for the other tasks; a user's emit to it waits until the report clears."""
+    from tuplemesh.core.congestion import CongestionMap
+
+    congestion = CongestionMap(lease=60.0)  # only the clearing report below ends a hold
+    transfer: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    outbox = Outbox(
+        local_inboxes={},
+        remote_workers={4: 7, 5: 7},
+        transfer_ring=transfer,
+        serializer=load_serializer("msgpack"),
+        batch_size=1,
+        send_capacity=100,
+        max_payload=1 << 20,
+        congestion=congestion,
+    )
+    outbox.unheld_streams = frozenset({"__barrier"})  # as the checkpoint feature sets it
+    congestion.report("peer 7", [4])
+    for task in (4, 5):  # as a spout sends its barriers: to each downstream task in turn
+        outbox.deliver_direct(task, 9, "spout", "__barrier", 3, FIELDS, ["barrier"])
+    assert [(worker, [task for task, _ in buf]) for worker, buf, _ in published(transfer)] == [
+        (7, [4]),
+        (7, [5]),
+    ]
+    assert outbox.backpressure_holds == 0
+
+    def clear() -> None:
+        while not outbox.backpressure_holds:  # the user's emit below is holding
+            time.sleep(0.001)
+        congestion.report("peer 7", [])
+
+    clearer = threading.Thread(target=clear, daemon=True)
+    clearer.start()
+    outbox.deliver_direct(4, 9, "spout", "default", 0, FIELDS, ["data"])
+    clearer.join(30)
+    assert outbox.backpressure_holds == 1
+    assert [task for _, buf, _ in published(transfer)[2:] for task, _ in buf] == [4]

@@ -25,7 +25,7 @@ from tuplemesh.state.coordinator import ATTEMPT_COUNTER
 from tuplemesh.state.feature import Checkpoints, feature
 from tuplemesh.state.memory import MemoryStore
 from tuplemesh.state.on_demand import StopCheckpoint
-from tuplemesh.state.protocol import COORDINATOR, NO_CHECKPOINT
+from tuplemesh.state.protocol import CHECKPOINT_STREAMS, COORDINATOR, NO_CHECKPOINT
 from tuplemesh.topology import Topology, TopologyBuilder
 from tuplemesh.worker.executor import BoltExecutor
 from tuplemesh.worker.local_cluster import LocalCluster
@@ -104,6 +104,8 @@ def test_the_lifecycle_runs_through_the_feature_hooks_of_real_workers(clusters: 
     (home,) = {f.coordinator_worker for f in features}
     coordinating, other = workers[home], workers[1 - home]
     assert COORDINATOR in {e.spec.component for e in coordinating.executors}
+    # triggers, barriers and reports never wait on a congested task: every executor sends them
+    assert {e.outbox.unheld_streams for w in workers for e in w.executors} == {CHECKPOINT_STREAMS}
     # the clock runs on the coordinator's worker only, and only that worker's snapshot has counts
     assert _tickers() == [f"checkpoint-ticker-{home}"]
     assert features[1 - home].ticker is None and other.snapshot().checkpoints is None

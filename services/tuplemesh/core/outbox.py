@@ -99,6 +99,11 @@ class Outbox:
         self.backpressure_hold_seconds = 0.0
         self.last_flush = time.monotonic()
         self._congestion = congestion
+        #: Direct streams whose emits never wait on a congested task: a feature's control
+        #: messages, set when it attaches (checkpoint barriers: each queues behind its task's data
+        #: anyway, and one sent to each downstream task in turn must not wait on one congested
+        #: task while the others' barriers wait behind it, skewing their alignment).
+        self.unheld_streams: frozenset[str] = frozenset()
         #: the worker's ceiling on bytes bound for other workers (None: none)
         self._budget = budget if budget is not None and budget.limit else None
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
@@ -128,8 +133,10 @@ class Outbox:
         fields: Fields,
         values: Sequence[Any],
         choosers: Sequence[TaskChooser],
+        hold: bool = True,
     ) -> None:
-        """Route one emit through every subscriber's chooser."""
+        """Route one emit through every subscriber's chooser; ``hold``: wait while a remote task
+        it goes to is congested (per-task backpressure) before buffering it."""
         tup = None
         payload = None
         task_dest = self._task_dest
@@ -141,7 +148,7 @@ class Outbox:
         for chooser in choosers:
             for task in chooser.choose(values):
                 dest = task_dest[task]
-                if blocked and task in blocked and dest >= local_count:
+                if blocked and hold and task in blocked and dest >= local_count:
                     self.pending += count
                     self.delivered += count
                     count = 0
@@ -176,8 +183,18 @@ class Outbox:
         fields: Fields,
         values: Sequence[Any],
     ) -> None:
-        """Deliver to one named task (``emit_direct``); the caller checked it is a legal target."""
-        self.deliver(source_task, source_component, stream, stream_id, fields, values, [_One(task)])
+        """Deliver to one named task (``emit_direct``); the caller checked it is a legal target.
+        On one of ``unheld_streams`` it never waits on a congested task."""
+        self.deliver(
+            source_task,
+            source_component,
+            stream,
+            stream_id,
+            fields,
+            values,
+            [_One(task)],
+            stream not in self.unheld_streams,
+        )
 
     def deliver_many(
         self,
@@ -439,8 +456,13 @@ class Outbox:
             self.flush()
 
     def _hold(self, task: int) -> None:
-        """Per-task backpressure: publish what is buffered, then wait while ``task`` is congested."""
+        """Per-task backpressure: publish what is buffered, then wait while ``task`` is congested.
+        A report whose lease has ended holds nothing (it stays in the map until the peer's next
+        ack, which may be a while when nothing goes to that peer): no flush for it."""
         assert self._congestion is not None
+        until = self._congestion.blocked.get(task)
+        if until is None or until <= time.monotonic():
+            return
         self.flush()
         self._congestion.wait(task, self)
 

@@ -37,7 +37,7 @@ from tuplemesh.core.feature_spec import FeatureSpec
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.coordinator import CoordinatorBolt, register_attempt
 from tuplemesh.state.on_demand import StopCheckpoint
-from tuplemesh.state.protocol import COORDINATOR, CheckpointPlan
+from tuplemesh.state.protocol import CHECKPOINT_STREAMS, COORDINATOR, CheckpointPlan
 from tuplemesh.state.run_file import RunStateFile
 from tuplemesh.state.ticker import CheckpointTicker
 from tuplemesh.state.wiring import checkpointing_part, needs_checkpoints
@@ -63,6 +63,8 @@ class Checkpoints:
         self.ticker: CheckpointTicker | None = None
 
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
+        # triggers, barriers and reports never wait on a congested task (`Outbox.unheld_streams`)
+        executor.outbox.unheld_streams = CHECKPOINT_STREAMS
         coordinator = executor.tasks.get(self.plan.coordinator_task)
         if isinstance(coordinator, CoordinatorBolt):
             self.coordinator = coordinator
