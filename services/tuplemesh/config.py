@@ -199,6 +199,17 @@ _CORE_KEYS: dict[str, ConfigKey] = {
             unit="millis",
         ),
         ConfigKey(
+            "topology.disable.loadaware.messaging",
+            bool,
+            False,
+            "False (as Storm 2): shuffle grouping (and none, and local-or-shuffle among its local "
+            "tasks) sends to the target tasks that can take more now, leaving out one that is "
+            "congested (its inbox above topology.backpressure.watermark: in this worker, or in "
+            "another that reports it, with backpressure on) until it has room, so a slow task does "
+            "not hold its emitters at its rate; below saturation the spread is even. True: every "
+            "target task in turn, whatever its load.",
+        ),
+        ConfigKey(
             "topology.acker.executors",
             int,
             0,

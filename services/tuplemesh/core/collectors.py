@@ -12,9 +12,10 @@ from typing import Any
 
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stream_plan import StreamPlan
+from tuplemesh.core.target_load import TargetLoad
 from tuplemesh.core.tracker import SpoutTracker
 from tuplemesh.topology import DEFAULT_STREAM, Columns, Fields, Tuple
-from tuplemesh.topology.groupings import TaskChooser
+from tuplemesh.topology.groupings import Grouping, TaskChooser
 
 __all__ = [
     "BoltOutputCollector",
@@ -56,19 +57,37 @@ class StreamRoute:
         self.direct_targets = direct_targets
 
 
-def build_routes(streams: Mapping[str, StreamPlan], local_tasks: frozenset[int]) -> dict[str, StreamRoute]:
-    """Per-stream routes of one emitting task (fresh choosers: shuffle state is per task)."""
+def build_routes(
+    streams: Mapping[str, StreamPlan], local_tasks: frozenset[int], target_load: TargetLoad | None = None
+) -> dict[str, StreamRoute]:
+    """Per-stream routes of one emitting task (fresh choosers: shuffle state is per task);
+    ``target_load``: the worker's view of its targets, for load-aware groupings (None: each
+    grouping's own chooser)."""
     return {
         name: StreamRoute(
             name,
             plan.stream_id,
             plan.fields,
             plan.direct,
-            [grouping.chooser(tasks, local_tasks, plan.fields) for grouping, tasks in plan.targets],
+            [_chooser(g, tasks, local_tasks, plan.fields, target_load) for g, tasks in plan.targets],
             plan.direct_targets,
         )
         for name, plan in streams.items()
     }
+
+
+def _chooser(
+    grouping: Grouping,
+    tasks: tuple[int, ...],
+    local_tasks: frozenset[int],
+    fields: Fields,
+    target_load: TargetLoad | None,
+) -> TaskChooser:
+    if target_load is not None and grouping.load_aware:
+        chooser = target_load.shuffle(grouping.spread_over(tasks, local_tasks))
+        if chooser is not None:
+            return chooser
+    return grouping.chooser(tasks, local_tasks, fields)
 
 
 class Emitter:

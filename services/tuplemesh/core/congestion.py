@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from tuplemesh.disruptor import RingBuffer
 
-__all__ = ["LEASE", "CongestionMap", "HoldCounts", "congested_tasks"]
+__all__ = ["LEASE", "CongestionMap", "HoldCounts", "above_watermark", "congested_tasks"]
 
 LEASE = 0.2  # seconds a congestion report holds without a renewal
 
@@ -37,6 +37,12 @@ class HoldCounts(Protocol):
 
     backpressure_holds: int
     backpressure_hold_seconds: float
+
+
+def above_watermark(ring: RingBuffer[Any], watermark: float) -> bool:
+    """More than ``watermark`` of the slots producers may fill now (fewer than the ring's when
+    its queue time is bounded) are in use: its tasks are congested."""
+    return ring.buffer_size - ring.remaining_capacity() > int(ring.sequencer.limit * watermark)
 
 
 def congested_tasks(
@@ -51,9 +57,7 @@ def congested_tasks(
     def current() -> list[int]:
         out: list[int] = []
         for ring, tasks in groups:
-            # of the slots producers may fill now (fewer than the ring's when its queue time is
-            # bounded), not of the ring's
-            if ring.buffer_size - ring.remaining_capacity() > int(ring.sequencer.limit * watermark):
+            if above_watermark(ring, watermark):
                 out.extend(tasks)
         return out
 

@@ -10,7 +10,8 @@ must route the same key to the same task.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,17 +20,22 @@ from tuplemesh.topology.partition import MEMO_LIMIT, partition_by_key, stable_ha
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
+    "LOOK_SECONDS",
+    "REVIEW_ROWS",
     "AllGrouping",
+    "CongestionReports",
     "CustomGrouping",
     "CustomStreamGrouping",
     "DirectGrouping",
     "FieldsGrouping",
     "GlobalGrouping",
     "Grouping",
+    "LoadAwareShuffle",
     "LocalOrShuffleGrouping",
     "NoneGrouping",
     "Selection",
     "ShuffleGrouping",
+    "TargetProbe",
     "TaskChooser",
     "split_by_rows",
     "stable_hash",
@@ -70,6 +76,9 @@ class Grouping:
     """Declaration of how a subscription distributes tuples; see the subclasses."""
 
     direct = False
+    #: workers may route it by its targets' load (`LoadAwareShuffle`) over ``spread_over``'s
+    #: tasks in place of ``chooser``
+    load_aware = False
 
     def validate(self, source_fields: Fields) -> str | None:
         """Problem with this grouping for a stream with ``source_fields``, or None."""
@@ -79,6 +88,10 @@ class Grouping:
         self, target_tasks: tuple[int, ...], local_tasks: frozenset[int], source_fields: Fields
     ) -> TaskChooser:
         raise NotImplementedError
+
+    def spread_over(self, target_tasks: tuple[int, ...], local_tasks: frozenset[int]) -> tuple[int, ...]:
+        """The tasks a shuffling grouping spreads over (all of them; local-or-shuffle narrows)."""
+        return target_tasks
 
 
 class _RoundRobin:
@@ -118,6 +131,114 @@ class _RoundRobin:
                 low += size
         self._next = (start + extra) % width  # where ``choose`` goes on: always a valid position
         return parts
+
+
+class CongestionReports(Protocol):
+    """Remote tasks reported congested (`tuplemesh.core.congestion.CongestionMap`)."""
+
+    @property
+    def blocked(self) -> Mapping[int, float]:
+        """Task -> the end of its report's lease (monotonic); empty while none is congested.
+        Replaced whole on each report."""
+        ...
+
+
+class TargetProbe(Protocol):
+    """What a load-aware shuffle reads about its targets (from the emitting thread)."""
+
+    @property
+    def reports(self) -> CongestionReports: ...
+
+    @property
+    def review_rows(self) -> int:
+        """Rows routed one at a time between two looks (`REVIEW_ROWS`, or fewer: at most an
+        emit buffer's, so a task left out gets no more than one partial batch meanwhile)."""
+        ...
+
+    def with_room(self, choices: list[tuple[int]]) -> list[tuple[int]]:
+        """Those of ``choices`` whose task can take more now: a local inbox at most as full as
+        a congested task's, a remote task whose report has ended or was cleared."""
+        ...
+
+
+#: Rows a load-aware shuffle routes one at a time between two looks at its targets. A look
+#: reads a few ring sequences: every 128 rows it is a small part of routing them, and a full
+#: target is left within a batch or so. A columnar emit looks once, before it splits.
+REVIEW_ROWS = 128
+#: While some targets are left out, a look also comes after this long, so a slow stream does
+#: not keep a task out for long after it has drained (a clock read per row, only then).
+LOOK_SECONDS = 0.01
+
+
+class LoadAwareShuffle(_RoundRobin):
+    """Shuffle by load, as Storm 2's default shuffle (``LoadAwareShuffleGrouping``): round-robin
+    over the target tasks that can take more now.
+
+    A plain round-robin gives every target the same share, so one slow task (a busy worker, a
+    slow call, a stalled peer) holds the emitter at its rate while the other targets run dry.
+    Here a task whose inbox is fuller than ``topology.backpressure.watermark`` of its limit, or
+    that its worker reports congested, gets nothing until it has room again; the others take
+    its share. Below saturation no target is that full: the plain round-robin, rows spread
+    evenly. A row is not routed to a task reported congested since the last look (the emitter
+    would wait on it) while another target is left: checked per row, against a map that is
+    empty while no task is congested.
+    """
+
+    __slots__ = ("_everywhere", "_look_at", "_narrowed", "_probe", "_reports", "_review_rows", "_rows_left")
+
+    def __init__(self, tasks: Sequence[int], probe: TargetProbe) -> None:
+        super().__init__(tasks)
+        self._everywhere = self._choices
+        self._probe = probe
+        self._reports = probe.reports  # read per row: an attribute, not a call
+        self._review_rows = probe.review_rows
+        self._rows_left = self._review_rows
+        self._narrowed = False  # some targets left out
+        self._look_at = 0.0  # the latest next look while narrowed (monotonic)
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        self._rows_left -= 1
+        if self._rows_left < 0 or (self._narrowed and time.monotonic() >= self._look_at):
+            self.review()
+        choice = self._next_choice()
+        blocked = self._reports.blocked
+        if blocked:
+            until = blocked.get(choice[0])
+            if until is not None and until > time.monotonic():  # reported since the last look
+                self.review()
+                choices = self._choices
+                if choice in choices and len(choices) > 1:  # none had room: still not this one
+                    self._route_over([c for c in choices if c != choice])
+                if choice not in self._choices:
+                    choice = self._next_choice()
+        return choice
+
+    def _next_choice(self) -> tuple[int]:
+        i = self._next
+        if i >= len(self._choices):
+            i = 0
+        self._next = i + 1
+        return self._choices[i]
+
+    def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
+        self.review()
+        return _RoundRobin.split(self, columns, count)
+
+    def review(self) -> None:
+        """Route over the targets that can take more now. When none can, keep to those that
+        could at the last look: they are draining, where a stalled task never might (all of
+        the targets again would hand it rows and the emitter would wait on it)."""
+        self._rows_left = self._review_rows - 1  # a look comes before the first of the next rows
+        choices = self._probe.with_room(self._everywhere)
+        if choices and choices != self._choices:
+            self._route_over(choices)
+        if self._narrowed:
+            self._look_at = time.monotonic() + LOOK_SECONDS
+
+    def _route_over(self, choices: list[tuple[int]]) -> None:
+        self._choices = choices
+        self._narrowed = len(choices) < len(self._everywhere)
+        self._next %= len(choices)  # the walk goes on near where it was: no task favoured
 
 
 class _Constant:
@@ -174,7 +295,10 @@ _MEMO_TYPES = frozenset({str, bytes, int})
 
 @dataclass(frozen=True)
 class ShuffleGrouping(Grouping):
-    """Each tuple to one task, evenly spread."""
+    """Each tuple to one task, evenly spread. Workers route it by load (`LoadAwareShuffle`) unless
+    ``topology.disable.loadaware.messaging`` is set; this chooser is the plain spread."""
+
+    load_aware = True
 
     def chooser(self, target_tasks, local_tasks, source_fields):  # type: ignore[no-untyped-def]
         return _RoundRobin(target_tasks)
@@ -187,11 +311,16 @@ class NoneGrouping(ShuffleGrouping):
 
 @dataclass(frozen=True)
 class LocalOrShuffleGrouping(Grouping):
-    """Shuffle among target tasks in the emitting worker when there are any (no serialization)."""
+    """Shuffle among target tasks in the emitting worker when there are any (no serialization);
+    by load among them, as shuffle (Storm 2's local-or-shuffle is load-aware too)."""
+
+    load_aware = True
 
     def chooser(self, target_tasks, local_tasks, source_fields):  # type: ignore[no-untyped-def]
-        local = [t for t in target_tasks if t in local_tasks]
-        return _RoundRobin(local or target_tasks)
+        return _RoundRobin(self.spread_over(target_tasks, local_tasks))
+
+    def spread_over(self, target_tasks: tuple[int, ...], local_tasks: frozenset[int]) -> tuple[int, ...]:
+        return tuple(t for t in target_tasks if t in local_tasks) or target_tasks
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.feature import BatchObserver, Feature, FlushObserver
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
+from tuplemesh.core.target_load import TargetLoad
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import AlertError
 from tuplemesh.logutil import RateLimitedLog
@@ -129,13 +130,23 @@ class Executor(Generic[CollectorT]):
         )
         component = plan.topology.components[spec.component]
         local_tasks = plan.local_tasks
+        target_load = (
+            TargetLoad(
+                wiring.local_inboxes,
+                wiring.congestion,
+                queues.backpressure_watermark,
+                queues.producer_batch_tuples,
+            )
+            if queues.load_aware
+            else None
+        )
         streams = plan.streams[spec.component]
         self.tasks: dict[int, Spout | Bolt] = {}
         self.contexts: dict[int, TopologyContext] = {}
         acking: ExecutorAcking | None = None
         for task in spec.tasks:
             self.tasks[task] = component.new_instance()
-            routes = build_routes(streams, local_tasks)
+            routes = build_routes(streams, local_tasks, target_load)
             if acking is None:  # one per executor: its tasks share the Outbox and the acker mailbox
                 acking = plan.acking(self.outbox, spec.component, task, routes, local_tasks)
             self._add_collector(task, routes, acking)

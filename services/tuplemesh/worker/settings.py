@@ -31,6 +31,7 @@ class QueueSettings:
     backpressure_enabled: bool
     backpressure_watermark: float  # fraction of an inbox in use above which its tasks are congested
     queue_target_seconds: float  # time a batch may wait in an inbox or the transfer ring; 0: slots
+    load_aware: bool  # shuffle by its targets' load (tuplemesh.core.target_load); else evenly
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> QueueSettings:
@@ -51,6 +52,7 @@ class QueueSettings:
             backpressure_enabled=conf["topology.backpressure.enable"],
             backpressure_watermark=conf["topology.backpressure.watermark"],
             queue_target_seconds=conf.seconds("topology.backpressure.target.ms"),
+            load_aware=not conf["topology.disable.loadaware.messaging"],
         )
 
 
