@@ -39,7 +39,7 @@ PURE_PASS: dict[str, tuple[str, ...]] = {
     "tuplemesh.topology.partition": ("tests/worker/test_columns.py", "tests/topology/test_groupings.py"),
     "tuplemesh.topology.columns": ("tests/worker/test_columns.py",),
     "tuplemesh.core.outbox": ("tests/core/test_outbox.py", *_END_TO_END),
-    "tuplemesh.core.collectors": _EXECUTOR,
+    "tuplemesh.core.collectors": (*_EXECUTOR, "tests/worker/test_load_aware_shuffle.py"),
     "tuplemesh.acking.collectors": ("tests/worker/test_executor.py", "tests/worker/test_acking.py"),
     "tuplemesh.acking.mailbox": ("tests/acking/test_mailbox.py",),
     "tuplemesh.worker.receive": (
