@@ -71,8 +71,15 @@ def test_promtool_finds_nothing_to_complain_about(ticker_mesh: Mesh):
     in_flight = ("tuplemesh_peer_unacked_tuples", "tuplemesh_peer_unacked_bytes")
     for name in (*in_flight, "tuplemesh_peer_window_waits_total", "tuplemesh_peer_window_wait_seconds_total"):
         assert f'\n{name}{{peer="1",worker="0"}} ' in exposition, name
-    received = scrape(ticker_mesh.metrics_url(1))
-    assert 'tuplemesh_transfer_tuples_received_total{peer="0",worker="1"}' in received
+
+    # worker 0 has sent; what it sent may still be on its way to worker 1's receive path
+    def received_from_0() -> str | None:
+        text = scrape(ticker_mesh.metrics_url(1))
+        return text if 'tuplemesh_transfer_tuples_received_total{peer="0",worker="1"}' in text else None
+
+    received = eventually(
+        received_from_0, timeout=30, interval=0.1, message="worker 1 exports no tuples received from worker 0"
+    )
     assert 'tuplemesh_transfer_bytes_received_total{peer="0",worker="1"}' in received
 
 
