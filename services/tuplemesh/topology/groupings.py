@@ -200,7 +200,7 @@ class LoadAwareShuffle(_RoundRobin):
         self._rows_left -= 1
         if self._rows_left < 0 or (self._narrowed and time.monotonic() >= self._look_at):
             self.review()
-        choice = self._next_choice()
+        choice = _RoundRobin.choose(self, values)  # the walk over what is chosen now
         blocked = self._reports.blocked
         if blocked:
             until = blocked.get(choice[0])
@@ -210,15 +210,8 @@ class LoadAwareShuffle(_RoundRobin):
                 if choice in choices and len(choices) > 1:  # none had room: still not this one
                     self._route_over([c for c in choices if c != choice])
                 if choice not in self._choices:
-                    choice = self._next_choice()
+                    choice = _RoundRobin.choose(self, values)
         return choice
-
-    def _next_choice(self) -> tuple[int]:
-        i = self._next
-        if i >= len(self._choices):
-            i = 0
-        self._next = i + 1
-        return self._choices[i]
 
     def split(self, columns: Sequence[Sequence[Any]], count: int) -> list[tuple[int, Selection]]:
         self.review()
