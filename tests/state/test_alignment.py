@@ -17,6 +17,7 @@ from tuplemesh.config import Config
 from tuplemesh.state import DictState, KeyValueState, MemoryStore, PartKey, StatefulBolt
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.protocol import (
+    ABANDON,
     ALIGNMENT_GIVEN_UP,
     BARRIER,
     BARRIER_STREAM,
@@ -59,9 +60,9 @@ class Collector:
 
 
 class Harness:
-    def __init__(self, buffer: int = 1000) -> None:
+    def __init__(self, buffer: int = 1000, bolt: Any = None) -> None:
         self.topology = f"align-{next(_names)}"
-        self.bolt = Recorder()
+        self.bolt = Recorder() if bolt is None else bolt
         self.collector = Collector()
         self.counters = SimpleNamespace(received=0, errors=0)
         self.executed: list[Any] = []
@@ -125,6 +126,10 @@ def barrier(source: int, checkpoint: int, attempt: int = 1) -> Tuple:
     return Tuple([BARRIER, checkpoint, attempt], source, "up", BARRIER_STREAM, Fields(["k", "c", "a"]))
 
 
+def abandon(source: int, checkpoint: int, attempt: int = 1) -> Tuple:
+    return Tuple([ABANDON, checkpoint, attempt], source, "up", BARRIER_STREAM, Fields(["k", "c", "a"]))
+
+
 def marker(source: int, checkpoint: int, attempt: int) -> Tuple:
     return Tuple([ROLLBACK, checkpoint, attempt], source, "up", BARRIER_STREAM, Fields(["k", "c", "a"]))
 
@@ -181,7 +186,10 @@ def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on
     assert "checkpoint 5" in warning and "not a store error" in warning
     assert "topology.state.alignment.buffer.size" in warning
     assert h.executed == ["x", "y", "z"] and h.aligned.alignments_given_up == 1
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
+    assert h.signals() == [
+        (OUT, [ABANDON, 5, 1], BARRIER_STREAM),  # in place of the barrier: downstream gives up too
+        (COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM),
+    ]
     h.feed(barrier(2, 5), data(1, "w"))  # checkpoint 5 is over here: its late barrier changes nothing
     assert h.executed == ["x", "y", "z", "w"] and h.signals() == []
     assert h.store.get_part(h.key, 5) is None
@@ -190,11 +198,66 @@ def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on
 def test_a_newer_barrier_gives_up_the_older_checkpoint_and_aligns_the_newer():
     h = Harness().started()
     h.feed(barrier(1, 5), data(1, "held"), barrier(2, 6))
-    assert h.signals() == [(COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM)]
+    assert h.signals() == [
+        (OUT, [ABANDON, 5, 1], BARRIER_STREAM),
+        (COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM),
+    ]
     assert h.executed == ["held"]
     h.feed(barrier(1, 6))
     assert stored_seen(h, 6) == ["held"]
     assert h.signals()[0] == (OUT, [BARRIER, 6, 1], BARRIER_STREAM)
+
+
+def test_an_upstream_give_up_ends_the_alignment_at_once_and_is_passed_on():
+    h = Harness().started()
+    h.feed(data(1, "a"), barrier(1, 5), data(1, "held"), data(2, "b"))
+    assert h.executed == ["a", "b"] and h.signals() == []
+    h.feed(abandon(2, 5), data(2, "c"))  # task 2 gave 5 up: its barrier never comes
+    assert h.signals() == [
+        (OUT, [ABANDON, 5, 1], BARRIER_STREAM),
+        (COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM),
+    ]
+    assert h.executed == ["a", "b", "held", "c"]  # what was held runs now, in its order
+    assert h.store.get_part(h.key, 5) is None
+    assert h.aligned.alignments_given_up == 0  # this task held nothing past its bound
+    h.feed(barrier(2, 5), abandon(1, 5), data(1, "d"))  # 5 is over here: nothing more about it
+    assert h.signals() == [] and h.executed[-1] == "d"
+    h.feed(barrier(1, 6), data(1, "held 6"), barrier(2, 6))  # the next checkpoint aligns as usual
+    assert stored_seen(h, 6) == ["a", "b", "held", "c", "d"]
+    assert h.signals()[0] == (OUT, [BARRIER, 6, 1], BARRIER_STREAM)
+    assert h.executed[-1] == "held 6"
+
+
+def test_an_upstream_give_up_before_any_barrier_gives_up_without_holding_anything():
+    h = Harness().started()
+    h.feed(abandon(1, 5), data(1, "x"), data(2, "y"), barrier(2, 5), data(2, "z"))
+    assert h.executed == ["x", "y", "z"]  # never aligning 5: channel 2's barrier holds nothing
+    assert h.signals() == [
+        (OUT, [ABANDON, 5, 1], BARRIER_STREAM),
+        (COORDINATOR, [5, 1, TASK, ALIGNMENT_GIVEN_UP], REPORT_STREAM),
+    ]
+
+
+class Relay:
+    """A stateless bolt: it has no part in a checkpoint, but it aligns (its output must not mix
+    tuples from both sides of a barrier)."""
+
+    def execute(self, tup: Tuple) -> None:
+        pass
+
+
+def test_a_stateless_task_that_gives_up_tells_the_tasks_downstream_not_the_coordinator():
+    h = Harness(buffer=1, bolt=Relay()).started()
+    h.feed(barrier(1, 5), data(1, "x"), data(1, "y"))
+    assert h.aligned.alignments_given_up == 1 and h.executed == ["x", "y"]
+    # the stateful tasks below learn from the notice (and report to the coordinator themselves)
+    assert h.signals() == [(OUT, [ABANDON, 5, 1], BARRIER_STREAM)]
+
+
+def test_an_abandon_of_an_earlier_attempt_changes_nothing():
+    h = Harness().started()
+    h.feed(barrier(1, 5), data(1, "held"), abandon(2, 5, attempt=0))
+    assert h.executed == [] and h.signals() == []
 
 
 def test_a_rollback_drops_held_and_stale_tuples_and_restores_the_checkpoint():

@@ -12,7 +12,8 @@ Per task and per input channel (an upstream task), in arrival order:
   channel's later tuples are held back until barrier ``n`` arrived on every input channel: then
   every tuple before the barriers, and none after, has been executed, so the task stores its
   state as its part of ``n``, forwards barrier ``n`` and executes the held tuples. Holding is
-  bounded (``topology.state.alignment.buffer.size``): past it the task gives ``n`` up.
+  bounded (``topology.state.alignment.buffer.size``): past it the task gives ``n`` up, and sends
+  ``[ABANDON, n]`` in place of the barrier, on which the tasks downstream give ``n`` up too.
 
 A stateful task's ``pre_checkpoint(n)`` runs just before its state is stored as its part of
 ``n``, and ``checkpoint_committed(n)`` when the coordinator's ``[COMMIT, n, attempt]`` arrives.
@@ -36,6 +37,7 @@ from tuplemesh.state.components import StatefulBolt
 from tuplemesh.state.kv import DictState
 from tuplemesh.state.parts import load_part
 from tuplemesh.state.protocol import (
+    ABANDON,
     ALIGNMENT_GIVEN_UP,
     BARRIER,
     BARRIER_STREAM,
@@ -54,6 +56,9 @@ __all__ = ["AlignedInput", "BoltTasks", "TaskAlignment"]
 log = logging.getLogger(__name__)
 
 Item = tuple[int | None, Any]
+
+#: the barrier-stream kinds that stand for checkpoint ``n`` on a channel
+_IN_PLACE_OF_BARRIER = (BARRIER, ABANDON)
 
 
 class BoltTasks(Protocol):
@@ -271,13 +276,21 @@ class AlignedInput:
             if attempt == ta.attempt:
                 ta.channel_attempt[source] = attempt
             return
-        if kind != BARRIER or attempt != ta.attempt or ta.channel_attempt.get(source) != attempt:
+        if (
+            kind not in _IN_PLACE_OF_BARRIER
+            or attempt != ta.attempt
+            or ta.channel_attempt.get(source) != attempt
+        ):
             return  # of an earlier attempt
         if ta.restore_error is not None:
             return
         while ta.aligning is not None and number > ta.aligning:
             self._give_up(ta)  # a newer checkpoint's barrier: the older one cannot complete here
         if number <= ta.done_upto:
+            return
+        if kind == ABANDON:  # an upstream task gave ``number`` up: it can never complete here
+            ta.aligning = number
+            self._give_up(ta, upstream=True)
             return
         if ta.aligning is None:
             ta.aligning, ta.arrived = number, set()
@@ -330,14 +343,20 @@ class AlignedInput:
         self.parts_stored += 1
         return True
 
-    def _give_up(self, ta: TaskAlignment) -> None:
-        """Stop aligning: the checkpoint is never completed here; held tuples run now."""
+    def _give_up(self, ta: TaskAlignment, upstream: bool = False) -> None:
+        """Stop aligning: the checkpoint is never completed here; held tuples run now. The tasks
+        downstream are told in place of the barrier (``upstream``: they told this one), so none
+        of them holds its other inputs for a barrier that never comes."""
         checkpoint = ta.aligning
         assert checkpoint is not None
         ta.aligning, ta.done_upto = None, checkpoint
-        self.alignments_given_up += 1
+        if not upstream:
+            self.alignments_given_up += 1
+        collector = self._collectors[ta.task]
+        for task in ta.outputs:
+            collector.emit_direct(task, [ABANDON, checkpoint, ta.attempt], stream=BARRIER_STREAM)
         if ta.stateful:  # the coordinator abandons the checkpoint now instead of at its timeout
-            self._collectors[ta.task].emit_direct(
+            collector.emit_direct(
                 self._plan.coordinator_task,
                 [checkpoint, ta.attempt, ta.task, ALIGNMENT_GIVEN_UP],
                 stream=REPORT_STREAM,

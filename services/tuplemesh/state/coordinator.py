@@ -176,9 +176,9 @@ class CoordinatorBolt(Bolt):
         if stored is ALIGNMENT_GIVEN_UP:
             self.alignments_given_up += 1
             self._abandon(
-                f"task {task} gave up aligning: it held back more than "
-                f"{self._settings.alignment_buffer} tuples waiting for this checkpoint's barriers "
-                "from its other inputs. Not a store error: the task processes on and the next "
+                f"task {task} gave up aligning, or a task upstream of it did: one held back more "
+                f"than {self._settings.alignment_buffer} tuples waiting for this checkpoint's "
+                "barriers from its other inputs. Not a store error: the task processes on and the next "
                 "checkpoint follows. If this repeats, raise topology.state.alignment.buffer.size "
                 "(memory per task) or look for the input that lags behind (its barriers come late)",
                 logging.WARNING,

@@ -10,13 +10,15 @@ identically:
   committed (all), so a task can release what only ``n`` had to keep (a source's acks, an
   export log's records held back from readers);
 - ``__barrier`` (every spout and bolt -> every task of every bolt subscribed to it, on any
-  stream): ``[BARRIER, n, attempt]`` and the rollback marker ``[ROLLBACK, c, attempt]``. They
-  are emitted through the same Outbox as the data, so on every path from one task to another
+  stream): ``[BARRIER, n, attempt]``, the rollback marker ``[ROLLBACK, c, attempt]`` and,
+  from a task that gave checkpoint ``n`` up, ``[ABANDON, n, attempt]`` in place of its barrier.
+  They are emitted through the same Outbox as the data, so on every path from one task to another
   they keep their place among the tuples (per source and destination task, delivery is FIFO on
   every transport);
 - ``__checkpoint_report`` (every spout task and stateful bolt task -> coordinator):
   ``[n, attempt, task, stored]`` once the task's part of checkpoint ``n`` is stored (True), could
-  not be stored (False), or was never taken because the task gave up aligning (None).
+  not be stored (False), or was never taken because the task, or one upstream of it, gave up
+  aligning (None).
 
 `tuplemesh.state.wiring` adds them to a topology. Every user spout is wrapped in a
 `CheckpointedSpout` (position, rewind, barriers); bolts align their inputs in
@@ -36,6 +38,7 @@ from tuplemesh.topology.components import TaskContext
 from tuplemesh.topology.tuple import Fields
 
 __all__ = [
+    "ABANDON",
     "ALIGNMENT_GIVEN_UP",
     "BARRIER",
     "BARRIER_STREAM",
@@ -58,16 +61,20 @@ BARRIER_STREAM = "__barrier"
 CONTROL_STREAM = "__checkpoint_control"
 REPORT_STREAM = "__checkpoint_report"
 #: The streams of the protocol's messages: a few per checkpoint and task, never user data.
-CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM})
 #: The coordinator's clock: a tuple its worker puts into its inbox every tick (never on the wire);
 #: ``[CHECKPOINT_NOW]`` asks for a checkpoint at once.
 TICK_STREAM = "__checkpoint_tick"
+#: The streams of the protocol's messages: a few per checkpoint and task, never user data.
 CHECKPOINT_STREAMS = frozenset({BARRIER_STREAM, CONTROL_STREAM, REPORT_STREAM, TICK_STREAM})
 
 #: kinds (first value) on the control and barrier streams
 TRIGGER = BARRIER = 0
 ROLLBACK = 1
 COMMIT = 2
+#: on the barrier stream: ``[ABANDON, n, attempt]`` in place of barrier ``n`` from a task that gave
+#: ``n`` up. Its receivers give ``n`` up too (instead of holding their other inputs until their
+#: own bound) and pass it on, so every task downstream, stateless or not, learns at once.
+ABANDON = 3
 #: the value of a tick that asks the coordinator for a checkpoint now (ordinary ticks have none)
 CHECKPOINT_NOW = "now"
 #: the ``stored`` value of a report from a task that gave up aligning: its part was never taken.
