@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tuplemesh.config import Config
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.state import DictState, KeyValueState, MemoryStore, PartKey, StatefulBolt
 from tuplemesh.state.alignment import AlignedInput
 from tuplemesh.state.protocol import (
@@ -90,7 +91,10 @@ class Harness:
             counters=self.counters,
             unpack=lambda entry: None,
         )
-        aligned = AlignedInput.attach(executor, plan, Config({"messaging.transport": "local"}))
+        self.held_back = HeldBack()
+        aligned = AlignedInput.attach(
+            executor, plan, Config({"messaging.transport": "local"}), self.held_back
+        )
         assert aligned is not None
         self.aligned = aligned
         self.on_batch = aligned.wrap(self._execute)
@@ -171,6 +175,24 @@ def test_aligned_snapshot_holds_exactly_the_tuples_before_the_barriers():
     ]
     assert h.executed == [1, 2, 3, 4, "after-1", "after-2"]  # held tuples run after the snapshot
     assert h.counters.received == 2 + 8
+
+
+def test_a_task_is_marked_holding_back_exactly_while_it_sets_tuples_aside():
+    h = Harness(buffer=2).started()
+    h.feed(data(1, "a"), barrier(1, 5))
+    assert h.held_back.tasks == set()  # aligning, but nothing set aside yet
+    h.feed(data(1, "held"))
+    assert h.held_back.tasks == {TASK}  # a load-aware shuffle in its worker leaves it out now
+    h.feed(barrier(2, 5))
+    assert h.held_back.tasks == set() and h.executed == ["a", "held"]  # completed: released
+    h.feed(barrier(1, 6), data(1, "x"), data(1, "y"))
+    assert h.held_back.tasks == {TASK}
+    h.feed(data(1, "z"))  # over the bound: given up, released
+    assert h.held_back.tasks == set()
+    h.feed(barrier(1, 7), data(1, "w"))
+    assert h.held_back.tasks == {TASK}
+    h.feed(marker(2, NO_CHECKPOINT, 2))  # a rollback drops what was held
+    assert h.held_back.tasks == set()
 
 
 def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on(

@@ -22,6 +22,7 @@ from tests.helpers import eventually
 from tests.worker.test_backpressure import CountedSpout
 from tuplemesh.config import Config
 from tuplemesh.core.congestion import CongestionMap
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.target_load import TargetLoad
 from tuplemesh.disruptor import EventPoller, RingBuffer
 from tuplemesh.topology import Bolt, Fields, TopologyBuilder, Tuple, groupings
@@ -52,6 +53,7 @@ class Probe:
     def __init__(self) -> None:
         self.full: set[int] = set()
         self.blocked: dict[int, float] = {}
+        self.holding: set[int] = set()
         self.looks = 0
 
     @property
@@ -60,7 +62,10 @@ class Probe:
 
     def with_room(self, choices: list[tuple[int]]) -> list[tuple[int]]:
         self.looks += 1
-        return [c for c in choices if c[0] not in self.full and c[0] not in self.blocked]
+        return [c for c in choices if c[0] not in self.full | self.holding and c[0] not in self.blocked]
+
+    def not_holding(self, choices: list[tuple[int]]) -> list[tuple[int]]:
+        return [c for c in choices if c[0] not in self.holding]
 
 
 def chosen(chooser: LoadAwareShuffle, rows: int) -> Counter[int]:
@@ -157,6 +162,33 @@ def test_the_shuffling_groupings_are_load_aware_over_their_own_tasks():
     # a look at least once per emit batch, at most every REVIEW_ROWS rows
     assert TargetLoad({}, None, 0.5, batch_tuples=10).review_rows == 10
     assert TargetLoad({}, None, 0.5, batch_tuples=1000).review_rows == REVIEW_ROWS
+
+
+def test_with_nothing_having_room_it_never_keeps_to_a_task_that_sets_its_input_aside():
+    probe = Probe()
+    chooser = LoadAwareShuffle(TASKS, probe)
+    assert chosen(chooser, 4 * REVIEW_ROWS) == {t: REVIEW_ROWS for t in TASKS}
+    probe.holding, probe.full = {3, 4}, {5, 6}  # 3 and 4 align barriers; 5 and 6 are full
+    chooser.review()
+    # the full ones, on which the emitter waits (a bound), not the ones that would set all aside
+    assert chosen(chooser, 4 * REVIEW_ROWS) == {5: 2 * REVIEW_ROWS, 6: 2 * REVIEW_ROWS}
+    probe.full = set()  # 5 and 6 drained: still only they (3 and 4 have no room while they hold)
+    assert chosen(chooser, 4 * REVIEW_ROWS) == {5: 2 * REVIEW_ROWS, 6: 2 * REVIEW_ROWS}
+    probe.holding = set()  # the alignments ended
+    chooser.review()
+    assert chosen(chooser, 4 * REVIEW_ROWS) == {t: REVIEW_ROWS for t in TASKS}
+
+
+def test_the_probe_leaves_out_a_task_of_its_worker_that_holds_input_back():
+    ring: RingBuffer[Any] = RingBuffer.multi_producer(16)
+    held = HeldBack()
+    probe = TargetLoad({3: ring, 4: ring}, None, 0.5, held_back=held)
+    everything = [(3,), (4,), (7,)]
+    held.hold(3)
+    assert probe.with_room(everything) == [(4,), (7,)]  # its inbox is empty, but it holds input
+    assert probe.not_holding(everything) == [(4,), (7,)]
+    held.release(3)
+    assert probe.with_room(everything) == everything and probe.not_holding(everything) == everything
 
 
 def test_the_probe_reads_a_local_inbox_against_the_watermark_and_a_remote_task_s_congestion():

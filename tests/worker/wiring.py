@@ -10,6 +10,7 @@ from typing import Any
 
 from tuplemesh.config import Config
 from tuplemesh.core.feature import Feature, FeatureContext
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.serialization import load_serializer
 from tuplemesh.topology import ExecutorSpec, Topology
@@ -42,7 +43,8 @@ def wire(
     context (None: a feature with nothing to do here, as a feature's build factory returns), an inbox
     of ``slots`` per task and a transfer ring of as many; msgpack, no congestion reports."""
     plan = WorkerPlan.build(topology, 0, 1, conf)
-    context = FeatureContext(plan.topology, conf, 0, topology.name, plan.assignment)
+    held_back = HeldBack()  # one per worker: what its features mark, its shuffles read
+    context = FeatureContext(plan.topology, conf, 0, topology.name, plan.assignment, held_back=held_back)
     built = tuple(f for f in features(context) if f is not None)
     inboxes: dict[int, RingBuffer[Any]] = {t: RingBuffer.single_producer(slots) for t in plan.local_tasks}
     wiring = ExecutorWiring(
@@ -52,5 +54,6 @@ def wire(
         lambda: load_serializer("msgpack"),
         None,
         features=built,
+        held_back=held_back,
     )
     return Wired(plan, built, wiring)

@@ -68,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tuplemesh.core.admin_calls import AdminCalls
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.markers import Marker
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.disruptor import RingBuffer
@@ -139,6 +140,10 @@ class FeatureContext:
     #: consumed counts still agree; blocks while the inbox is full, raises AlertError once the
     #: task's executor stopped. None: built without a worker (a test wiring executors by hand).
     inject: Callable[[int, Tuple], None] | None = None
+    #: the worker's tasks holding tuples back outside their inbox; a feature that sets tuples
+    #: aside (barrier alignment) marks its tasks here while it does, so emitters in this worker
+    #: do not take them for idle
+    held_back: HeldBack = field(default_factory=HeldBack)
 
 
 class ExecutorCounts(Protocol):

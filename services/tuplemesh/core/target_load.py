@@ -7,6 +7,10 @@ worker, its executor's inbox is fuller than ``topology.backpressure.watermark`` 
 its queue time lets producers fill; in another worker, its peer reports it so on Transfer acks.
 The half of the limit left above the watermark takes the partial batches emitters still hold
 for a task when it is left out, so leaving a task out never makes an emitter wait on it.
+
+A task in its emitter's worker that holds tuples back outside its inbox (`HeldBack`: a bolt
+aligning checkpoint barriers) is loaded too, however empty its inbox: what it is sent then is
+set aside until the alignment ends, and flooding it would only make it give the checkpoint up.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tuplemesh.core.congestion import CongestionMap, above_watermark
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.topology.groupings import REVIEW_ROWS, LoadAwareShuffle, TaskChooser
 
@@ -32,7 +37,7 @@ class TargetLoad:
     """A worker's view of the load of shuffle targets (`TargetProbe`): the inboxes of its own
     tasks, the congestion reports of the others'. One per executor, shared by its choosers."""
 
-    __slots__ = ("_ring_of", "_watermark", "reports", "review_rows")
+    __slots__ = ("_held", "_ring_of", "_watermark", "reports", "review_rows")
 
     def __init__(
         self,
@@ -40,9 +45,12 @@ class TargetLoad:
         congestion: CongestionMap | None,
         watermark: float,
         batch_tuples: int = REVIEW_ROWS,
+        held_back: HeldBack | None = None,
     ) -> None:
-        """``batch_tuples``: the emitters' batch per destination (``topology.producer.batch.size``)."""
+        """``batch_tuples``: the emitters' batch per destination (``topology.producer.batch.size``);
+        ``held_back``: the worker's tasks that set tuples aside (a task there is left out too)."""
         self._ring_of = ring_of
+        self._held = held_back.tasks if held_back is not None else frozenset()
         self._watermark = watermark
         #: a look at least once per emit batch: a task left out then gets at most one more
         #: partial batch, which the room above the watermark takes without a wait
@@ -60,6 +68,7 @@ class TargetLoad:
     def with_room(self, choices: list[tuple[int]]) -> list[tuple[int]]:
         ring_of = self._ring_of
         watermark = self._watermark
+        held = self._held
         blocked = self.reports.blocked
         now = 0.0
         out: list[tuple[int]] = []
@@ -67,7 +76,7 @@ class TargetLoad:
             task = choice[0]
             ring = ring_of.get(task)
             if ring is not None:
-                if above_watermark(ring, watermark):
+                if above_watermark(ring, watermark) or task in held:
                     continue
             elif blocked:
                 until = blocked.get(task)
@@ -78,3 +87,7 @@ class TargetLoad:
                         continue
             out.append(choice)
         return out
+
+    def not_holding(self, choices: list[tuple[int]]) -> list[tuple[int]]:
+        held = self._held
+        return [choice for choice in choices if choice[0] not in held] if held else choices

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from tuplemesh.core.feature import BatchRun, ExecutorCounts
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.stats import AlignmentSnapshot
 from tuplemesh.errors import SerializationError
 from tuplemesh.logutil import RateLimitedLog
@@ -115,7 +116,13 @@ class TaskAlignment:
 class AlignedInput:
     """Feeds a bolt executor's batches to its tasks under the checkpoint protocol."""
 
-    def __init__(self, executor: BoltTasks, plan: CheckpointPlan, conf: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        executor: BoltTasks,
+        plan: CheckpointPlan,
+        conf: Mapping[str, Any],
+        held_back: HeldBack | None = None,
+    ) -> None:
         component = executor.component
         self._conf = conf
         self._plan = plan
@@ -133,6 +140,9 @@ class AlignedInput:
         self._counters = executor.counters
         self._execute: BatchRun = _not_wrapped
         self._unpack = executor.unpack
+        #: where a task is marked while it holds tuples: its worker's load-aware shuffles leave
+        #: it out then (what they sent it would only be set aside)
+        self._held_back = held_back if held_back is not None else HeldBack()
         self._bound = plan.settings.alignment_buffer
         self._run: list[Item] = []
         self._steady = False
@@ -157,13 +167,17 @@ class AlignedInput:
 
     @classmethod
     def attach(
-        cls, executor: BoltTasks, plan: CheckpointPlan, conf: Mapping[str, Any]
+        cls,
+        executor: BoltTasks,
+        plan: CheckpointPlan,
+        conf: Mapping[str, Any],
+        held_back: HeldBack | None = None,
     ) -> AlignedInput | None:
         """The protocol for ``executor`` when its component aligns barriers, else None. It runs
         once `wrap` gave it the executor's handling of what may execute now."""
         if executor.component not in plan.aligned:
             return None
-        return cls(executor, plan, conf)
+        return cls(executor, plan, conf, held_back)
 
     def wrap(self, execute: BatchRun) -> BatchRun:
         """The executor's handling of an inbox batch under the protocol: ``execute`` runs the
@@ -242,6 +256,8 @@ class AlignedInput:
         elif ta.attempt == 0 or ta.restore_error is not None or ta.channel_attempt.get(source) != ta.attempt:
             self._drop(ta, item)
         elif ta.aligning is not None and source in ta.arrived:
+            if not ta.held:
+                self._held_back.hold(ta.task)
             ta.held.append((ta.task, item))
             if len(ta.held) > self.held_max:
                 self.held_max = len(ta.held)
@@ -365,6 +381,7 @@ class AlignedInput:
 
     def _release(self, ta: TaskAlignment) -> None:
         held, ta.held = ta.held, []
+        self._held_back.release(ta.task)
         if held:
             self._feed(held)
 
@@ -373,6 +390,7 @@ class AlignedInput:
         for _task, item in ta.held:  # held tuples are of the attempt that ends
             self._drop(ta, item)
         ta.held, ta.aligning, ta.arrived = [], None, set()
+        self._held_back.release(ta.task)
         ta.channel_attempt, ta.restore_error = {}, None
         if ta.stateful:
             try:

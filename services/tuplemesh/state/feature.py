@@ -68,7 +68,11 @@ class Checkpoints:
         coordinator = executor.tasks.get(self.plan.coordinator_task)
         if isinstance(coordinator, CoordinatorBolt):
             self.coordinator = coordinator
-        aligned = AlignedInput.attach(executor, self.plan, self._context.conf) if executor.is_bolt else None
+        aligned = (
+            AlignedInput.attach(executor, self.plan, self._context.conf, self._context.held_back)
+            if executor.is_bolt
+            else None
+        )
         if aligned is None:
             return None
         self.aligned[executor.name] = aligned

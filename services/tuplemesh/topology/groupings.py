@@ -160,6 +160,12 @@ class TargetProbe(Protocol):
         a congested task's, a remote task whose report has ended or was cleared."""
         ...
 
+    def not_holding(self, choices: list[tuple[int]]) -> list[tuple[int]]:
+        """Those of ``choices`` whose task does not set what it is sent aside now (a task of the
+        emitter's worker aligning checkpoint barriers): however empty its inbox, what it gets
+        waits in its memory, unbounded by any inbox."""
+        ...
+
 
 #: Rows a load-aware shuffle routes one at a time between two looks at its targets. A look
 #: reads a few ring sequences: every 128 rows it is a small part of routing them, and a full
@@ -220,9 +226,14 @@ class LoadAwareShuffle(_RoundRobin):
     def review(self) -> None:
         """Route over the targets that can take more now. When none can, keep to those that
         could at the last look: they are draining, where a stalled task never might (all of
-        the targets again would hand it rows and the emitter would wait on it)."""
+        the targets again would hand it rows and the emitter would wait on it). Never to a task
+        that sets its input aside while another is left: waiting on a full inbox bounds what
+        is queued, setting aside does not."""
         self._rows_left = self._review_rows - 1  # a look comes before the first of the next rows
-        choices = self._probe.with_room(self._everywhere)
+        probe = self._probe
+        choices = probe.with_room(self._everywhere)
+        if not choices:
+            choices = probe.not_holding(self._choices) or probe.not_holding(self._everywhere)
         if choices and choices != self._choices:
             self._route_over(choices)
         if self._narrowed:

@@ -18,6 +18,7 @@ from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.collectors import BoltOutputCollector, SpoutOutputCollector, StreamRoute, build_routes
 from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.feature import BatchObserver, Feature, FlushObserver
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.outbox import Outbox
 from tuplemesh.core.stats import ErrorSnapshot
 from tuplemesh.core.target_load import TargetLoad
@@ -95,6 +96,8 @@ class ExecutorWiring:
     features: tuple[Feature, ...] = ()
     #: the worker's flush timer: woken when a partial batch is left while it rests
     flush_timer: FlushTimer = field(default_factory=lambda: FlushTimer(0.001))
+    #: the worker's tasks holding tuples back outside their inbox (what its features mark)
+    held_back: HeldBack = field(default_factory=HeldBack)
 
 
 #: the collector type of an executor's tasks (a spout's or a bolt's)
@@ -136,6 +139,7 @@ class Executor(Generic[CollectorT]):
                 wiring.congestion,
                 queues.backpressure_watermark,
                 queues.producer_batch_tuples,
+                wiring.held_back,
             )
             if queues.load_aware
             else None

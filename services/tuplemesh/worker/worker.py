@@ -28,6 +28,7 @@ from tuplemesh.core.feature import (
     HopTracingFeature,
 )
 from tuplemesh.core.feature_spec import FeatureSet
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.markers import FLUSH
 from tuplemesh.core.stats import (
     WorkerSnapshot,
@@ -134,8 +135,16 @@ class Worker:
         self._inject_lock = threading.Lock()
         # the features' running parts: built here, before the paths that take their hop tracer,
         # each offered every executor below
+        #: tasks setting tuples aside outside their inbox (marked by features, read by shuffles)
+        self.held_back = HeldBack()
         feature_context = FeatureContext(
-            plan.topology, conf, index, self.topology_id, plan.assignment, inject=self.inject
+            plan.topology,
+            conf,
+            index,
+            self.topology_id,
+            plan.assignment,
+            inject=self.inject,
+            held_back=self.held_back,
         )
         #: the features this worker was assembled with (their specs), and their running parts here
         #: by feature name
@@ -178,6 +187,7 @@ class Worker:
             self.transfer_budget,
             tuple(self.features.values()),
             self.flush_timer,
+            self.held_back,
         )
         self.executors: list[Executor] = [
             SpoutExecutor(e, wiring)
