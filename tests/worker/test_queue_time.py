@@ -11,12 +11,15 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.helpers import eventually
+from tests.worker.wiring import wire
 from tuplemesh.config import Config
+from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import EventPoller, RingBuffer
 from tuplemesh.errors import InsufficientCapacityError
 from tuplemesh.metrics import WorkerCollector
-from tuplemesh.topology import Bolt, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
+from tuplemesh.topology import Bolt, Fields, OutputFieldsDeclarer, Spout, TopologyBuilder, Tuple
 from tuplemesh.worker.debloat import MIN_SLOTS, QueueTimeLimit
+from tuplemesh.worker.executor import BoltExecutor
 from tuplemesh.worker.local_cluster import LocalCluster
 
 
@@ -73,6 +76,30 @@ def test_a_consumer_that_blocks_now_and_then_is_measured_by_its_mean_time_per_sl
         seen.append(ring.sequencer.limit)
     steady = seen[len(seen) // 2 :]
     assert max(steady) <= 60 and min(steady) >= MIN_SLOTS, (min(steady), max(steady))
+
+
+def test_batches_taken_while_a_task_sets_tuples_aside_do_not_set_the_limit():
+    """While a task aligns checkpoint barriers it sets tuples aside nearly for free, and the
+    batch that ends it runs them all: neither is the executor's pace."""
+    builder = TopologyBuilder("paced")
+    builder.set_spout("s", EndlessSpout())
+    builder.set_bolt("b", SleepBolt()).shuffle_grouping("s")
+    conf = Config({"messaging.transport": "local", "topology.backpressure.target.ms": 10})
+    wired = wire(builder.build(), conf, slots=1024)
+    executor = BoltExecutor(wired.spec("b"), wired.wiring)
+    executor.on_start()
+    limit = executor.queue_limit
+    assert limit is not None and executor.inbox.sequencer.limit == 1024  # nothing measured
+    [task] = wired.spec("b").tasks
+    one = Tuple([1], 99, "s", "default", Fields(["n"]))
+    wired.wiring.held_back.hold(task)
+    for sequence in range(100):
+        executor.on_event(Batch([(task, one)]), sequence, True)
+    assert limit.seconds_per_slot == 0.0 and executor.inbox.sequencer.limit == 1024
+    wired.wiring.held_back.release(task)
+    executor.on_event(Batch([(task, one)]), 100, True)
+    assert limit.seconds_per_slot >= 0.002  # the first batch measured: a sleep of 2 ms
+    assert executor.counters.executed == 101
 
 
 class EndlessSpout(Spout):

@@ -61,6 +61,12 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         self.queue_limit: QueueTimeLimit | None = (
             QueueTimeLimit(self.inbox.sequencer, target) if target > 0 else None
         )
+        #: the worker's tasks setting tuples aside, and this executor's: a batch taken while one
+        #: of its tasks sets tuples aside (aligning barriers) does not measure its pace. Setting
+        #: aside is nearly free, so those batches would raise the limit to the whole ring, and
+        #: the batch that runs what was set aside would drop it to the least.
+        self._held_tasks = wiring.held_back.tasks
+        self._own_tasks = frozenset(spec.tasks)
         failures = BoltFailures(spec.component, self.collectors, self.user_code.record_error, self.errors_log)
         chain = input_chain(
             spec.name,
@@ -122,6 +128,8 @@ class BoltExecutor(Executor[BoltOutputCollector]):
     def on_event(self, batch: Any, sequence: int, end_of_batch: bool) -> None:
         kind = batch.__class__
         if kind is Batch or kind is list:
+            held = self._held_tasks
+            paced = not held or self._own_tasks.isdisjoint(held)
             start = time.monotonic()
             if kind is Batch:  # a plain list (injected input) was never published with a stamp
                 stamp = batch.stamp
@@ -136,7 +144,7 @@ class BoltExecutor(Executor[BoltOutputCollector]):
             end = time.monotonic()
             if executed:
                 self.execute_seconds.observe((end - start) / executed, executed)
-            if self.queue_limit is not None:
+            if self.queue_limit is not None and paced:
                 self.queue_limit.observe(end - start)
             if end_of_batch and self.outbox.pending:
                 if time.monotonic() - self.outbox.last_flush >= self.flush_interval:
