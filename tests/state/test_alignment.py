@@ -180,19 +180,19 @@ def test_aligned_snapshot_holds_exactly_the_tuples_before_the_barriers():
 def test_a_task_is_marked_holding_back_exactly_while_it_sets_tuples_aside():
     h = Harness(buffer=2).started()
     h.feed(data(1, "a"), barrier(1, 5))
-    assert h.held_back.tasks == set()  # aligning, but nothing set aside yet
+    assert set(h.held_back.since) == set()  # aligning, but nothing set aside yet
     h.feed(data(1, "held"))
-    assert h.held_back.tasks == {TASK}  # a load-aware shuffle in its worker leaves it out now
+    assert set(h.held_back.since) == {TASK}  # a load-aware shuffle in its worker leaves it out now
     h.feed(barrier(2, 5))
-    assert h.held_back.tasks == set() and h.executed == ["a", "held"]  # completed: released
+    assert set(h.held_back.since) == set() and h.executed == ["a", "held"]  # completed: released
     h.feed(barrier(1, 6), data(1, "x"), data(1, "y"))
-    assert h.held_back.tasks == {TASK}
+    assert set(h.held_back.since) == {TASK}
     h.feed(data(1, "z"))  # over the bound: given up, released
-    assert h.held_back.tasks == set()
+    assert set(h.held_back.since) == set()
     h.feed(barrier(1, 7), data(1, "w"))
-    assert h.held_back.tasks == {TASK}
+    assert set(h.held_back.since) == {TASK}
     h.feed(marker(2, NO_CHECKPOINT, 2))  # a rollback drops what was held
-    assert h.held_back.tasks == set()
+    assert set(h.held_back.since) == set()
 
 
 def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on(
@@ -274,6 +274,16 @@ def test_a_stateless_task_that_gives_up_tells_the_tasks_downstream_not_the_coord
     assert h.aligned.alignments_given_up == 1 and h.executed == ["x", "y"]
     # the stateful tasks below learn from the notice (and report to the coordinator themselves)
     assert h.signals() == [(OUT, [ABANDON, 5, 1], BARRIER_STREAM)]
+
+
+def test_an_abandon_older_than_the_checkpoint_aligned_now_changes_nothing():
+    h = Harness().started()
+    h.feed(barrier(1, 5), barrier(2, 5))  # 5 completes
+    h.signals()
+    h.feed(barrier(1, 7), data(1, "held"), abandon(2, 6))  # channel 1 never had a 6
+    assert h.executed == [] and h.signals() == []  # still aligning 7, "held" still held
+    h.feed(barrier(2, 7))
+    assert stored_seen(h, 7) == [] and h.executed == ["held"]
 
 
 def test_an_abandon_of_an_earlier_attempt_changes_nothing():

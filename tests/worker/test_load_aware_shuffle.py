@@ -21,6 +21,7 @@ import pytest
 from tests.helpers import eventually
 from tests.worker.test_backpressure import CountedSpout
 from tuplemesh.config import Config
+from tuplemesh.core import held_back
 from tuplemesh.core.congestion import CongestionMap
 from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.target_load import TargetLoad
@@ -179,6 +180,17 @@ def test_with_nothing_having_room_it_never_keeps_to_a_task_that_sets_its_input_a
     assert chosen(chooser, 4 * REVIEW_ROWS) == {t: REVIEW_ROWS for t in TASKS}
 
 
+def test_when_every_target_sets_its_input_aside_it_spreads_over_all_of_them():
+    """Every task of a component aligns the same checkpoint, one after another: kept to the last
+    one that began, that one would take everything and reach its alignment bound first."""
+    probe = Probe()
+    chooser = LoadAwareShuffle(TASKS, probe)
+    for task in TASKS:  # they begin to hold one by one, each between two looks
+        probe.holding.add(task)
+        chooser.review()
+    assert chosen(chooser, 4 * REVIEW_ROWS) == {t: REVIEW_ROWS for t in TASKS}
+
+
 def test_the_probe_leaves_out_a_task_of_its_worker_that_holds_input_back():
     ring: RingBuffer[Any] = RingBuffer.multi_producer(16)
     held = HeldBack()
@@ -189,6 +201,17 @@ def test_the_probe_leaves_out_a_task_of_its_worker_that_holds_input_back():
     assert probe.not_holding(everything) == [(4,), (7,)]
     held.release(3)
     assert probe.with_room(everything) == everything and probe.not_holding(everything) == everything
+
+
+def test_a_task_holding_back_for_longer_than_an_alignment_takes_is_not_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """An input whose barriers never come must not keep a task out of its worker's shuffles."""
+    monkeypatch.setattr(held_back, "LEAVE_OUT_SECONDS", 0.0)
+    held = HeldBack()
+    probe = TargetLoad({}, None, 0.5, held_back=held)
+    held.hold(3)
+    assert held.since and probe.with_room([(3,), (4,)]) == [(3,), (4,)]
 
 
 def test_the_probe_reads_a_local_inbox_against_the_watermark_and_a_remote_task_s_congestion():

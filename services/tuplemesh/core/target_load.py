@@ -50,7 +50,7 @@ class TargetLoad:
         """``batch_tuples``: the emitters' batch per destination (``topology.producer.batch.size``);
         ``held_back``: the worker's tasks that set tuples aside (a task there is left out too)."""
         self._ring_of = ring_of
-        self._held = held_back.tasks if held_back is not None else frozenset()
+        self._held = held_back if held_back is not None else HeldBack()
         self._watermark = watermark
         #: a look at least once per emit batch: a task left out then gets at most one more
         #: partial batch, which the room above the watermark takes without a wait
@@ -68,7 +68,7 @@ class TargetLoad:
     def with_room(self, choices: list[tuple[int]]) -> list[tuple[int]]:
         ring_of = self._ring_of
         watermark = self._watermark
-        held = self._held
+        choices = self.not_holding(choices)
         blocked = self.reports.blocked
         now = 0.0
         out: list[tuple[int]] = []
@@ -76,7 +76,7 @@ class TargetLoad:
             task = choice[0]
             ring = ring_of.get(task)
             if ring is not None:
-                if above_watermark(ring, watermark) or task in held:
+                if above_watermark(ring, watermark):
                     continue
             elif blocked:
                 until = blocked.get(task)
@@ -90,4 +90,7 @@ class TargetLoad:
 
     def not_holding(self, choices: list[tuple[int]]) -> list[tuple[int]]:
         held = self._held
-        return [choice for choice in choices if choice[0] not in held] if held else choices
+        if not held.since:
+            return choices
+        now = time.monotonic()
+        return [choice for choice in choices if not held.holding(choice[0], now)]

@@ -305,6 +305,8 @@ class AlignedInput:
         if number <= ta.done_upto:
             return
         if kind == ABANDON:  # an upstream task gave ``number`` up: it can never complete here
+            if ta.aligning is not None and number < ta.aligning:
+                return  # an older one (its channel skipped the one aligned now): over here too
             ta.aligning = number
             self._give_up(ta, upstream=True)
             return

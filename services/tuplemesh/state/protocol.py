@@ -60,7 +60,6 @@ COORDINATOR = "__checkpoint"
 BARRIER_STREAM = "__barrier"
 CONTROL_STREAM = "__checkpoint_control"
 REPORT_STREAM = "__checkpoint_report"
-#: The streams of the protocol's messages: a few per checkpoint and task, never user data.
 #: The coordinator's clock: a tuple its worker puts into its inbox every tick (never on the wire);
 #: ``[CHECKPOINT_NOW]`` asks for a checkpoint at once.
 TICK_STREAM = "__checkpoint_tick"

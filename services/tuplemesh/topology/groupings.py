@@ -228,12 +228,15 @@ class LoadAwareShuffle(_RoundRobin):
         could at the last look: they are draining, where a stalled task never might (all of
         the targets again would hand it rows and the emitter would wait on it). Never to a task
         that sets its input aside while another is left: waiting on a full inbox bounds what
-        is queued, setting aside does not."""
+        is queued, setting aside does not. When every target sets its input aside (every task
+        of a component aligns the same checkpoint), all of them: kept to the last one that
+        began, that one would take everything and reach its alignment bound first."""
         self._rows_left = self._review_rows - 1  # a look comes before the first of the next rows
         probe = self._probe
-        choices = probe.with_room(self._everywhere)
+        everywhere = self._everywhere
+        choices = probe.with_room(everywhere)
         if not choices:
-            choices = probe.not_holding(self._choices) or probe.not_holding(self._everywhere)
+            choices = probe.not_holding(self._choices) or probe.not_holding(everywhere) or everywhere
         if choices and choices != self._choices:
             self._route_over(choices)
         if self._narrowed:

@@ -65,8 +65,8 @@ class BoltExecutor(Executor[BoltOutputCollector]):
         #: of its tasks sets tuples aside (aligning barriers) does not measure its pace. Setting
         #: aside is nearly free, so those batches would raise the limit to the whole ring, and
         #: the batch that runs what was set aside would drop it to the least.
-        self._held_tasks = wiring.held_back.tasks
-        self._own_tasks = frozenset(spec.tasks)
+        self._held_back = wiring.held_back
+        self._own_tasks = spec.tasks
         failures = BoltFailures(spec.component, self.collectors, self.user_code.record_error, self.errors_log)
         chain = input_chain(
             spec.name,
@@ -128,9 +128,13 @@ class BoltExecutor(Executor[BoltOutputCollector]):
     def on_event(self, batch: Any, sequence: int, end_of_batch: bool) -> None:
         kind = batch.__class__
         if kind is Batch or kind is list:
-            held = self._held_tasks
-            paced = not held or self._own_tasks.isdisjoint(held)
             start = time.monotonic()
+            paced = True
+            held_back = self._held_back
+            if held_back.since:
+                for task in self._own_tasks:
+                    if held_back.holding(task, start):
+                        paced = False
             if kind is Batch:  # a plain list (injected input) was never published with a stamp
                 stamp = batch.stamp
                 if stamp is not None:
