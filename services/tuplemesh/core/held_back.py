@@ -18,6 +18,7 @@ set, pop and get are each atomic, and a stale read only delays a choice by one l
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 __all__ = ["LEAVE_OUT_SECONDS", "HeldBack"]
 
@@ -45,3 +46,7 @@ class HeldBack:
         """Whether ``task`` counts as holding back at ``now`` (monotonic)."""
         began = self.since.get(task)
         return began is not None and now - began < LEAVE_OUT_SECONDS
+
+    def holding_any(self, tasks: Iterable[int], now: float) -> bool:
+        """Whether one of ``tasks`` counts as holding back at ``now`` (monotonic)."""
+        return any(self.holding(task, now) for task in tasks)

@@ -10,7 +10,8 @@ for a task when it is left out, so leaving a task out never makes an emitter wai
 
 A task in its emitter's worker that holds tuples back outside its inbox (`HeldBack`: a bolt
 aligning checkpoint barriers) is loaded too, however empty its inbox: what it is sent then is
-set aside until the alignment ends, and flooding it would only make it give the checkpoint up.
+set aside until the alignment ends, and flooding it would only make it give the checkpoint up
+(for `tuplemesh.core.held_back.LEAVE_OUT_SECONDS` at most).
 """
 
 from __future__ import annotations
