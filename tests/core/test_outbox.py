@@ -307,3 +307,80 @@ def test_direct_emits_on_unheld_streams_never_wait_on_a_congested_task_and_other
     clearer.join(30)
     assert outbox.backpressure_holds == 1
     assert [task for _, buf, _ in published(transfer)[2:] for task, _ in buf] == [4]
+
+
+def aligning_outbox(held_back: Any) -> tuple[Outbox, RingBuffer[Any], RingBuffer[Any]]:
+    """An outbox of an executor running task 9, in a worker whose task 3 may align barriers."""
+    outbox, inbox_a, inbox_b, _ = make(batch_size=3)
+    outbox.unheld_streams = frozenset({"__barrier"})  # as the checkpoint feature sets them
+    outbox.held_back = held_back
+    outbox.source_tasks = frozenset({9})
+    return outbox, inbox_a, inbox_b
+
+
+def test_an_emit_to_a_local_task_that_sets_this_executors_input_aside_waits_until_it_takes_it() -> None:
+    """Task 3 has the barrier of task 9 (this executor) and waits for task 8's: what 9 sends it
+    now would only be set aside. The emit publishes what is buffered, then waits until 3
+    completes; a barrier is never held and goes out at once."""
+    from tuplemesh.core.held_back import HeldBack
+
+    held_back = HeldBack()
+    outbox, inbox_a, inbox_b = aligning_outbox(held_back)
+    outbox.deliver_direct(3, 9, "spout", "__barrier", 3, FIELDS, ["barrier"])
+    assert [[t.values for _, t in batch] for batch in published(inbox_b)] == [[["barrier"]]]
+    held_back.hold(3, frozenset({9}), frozenset({8, 9}))
+    emit(outbox, "to task 1", 1)  # buffered (batch size 3): published before the wait
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (emit(outbox, "after the barrier", 3), done.set()), daemon=True)
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while not outbox.backpressure_holds and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert outbox.backpressure_holds == 1 and not done.is_set()
+    assert [[t.values for _, t in batch] for batch in published(inbox_a)] == [[["to task 1"]]]
+    assert len(published(inbox_b)) == 1  # nothing more for task 3 while it aligns
+    held_back.release(3)  # its alignment completed
+    waiter.join(30)
+    assert done.is_set() and outbox.backpressure_hold_seconds > 0
+    outbox.flush()
+    assert [[t.values for _, t in batch] for batch in published(inbox_b)] == [
+        [["barrier"]],
+        [["after the barrier"]],
+    ]
+
+
+def test_an_executor_one_of_whose_tasks_still_owes_the_barrier_never_waits() -> None:
+    """Executor tasks 8 and 9 both feed task 3, which has 9's barrier only: 8's may be behind
+    in this executor's own inbox, so waiting could keep the alignment from ever completing."""
+    from tuplemesh.core.held_back import HeldBack
+
+    held_back = HeldBack()
+    outbox, _, inbox_b = aligning_outbox(held_back)
+    outbox.source_tasks = frozenset({8, 9})
+    held_back.hold(3, frozenset({9}), frozenset({7, 8, 9}))
+    emit(outbox, "runs on", 3)
+    outbox.flush()
+    assert outbox.backpressure_holds == 0
+    assert [[t.values for _, t in batch] for batch in published(inbox_b)] == [[["runs on"]]]
+    held_back.barriered(3, frozenset({8, 9}), frozenset({7, 8, 9}))  # 8's barrier came too
+    assert held_back.closed_to(3, frozenset({8, 9}), time.monotonic())
+    assert not held_back.closed_to(3, frozenset({7}), time.monotonic())  # 7's has not
+    assert not held_back.closed_to(3, frozenset({3, 8, 9}), time.monotonic())  # its own executor
+    assert not held_back.closed_to(3, frozenset({5}), time.monotonic())  # 5 does not feed it
+
+
+def test_an_emitter_waits_on_an_aligning_task_no_longer_than_it_counts_as_holding_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An alignment that never completes (an input whose barrier never comes) holds its
+    emitters up to `LEAVE_OUT_SECONDS`, then they send to it as to any other task."""
+    from tuplemesh.core import held_back as held_back_module
+
+    monkeypatch.setattr(held_back_module, "LEAVE_OUT_SECONDS", 0.05)
+    held_back = held_back_module.HeldBack()
+    outbox, _, inbox_b = aligning_outbox(held_back)
+    held_back.hold(3, frozenset({9}), frozenset({8, 9}))
+    emit(outbox, "late", 3)  # returns once the task no longer counts as holding back
+    outbox.flush()
+    assert outbox.backpressure_holds == 1 and 3 in held_back.since
+    assert [[t.values for _, t in batch] for batch in published(inbox_b)] == [[["late"]]]

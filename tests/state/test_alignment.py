@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -193,6 +194,21 @@ def test_a_task_is_marked_holding_back_exactly_while_it_sets_tuples_aside():
     assert set(h.held_back.since) == {TASK}
     h.feed(marker(2, NO_CHECKPOINT, 2))  # a rollback drops what was held
     assert set(h.held_back.since) == set()
+
+
+def test_a_task_setting_tuples_aside_is_closed_to_the_inputs_whose_barrier_it_has():
+    """Its worker's emitters all of whose tasks feeding it have passed the barrier on wait
+    before they send it more (`Outbox.held_back`); the mark goes with the alignment."""
+    h = Harness().started()
+    h.feed(barrier(1, 5))
+    assert not h.held_back.closed_to(TASK, frozenset({1}), time.monotonic())  # nothing set aside
+    h.feed(data(1, "held"))
+    now = time.monotonic()
+    assert h.held_back.closed_to(TASK, frozenset({1}), now)
+    assert not h.held_back.closed_to(TASK, frozenset({2}), now)  # its barrier has not come
+    assert not h.held_back.closed_to(TASK, frozenset({1, 2}), now)  # one executor running both
+    h.feed(barrier(2, 5))
+    assert h.held_back.closed == {} and h.executed == ["held"]
 
 
 def test_a_task_holding_more_than_the_buffer_gives_the_checkpoint_up_and_runs_on(

@@ -19,19 +19,30 @@ from tests.state.test_checkpointing import start
 from tests.worker.wiring import wire
 from tuplemesh.config import Config
 from tuplemesh.core.feature import DrainingFeature
+from tuplemesh.core.markers import Batch
 from tuplemesh.core.stats import CheckpointSnapshot
 from tuplemesh.registry import FEATURES
 from tuplemesh.state.coordinator import ATTEMPT_COUNTER
 from tuplemesh.state.feature import Checkpoints, feature
 from tuplemesh.state.memory import MemoryStore
 from tuplemesh.state.on_demand import StopCheckpoint
-from tuplemesh.state.protocol import CHECKPOINT_STREAMS, COORDINATOR, NO_CHECKPOINT
-from tuplemesh.topology import Topology, TopologyBuilder
-from tuplemesh.worker.executor import BoltExecutor
+from tuplemesh.state.protocol import CHECKPOINT_STREAMS, CONTROL_STREAM, COORDINATOR, NO_CHECKPOINT, TRIGGER
+from tuplemesh.topology import Fields, Topology, TopologyBuilder, Tuple
+from tuplemesh.worker.executor import BoltExecutor, SpoutExecutor
 from tuplemesh.worker.local_cluster import LocalCluster
 from tuplemesh.worker.worker import Worker
 
 _names = itertools.count()
+
+
+class Fixed:
+    """A chooser that always picks the same task."""
+
+    def __init__(self, task: int) -> None:
+        self.task = (task,)
+
+    def choose(self, values: object) -> tuple[int, ...]:
+        return self.task
 
 
 def word_count(repeat: int, *, stateful: bool = True) -> Topology:
@@ -145,3 +156,42 @@ def test_the_lifecycle_runs_through_the_feature_hooks_of_real_workers(clusters: 
     clusters.remove(cluster)
     assert cluster.stop() is True
     assert _tickers() == []
+
+
+def test_a_spout_holding_on_a_task_stops_holding_once_a_coordinator_message_waits_for_it():
+    """A spout reads its inbox only between ``next_tuple`` calls: held on a task that cannot
+    take its tuples, it would act on a checkpoint's trigger only after the hold, its barrier
+    late against the other spouts'. The hold ends once such a message waits; the tuple goes to
+    the task it waited on, and nothing is lost."""
+    topology = word_count(1)
+    wired = wire(topology, Config({"topology.state.backend": "memory"}), lambda context: (feature(context),))
+    spec = wired.spec("sentences")
+    executor = SpoutExecutor(spec, wired.wiring)
+    assert executor.outbox.interrupt is not None  # its spouts are in the checkpoint protocol
+    assert not executor._controlled_message_waiting()
+    split = min(wired.plan.assignment.component_tasks["split"])
+    sentences = frozenset(wired.plan.assignment.component_tasks["sentences"])
+    # the split task has this executor's barriers and waits for the other spout's
+    wired.wiring.held_back.hold(split, frozenset(spec.tasks), sentences)
+    source = spec.tasks[0]
+    done = threading.Event()
+
+    def emit() -> None:
+        executor.outbox.deliver(
+            source, "sentences", "default", 0, Fields(["sentence"]), ["a b"], [Fixed(split)]
+        )
+        done.set()
+
+    threading.Thread(target=emit, daemon=True).start()
+    eventually(lambda: executor.outbox.backpressure_holds == 1, message="the emit holds")
+    time.sleep(0.05)
+    assert not done.is_set()
+    (checkpoints,) = wired.features
+    assert isinstance(checkpoints, Checkpoints)
+    coordinator = checkpoints.plan.coordinator_task
+    trigger = Tuple([TRIGGER, 1, 1], coordinator, COORDINATOR, CONTROL_STREAM, Fields(["k", "c", "a"]))
+    executor.inbox.put(Batch([(source, trigger)]))
+    assert done.wait(30)
+    assert executor._controlled_message_waiting()  # still unread: the loop's next poll reads it
+    assert split in wired.wiring.held_back.closed  # the hold ended for the message, not a release
+    assert executor.outbox.pending == 1  # the tuple is buffered for the split task

@@ -87,17 +87,20 @@ class CongestionMap:
             self._by_peer[peer] = now_set
             self.blocked = blocked
 
-    def wait(self, task: int, held: HoldCounts | None = None) -> None:
-        """Block while ``task`` is congested (its lease not over and not cleared). A hold (one
-        that waits at all) is counted in ``held`` when it starts and its time added as it goes,
-        so a long hold shows at once and the counts never go down."""
+    def wait(
+        self, task: int, held: HoldCounts | None = None, interrupt: Callable[[], bool] | None = None
+    ) -> None:
+        """Block while ``task`` is congested (its lease not over and not cleared), or until
+        ``interrupt`` returns True. A hold (one that waits at all) is counted in ``held`` when it
+        starts and its time added as it goes, so a long hold shows at once and the counts never
+        go down."""
         last = 0.0
         while True:
             until = self.blocked.get(task)
             now = time.monotonic()
             if held is not None and last:
                 held.backpressure_hold_seconds += now - last
-            if until is None or now >= until:
+            if until is None or now >= until or (interrupt is not None and interrupt()):
                 return
             if held is not None and not last:
                 held.backpressure_holds += 1

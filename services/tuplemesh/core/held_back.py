@@ -8,6 +8,13 @@ sets aside, until it holds its alignment bound and gives the checkpoint up. Flin
 barriers block the channel instead, which backpressures its sender; here the task is marked,
 and a load-aware shuffle in its worker leaves it out until it holds nothing again.
 
+The mark also names the inputs whose barrier the task has (`closed`). An executor of the same
+worker about to emit to it waits while every one of its own tasks that feeds it is among
+those: what it would send is only set aside, and it has passed that barrier on already. That is
+Flink's blocked channel, per emitting thread: an executor one of whose tasks still owes the
+barrier never waits on it (the barrier may be behind in its own inbox), so the wait cannot keep
+the alignment from completing.
+
 A task counts as holding back for `LEAVE_OUT_SECONDS` at most: an alignment that takes longer
 (an input whose barriers never come) must not keep it out of its worker's shuffles for good.
 
@@ -18,7 +25,9 @@ set, pop and get are each atomic, and a stale read only delays a choice by one l
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+from tuplemesh.core.congestion import HoldCounts
 
 __all__ = ["LEAVE_OUT_SECONDS", "HeldBack"]
 
@@ -27,20 +36,65 @@ __all__ = ["LEAVE_OUT_SECONDS", "HeldBack"]
 #: one is stuck, and the task takes tuples as any other again (up to its alignment bound).
 LEAVE_OUT_SECONDS = 1.0
 
+#: Between two looks while an emitter waits on a task that sets its input aside.
+_LOOK_SECONDS = 0.0005
+
 
 class HeldBack:
-    """The worker's tasks that hold tuples back (``since``: task -> when it began, monotonic)."""
+    """The worker's tasks that hold tuples back (``since``: task -> when it began, monotonic;
+    ``closed``: task -> (its inputs whose barrier it has, all its inputs))."""
 
-    __slots__ = ("since",)
+    __slots__ = ("closed", "since")
 
     def __init__(self) -> None:
         self.since: dict[int, float] = {}
+        self.closed: dict[int, tuple[frozenset[int], frozenset[int]]] = {}
 
-    def hold(self, task: int) -> None:
+    def hold(
+        self, task: int, barriered: frozenset[int] = frozenset(), inputs: frozenset[int] = frozenset()
+    ) -> None:
+        """``task`` set its first tuple aside: it has the barrier of ``barriered``, of ``inputs``."""
         self.since[task] = time.monotonic()
+        self.closed[task] = (barriered, inputs)
+
+    def barriered(self, task: int, barriered: frozenset[int], inputs: frozenset[int]) -> None:
+        """One more input's barrier reached ``task`` while it holds tuples back."""
+        if task in self.since:
+            self.closed[task] = (barriered, inputs)
 
     def release(self, task: int) -> None:
+        self.closed.pop(task, None)
         self.since.pop(task, None)
+
+    def closed_to(self, task: int, sources: frozenset[int], now: float) -> bool:
+        """Whether an executor running ``sources`` waits before it emits to ``task``: it holds
+        back, and has the barrier of every one of ``sources`` that feeds it (at least one)."""
+        entry = self.closed.get(task)
+        if entry is None or task in sources or not self.holding(task, now):
+            return False
+        barriered, inputs = entry
+        feeding = sources & inputs
+        return bool(feeding) and feeding <= barriered
+
+    def wait_open(
+        self,
+        task: int,
+        sources: frozenset[int],
+        counts: HoldCounts,
+        interrupt: Callable[[], bool] | None = None,
+    ) -> None:
+        """Wait while ``task`` is closed to ``sources`` (`closed_to`): until it completes or gives
+        its alignment up, holds past `LEAVE_OUT_SECONDS`, or ``interrupt`` returns True. Counted
+        in ``counts`` as a hold, with its time added as it goes."""
+        last = time.monotonic()
+        counts.backpressure_holds += 1
+        while True:
+            time.sleep(_LOOK_SECONDS)
+            now = time.monotonic()
+            counts.backpressure_hold_seconds += now - last
+            last = now
+            if not self.closed_to(task, sources, now) or (interrupt is not None and interrupt()):
+                return
 
     def holding(self, task: int, now: float) -> bool:
         """Whether ``task`` counts as holding back at ``now`` (monotonic)."""

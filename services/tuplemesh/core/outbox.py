@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from tuplemesh.core.budget import ByteBudget
 from tuplemesh.core.congestion import CongestionMap
+from tuplemesh.core.held_back import HeldBack
 from tuplemesh.core.markers import Batch
 from tuplemesh.disruptor import RingBuffer
 from tuplemesh.errors import MessageTooLargeError
@@ -104,6 +105,15 @@ class Outbox:
         #: anyway, and one sent to each downstream task in turn must not wait on one congested
         #: task while the others' barriers wait behind it, skewing their alignment).
         self.unheld_streams: frozenset[str] = frozenset()
+        #: The worker's tasks that set tuples aside while they align a checkpoint's barriers, and
+        #: this executor's own tasks: an emit to a task of this worker that has the barrier of
+        #: every one of them feeding it waits until it completes (`HeldBack.closed_to`). None: no
+        #: checkpoints (set when the feature attaches).
+        self.held_back: HeldBack | None = None
+        self.source_tasks: frozenset[int] = frozenset()
+        #: Ends a hold (on a congested task, or on a task aligning) early when it returns True:
+        #: a spout executor's check for a coordinator message waiting in its inbox.
+        self.interrupt: Callable[[], bool] | None = None
         #: the worker's ceiling on bytes bound for other workers (None: none)
         self._budget = budget if budget is not None and budget.limit else None
         #: Called at the start of every ``flush`` (an AckerMailbox posts its boxes there).
@@ -144,6 +154,7 @@ class Outbox:
         local_count = self._local_count
         batch_size = self.batch_size
         blocked = self._congestion.blocked if self._congestion is not None else None
+        closed = self.held_back.closed if self.held_back is not None else None
         count = 0
         for chooser in choosers:
             for task in chooser.choose(values):
@@ -153,6 +164,11 @@ class Outbox:
                     self.delivered += count
                     count = 0
                     self._hold(task)
+                elif closed and hold and task in closed and dest < local_count:
+                    self.pending += count
+                    self.delivered += count
+                    count = 0
+                    self._await_aligned(task)
                 buf = buffers[dest]
                 if dest < local_count:
                     if tup is None:
@@ -170,7 +186,11 @@ class Outbox:
                     self._flush(dest)
         self.pending += count
         self.delivered += count
-        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
+        if not hold:
+            # a control message (a checkpoint's barrier) goes out now, not after the next data:
+            # an emitter waits on a task aligning only once that task has its barrier
+            self.flush()
+        elif self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
             self.flush()
 
     def deliver_direct(
@@ -307,7 +327,10 @@ class Outbox:
         task_dest = self._task_dest
         buffers = self._buffers
         extra = self._extra
+        closed = self.held_back.closed if self.held_back is not None else None
         for task, entry, n in local:
+            if closed and task in closed:
+                self._await_aligned(task)
             dest = task_dest[task]
             buffers[dest].append((task, entry))
             extra[dest] += n - 1
@@ -439,6 +462,14 @@ class Outbox:
         congestion = self._congestion
         if congestion is not None and task in congestion.blocked and dest >= self._local_count:
             self._hold(task)
+        held_back = self.held_back
+        if (
+            held_back is not None
+            and task in held_back.closed
+            and dest < self._local_count
+            and stream not in self.unheld_streams
+        ):
+            self._await_aligned(task)
         if dest < self._local_count:
             if anchors is None:
                 item: Any = Tuple(values, source_task, source_component, stream, fields)
@@ -464,7 +495,19 @@ class Outbox:
         if until is None or until <= time.monotonic():
             return
         self.flush()
-        self._congestion.wait(task, self)
+        self._congestion.wait(task, self, self.interrupt)
+
+    def _await_aligned(self, task: int) -> None:
+        """``task``, in this worker, sets aside what this executor's tasks send it: they passed
+        its checkpoint's barrier on, it waits for the barriers of other inputs (Flink blocks
+        such a channel). Publish what is buffered, then wait until it takes tuples again."""
+        held_back = self.held_back
+        assert held_back is not None
+        sources = self.source_tasks
+        if not held_back.closed_to(task, sources, time.monotonic()):
+            return
+        self.flush()
+        held_back.wait_open(task, sources, self, self.interrupt)
 
     def _encode(
         self,

@@ -169,7 +169,8 @@ class ExecutorSnapshot:
     abandoned_on_halt: int = 0
     #: (task, tuple) deliveries its emits made, to any worker.
     delivered: int = 0
-    #: Times its emits were held on a congested task of another worker (per-task backpressure),
+    #: Times its emits were held on a congested task of another worker (per-task backpressure)
+    #: or on a task of its own worker that sets them aside while aligning a checkpoint's barriers,
     #: and the time they were held in all, the hold in progress included.
     backpressure_holds: int = 0
     backpressure_hold_seconds: float = 0.0

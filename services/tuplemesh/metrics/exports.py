@@ -55,11 +55,13 @@ EXPORTS: dict[str, Export] = {
     "executors.backpressure_holds": Export(
         "tuplemesh_backpressure_holds_total",
         "Times a component's emits were held on a congested task of another worker (per-task "
-        "backpressure: its inbox is above topology.backpressure.watermark).",
+        "backpressure: its inbox is above topology.backpressure.watermark), or on a task of its "
+        "own worker that sets them aside while it aligns a checkpoint's barriers.",
     ),
     "executors.backpressure_hold_seconds": Export(
         "tuplemesh_backpressure_hold_seconds_total",
-        "Time a component's emits were held on congested tasks of other workers, counted as each hold goes.",
+        "Time a component's emits were held on congested tasks of other workers, or on aligning "
+        "tasks of their own, counted as each hold goes.",
     ),
     "executors.errors": Export(
         "tuplemesh_bolt_errors_total", "Exceptions raised by bolt code, by component."

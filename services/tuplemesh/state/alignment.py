@@ -140,8 +140,9 @@ class AlignedInput:
         self._counters = executor.counters
         self._execute: BatchRun = _not_wrapped
         self._unpack = executor.unpack
-        #: where a task is marked while it holds tuples: its worker's load-aware shuffles leave
-        #: it out then (what they sent it would only be set aside)
+        #: where a task is marked while it holds tuples, with the inputs whose barrier it has: its
+        #: worker's load-aware shuffles leave it out then, and its worker's emitters that have
+        #: passed the barrier on wait (what they sent it would only be set aside)
         self._held_back = held_back if held_back is not None else HeldBack()
         self._bound = plan.settings.alignment_buffer
         self._run: list[Item] = []
@@ -257,7 +258,7 @@ class AlignedInput:
             self._drop(ta, item)
         elif ta.aligning is not None and source in ta.arrived:
             if not ta.held:
-                self._held_back.hold(ta.task)
+                self._held_back.hold(ta.task, frozenset(ta.arrived), ta.inputs)
             ta.held.append((ta.task, item))
             if len(ta.held) > self.held_max:
                 self.held_max = len(ta.held)
@@ -315,6 +316,8 @@ class AlignedInput:
         ta.arrived.add(source)
         if ta.arrived >= ta.inputs:
             self._complete(ta)
+        elif ta.held:  # the emitters of this worker that feed it only from here on wait now
+            self._held_back.barriered(ta.task, frozenset(ta.arrived), ta.inputs)
 
     def _on_commit(self, ta: TaskAlignment, notice: Tuple) -> None:
         """The coordinator committed a checkpoint this task stored a part of: tell the bolt."""

@@ -65,6 +65,9 @@ class Checkpoints:
     def attach(self, executor: ExecutorView) -> ExecutorHooks | None:
         # triggers, barriers and reports never wait on a congested task (`Outbox.unheld_streams`)
         executor.outbox.unheld_streams = CHECKPOINT_STREAMS
+        # and data waits on a task of this worker that would only set it aside (`Outbox.held_back`)
+        executor.outbox.held_back = self._context.held_back
+        executor.outbox.source_tasks = frozenset(executor.task_ids)
         coordinator = executor.tasks.get(self.plan.coordinator_task)
         if isinstance(coordinator, CoordinatorBolt):
             self.coordinator = coordinator

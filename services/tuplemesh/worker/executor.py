@@ -229,6 +229,13 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
         }
         #: the spouts' ack and fail: verdicts, trees completed at once, trees timed out
         self.outcomes = SpoutOutcomes(self.tracker, self._spouts, self.counters, self.user_code)
+        #: the last inbox sequence `_controlled_message_waiting` looked at
+        self._looked_upto = -1
+        if self._controlled:
+            # A spout held on a congested task reads its inbox only once the hold ends: a
+            # checkpoint's trigger waited up to the hold (0.2 s a congestion lease), its barriers
+            # that much behind the other spouts', and every aligning task held that much more.
+            self.outbox.interrupt = self._controlled_message_waiting
 
     def _count_user_error(self) -> None:
         self.counters.spout_errors += 1
@@ -274,6 +281,8 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                     item = self.reader.decode(item)
                     if item is None:
                         continue
+                elif item is None:  # undecodable, found so while a hold looked for messages
+                    continue
                 try:
                     verdict = self.acking.verdict(item)
                     if verdict is None:
@@ -291,6 +300,30 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
             self.outbox.flush()
         else:
             log.error("executor %s: unexpected inbox event %r", self.name, event)
+
+    def _controlled_message_waiting(self) -> bool:
+        """Whether a message for a controlled spout (a checkpoint's trigger, a rollback) waits
+        unread in the inbox: a hold of this executor's emits ends then, one tuple goes to the
+        task it waited on, and the loop reads the message as soon as ``next_tuple`` returns.
+        Payloads from other workers are decoded here, in place (the poll would anyway)."""
+        sequencer = self.inbox.sequencer
+        low = max(self.poller.sequence.value, self._looked_upto) + 1
+        cursor = sequencer.cursor.value
+        if cursor < low:
+            return False
+        high = sequencer.highest_published(low, cursor)
+        for sequence in range(low, high + 1):
+            event = self.inbox.get(sequence)
+            if event.__class__ is not Batch and event.__class__ is not list:
+                continue  # a stop or a flush: read by the next poll
+            for index, (task, item) in enumerate(event):
+                if item.__class__ is bytes:
+                    item = self.reader.decode(item)  # None: undecodable, counted once, skipped
+                    event[index] = (task, item)
+                if item is not None and self.acking.verdict(item) is None:
+                    return True
+            self._looked_upto = sequence
+        return False
 
     def _to_controlled_spout(self, task: int | None, tup: Tuple) -> None:
         """A message for a spout task other than a verdict (a checkpoint coordinator's)."""
