@@ -158,11 +158,16 @@ def test_the_lifecycle_runs_through_the_feature_hooks_of_real_workers(clusters: 
     assert _tickers() == []
 
 
-def test_a_spout_holding_on_a_task_stops_holding_once_a_coordinator_message_waits_for_it():
+def test_a_spout_holding_on_a_task_stops_holding_once_a_coordinator_message_waits_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+):
     """A spout reads its inbox only between ``next_tuple`` calls: held on a task that cannot
     take its tuples, it would act on a checkpoint's trigger only after the hold, its barrier
     late against the other spouts'. The hold ends once such a message waits; the tuple goes to
     the task it waited on, and nothing is lost."""
+    from tuplemesh.core import held_back
+
+    monkeypatch.setattr(held_back, "LEAVE_OUT_SECONDS", 3600.0)  # only the message ends the hold
     topology = word_count(1)
     wired = wire(topology, Config({"topology.state.backend": "memory"}), lambda context: (feature(context),))
     spec = wired.spec("sentences")

@@ -212,6 +212,25 @@ def test_a_hold_is_counted_once_with_its_time_and_a_clear_task_is_none():
     assert holds.backpressure_holds == 1
 
 
+def test_a_hold_ends_before_its_lease_once_the_interrupt_says_so():
+    """How a spout executor held on a congested task reads a checkpoint's trigger at once: its
+    check for such a message ends the hold, the report still standing."""
+    from tuplemesh.core.congestion import CongestionMap
+
+    class Holds:
+        backpressure_holds = 0
+        backpressure_hold_seconds = 0.0
+
+    congestion = CongestionMap(lease=60.0)
+    holds = Holds()
+    congestion.report("a", [7])
+    message = threading.Event()
+    threading.Timer(0.05, message.set).start()
+    congestion.wait(7, holds, message.is_set)  # returns long before the 60 s lease
+    assert message.is_set() and holds.backpressure_holds == 1
+    assert 7 in congestion.blocked  # still congested: the next emit to it holds again
+
+
 def test_receive_overflow_keeps_order_and_is_bounded():
     from tuplemesh.disruptor import EventPoller, RingBuffer
     from tuplemesh.worker.receive import ReceivePath

@@ -12,8 +12,10 @@ The mark also names the inputs whose barrier the task has (`closed`). An executo
 worker about to emit to it waits while every one of its own tasks that feeds it is among
 those: what it would send is only set aside, and it has passed that barrier on already. That is
 Flink's blocked channel, per emitting thread: an executor one of whose tasks still owes the
-barrier never waits on it (the barrier may be behind in its own inbox), so the wait cannot keep
-the alignment from completing.
+barrier never waits on it (the barrier may be behind in its own inbox), so along the barriers'
+paths the wait never keeps the alignment from completing. Through what carries no barriers (a
+spout waiting while its ackers fill its inbox, a cycle in the topology) it could: that is why
+every wait ends after `LEAVE_OUT_SECONDS` too.
 
 A task counts as holding back for `LEAVE_OUT_SECONDS` at most: an alignment that takes longer
 (an input whose barriers never come) must not keep it out of its worker's shuffles for good.
@@ -86,15 +88,17 @@ class HeldBack:
         """Wait while ``task`` is closed to ``sources`` (`closed_to`): until it completes or gives
         its alignment up, holds past `LEAVE_OUT_SECONDS`, or ``interrupt`` returns True. Counted
         in ``counts`` as a hold, with its time added as it goes."""
-        last = time.monotonic()
-        counts.backpressure_holds += 1
+        last = 0.0
         while True:
-            time.sleep(_LOOK_SECONDS)
             now = time.monotonic()
-            counts.backpressure_hold_seconds += now - last
-            last = now
+            if last:
+                counts.backpressure_hold_seconds += now - last
             if not self.closed_to(task, sources, now) or (interrupt is not None and interrupt()):
                 return
+            if not last:
+                counts.backpressure_holds += 1
+            last = now
+            time.sleep(_LOOK_SECONDS)
 
     def holding(self, task: int, now: float) -> bool:
         """Whether ``task`` counts as holding back at ``now`` (monotonic)."""

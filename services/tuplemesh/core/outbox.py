@@ -146,7 +146,9 @@ class Outbox:
         hold: bool = True,
     ) -> None:
         """Route one emit through every subscriber's chooser; ``hold``: wait while a remote task
-        it goes to is congested (per-task backpressure) before buffering it."""
+        it goes to is congested (per-task backpressure), or a task of this worker aligning a
+        checkpoint would set it aside (`_await_aligned`), before buffering it. Without ``hold``
+        (a control message: a checkpoint's barrier) it is published at once."""
         tup = None
         payload = None
         task_dest = self._task_dest
@@ -463,12 +465,8 @@ class Outbox:
         if congestion is not None and task in congestion.blocked and dest >= self._local_count:
             self._hold(task)
         held_back = self.held_back
-        if (
-            held_back is not None
-            and task in held_back.closed
-            and dest < self._local_count
-            and stream not in self.unheld_streams
-        ):
+        unheld = stream in self.unheld_streams
+        if held_back is not None and task in held_back.closed and dest < self._local_count and not unheld:
             self._await_aligned(task)
         if dest < self._local_count:
             if anchors is None:
@@ -483,8 +481,8 @@ class Outbox:
         self.delivered += 1
         if len(buf) >= self.batch_size:
             self._flush(dest)
-        if self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
-            self.flush()
+        if unheld or self.pending >= self.send_capacity or self.encoded_bytes >= self.max_payload:
+            self.flush()  # a control message (a checkpoint's barrier) at once, as in `deliver`
 
     def _hold(self, task: int) -> None:
         """Per-task backpressure: publish what is buffered, then wait while ``task`` is congested.
@@ -494,6 +492,8 @@ class Outbox:
         until = self._congestion.blocked.get(task)
         if until is None or until <= time.monotonic():
             return
+        if self.interrupt is not None and self.interrupt():
+            return  # a message waits that the emitter must read first: no hold until it has
         self.flush()
         self._congestion.wait(task, self, self.interrupt)
 
@@ -506,6 +506,8 @@ class Outbox:
         sources = self.source_tasks
         if not held_back.closed_to(task, sources, time.monotonic()):
             return
+        if self.interrupt is not None and self.interrupt():
+            return  # a message waits that the emitter must read first: no hold until it has
         self.flush()
         held_back.wait_open(task, sources, self, self.interrupt)
 

@@ -188,6 +188,8 @@ class AlignedInput:
         return self.on_batch
 
     def close(self) -> None:
+        for task in self._tasks:  # a task that no longer runs holds no emitter of its worker up
+            self._held_back.release(task)
         if self._store is not None:
             self._store.close()
 

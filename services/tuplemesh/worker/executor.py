@@ -320,7 +320,13 @@ class SpoutExecutor(Executor[SpoutOutputCollector]):
                 if item.__class__ is bytes:
                     item = self.reader.decode(item)  # None: undecodable, counted once, skipped
                     event[index] = (task, item)
-                if item is not None and self.acking.verdict(item) is None:
+                if item is None:
+                    continue
+                try:
+                    verdict = self.acking.verdict(item)
+                except (ValueError, TypeError):  # not a well-formed verdict: the poll logs it
+                    continue
+                if verdict is None:
                     return True
             self._looked_upto = sequence
         return False
