@@ -130,13 +130,15 @@ class ProcessCluster:
         self.ports, self.metrics_ports = ports[:num_workers], ports[num_workers:]
         self.config_path = config_path
         self.procs: list[subprocess.Popen[bytes]] = []
-        conf = Config.load(config_path)  # TLS material and the Admin token, as the workers see them
+        # as the workers see it (the file, then TUPLEMESH_* from the environment they are given):
+        # TLS material and the Admin token for the channels below, worker.cpus for the placement
+        conf = Config.load(config_path, env={**os.environ, **(env or {})})
         # a run resumes no earlier run: its checkpoints go to a fresh file unless the config names one
         self.run_resources = RunResources(
             conf.with_overrides({"messaging.transport": transport}).with_topology(topology.conf), topology
         )
         self.env = {**os.environ, **self.run_resources.env, **(env or {})}
-        self.cpus = self._cpus(num_workers, pin_cpus)
+        self.cpus = self._cpus(num_workers, pin_cpus, conf)
         self.channels = [open_channel_from_config(f"{host}:{p}", conf) for p in self.ports]
         self.admins = [admin_pb2_grpc.AdminStub(c) for c in self.channels]
         self.healths = [health_pb2_grpc.HealthStub(c) for c in self.channels]
@@ -164,11 +166,11 @@ class ProcessCluster:
             # worker once (a worker takes a second signal as "exit now, skip the drain")
             self.procs.append(subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, process_group=0))
 
-    def _cpus(self, num_workers: int, pin_cpus: bool | None) -> list[frozenset[int]] | None:
+    def _cpus(self, num_workers: int, pin_cpus: bool | None, conf: Config) -> list[frozenset[int]] | None:
         """Each worker's CPUs as ``pin_cpus`` asks (see __init__), None to leave them be."""
         if pin_cpus:
             return shares(num_workers, available())
-        if pin_cpus is False or Config.load(self.config_path, env=self.env)["worker.cpus"]:
+        if pin_cpus is False or conf["worker.cpus"]:
             return None  # CPUs the user gave every worker are theirs to give, not ours to split
         return own_shares(num_workers)
 
