@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from tuplemesh.disruptor import RingBuffer
 
-__all__ = ["LEASE", "CongestionMap", "HoldCounts", "above_watermark", "congested_tasks"]
+__all__ = ["LEASE", "CongestionMap", "HoldCounts", "above_watermark", "congested_tasks", "hold_while"]
 
 LEASE = 0.2  # seconds a congestion report holds without a renewal
 
@@ -37,6 +37,28 @@ class HoldCounts(Protocol):
 
     backpressure_holds: int
     backpressure_hold_seconds: float
+
+
+def hold_while(
+    blocked: Callable[[float], bool],
+    look: float,
+    held: HoldCounts | None = None,
+    interrupt: Callable[[], bool] | None = None,
+) -> None:
+    """Sleep ``look`` at a time while ``blocked(now)`` (monotonic) holds, or until ``interrupt``
+    returns True. A hold (one that waits at all) is counted in ``held`` when it starts and its
+    time added as it goes, so a long hold shows at once and the counts never go down."""
+    last = 0.0
+    while True:
+        now = time.monotonic()
+        if held is not None and last:
+            held.backpressure_hold_seconds += now - last
+        if not blocked(now) or (interrupt is not None and interrupt()):
+            return
+        if held is not None and not last:
+            held.backpressure_holds += 1
+        last = now
+        time.sleep(look)
 
 
 def above_watermark(ring: RingBuffer[Any], watermark: float) -> bool:
@@ -91,18 +113,10 @@ class CongestionMap:
         self, task: int, held: HoldCounts | None = None, interrupt: Callable[[], bool] | None = None
     ) -> None:
         """Block while ``task`` is congested (its lease not over and not cleared), or until
-        ``interrupt`` returns True. A hold (one that waits at all) is counted in ``held`` when it
-        starts and its time added as it goes, so a long hold shows at once and the counts never
-        go down."""
-        last = 0.0
-        while True:
+        ``interrupt`` returns True; counted in ``held`` (`hold_while`)."""
+
+        def congested(now: float) -> bool:
             until = self.blocked.get(task)
-            now = time.monotonic()
-            if held is not None and last:
-                held.backpressure_hold_seconds += now - last
-            if until is None or now >= until or (interrupt is not None and interrupt()):
-                return
-            if held is not None and not last:
-                held.backpressure_holds += 1
-            last = now
-            time.sleep(0.001)
+            return until is not None and now < until
+
+        hold_while(congested, 0.001, held, interrupt)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from tuplemesh.core.congestion import HoldCounts
+from tuplemesh.core.congestion import HoldCounts, hold_while
 
 __all__ = ["LEAVE_OUT_SECONDS", "HeldBack"]
 
@@ -88,17 +88,7 @@ class HeldBack:
         """Wait while ``task`` is closed to ``sources`` (`closed_to`): until it completes or gives
         its alignment up, holds past `LEAVE_OUT_SECONDS`, or ``interrupt`` returns True. Counted
         in ``counts`` as a hold, with its time added as it goes."""
-        last = 0.0
-        while True:
-            now = time.monotonic()
-            if last:
-                counts.backpressure_hold_seconds += now - last
-            if not self.closed_to(task, sources, now) or (interrupt is not None and interrupt()):
-                return
-            if not last:
-                counts.backpressure_holds += 1
-            last = now
-            time.sleep(_LOOK_SECONDS)
+        hold_while(lambda now: self.closed_to(task, sources, now), _LOOK_SECONDS, counts, interrupt)
 
     def holding(self, task: int, now: float) -> bool:
         """Whether ``task`` counts as holding back at ``now`` (monotonic)."""
