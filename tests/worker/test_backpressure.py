@@ -225,7 +225,12 @@ def test_a_hold_ends_before_its_lease_once_the_interrupt_says_so():
     holds = Holds()
     congestion.report("a", [7])
     message = threading.Event()
-    threading.Timer(0.05, message.set).start()
+
+    def message_once_held() -> None:  # the message comes while the emitter holds
+        eventually(lambda: holds.backpressure_holds == 1, timeout=30, message="the hold is not counted")
+        message.set()
+
+    threading.Thread(target=message_once_held, daemon=True).start()
     congestion.wait(7, holds, message.is_set)  # returns long before the 60 s lease
     assert message.is_set() and holds.backpressure_holds == 1
     assert 7 in congestion.blocked  # still congested: the next emit to it holds again
